@@ -1,0 +1,210 @@
+package protocol
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// DefaultMaxLineBytes bounds one line. The CLI's lines can exceed 1 MiB (the
+// Python SDK's default buffer), so the bound is generous.
+const DefaultMaxLineBytes = 64 << 20
+
+// Line is one decoded line of the stream.
+type Line struct {
+	N       int             // 1-based line number in the stream
+	Raw     json.RawMessage // the line, without its newline
+	Type    string          // the "type" field
+	Subtype string          // the "subtype" field, if any
+}
+
+// LineError is a problem with one line. Field is the JSON path of the offending
+// field ("response.request_id"), or "" when the line as a whole is bad.
+type LineError struct {
+	Line  int
+	Field string
+	Err   error
+}
+
+func (e *LineError) Error() string {
+	if e.Field == "" {
+		return fmt.Sprintf("line %d: %v", e.Line, e.Err)
+	}
+	return fmt.Sprintf("line %d: field %q: %v", e.Line, e.Field, e.Err)
+}
+
+func (e *LineError) Unwrap() error { return e.Err }
+
+// ErrLineTooLong is returned for a line over the decoder's bound.
+var ErrLineTooLong = errors.New("line too long")
+
+// Decoder reads newline-delimited JSON, one object a line. Blank lines are
+// skipped. It is not safe for concurrent use.
+type Decoder struct {
+	r    *bufio.Reader
+	n    int
+	max  int
+	skip bool
+}
+
+// NewDecoder returns a Decoder reading from r.
+func NewDecoder(r io.Reader) *Decoder {
+	return &Decoder{r: bufio.NewReaderSize(r, 64<<10), max: DefaultMaxLineBytes}
+}
+
+// SkipNonJSON makes the decoder pass over lines that do not start with '{', as
+// the Python SDK does with the CLI's stdout (some builds print debug lines).
+func (d *Decoder) SkipNonJSON() *Decoder { d.skip = true; return d }
+
+// Next returns the next line. At the end of the stream it returns io.EOF; a
+// last line without a newline is still returned. Errors about a line are
+// *LineError; the decoder can go on after them.
+func (d *Decoder) Next() (Line, error) {
+	for {
+		raw, err := d.readLine()
+		if err != nil {
+			return Line{}, err
+		}
+		raw = bytes.TrimSpace(raw)
+		if len(raw) == 0 {
+			continue
+		}
+		if d.skip && raw[0] != '{' {
+			continue
+		}
+		return DecodeLine(d.n, raw)
+	}
+}
+
+func (d *Decoder) readLine() ([]byte, error) {
+	var buf []byte
+	for {
+		chunk, err := d.r.ReadSlice('\n')
+		buf = append(buf, chunk...)
+		if len(buf) > d.max {
+			d.n++
+			// Drain the rest of the line so the next call starts fresh.
+			for errors.Is(err, bufio.ErrBufferFull) {
+				_, err = d.r.ReadSlice('\n')
+			}
+			return nil, &LineError{Line: d.n, Err: fmt.Errorf("%w: over %d bytes", ErrLineTooLong, d.max)}
+		}
+		switch {
+		case err == nil:
+			d.n++
+			return buf, nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF) && len(buf) > 0:
+			d.n++
+			return buf, nil
+		default:
+			return nil, err
+		}
+	}
+}
+
+// DecodeLine checks that raw is one JSON object with a string "type" and
+// returns it as line n.
+func DecodeLine(n int, raw []byte) (Line, error) {
+	if !json.Valid(raw) {
+		var v any
+		err := json.Unmarshal(raw, &v)
+		return Line{}, &LineError{Line: n, Err: fmt.Errorf("invalid JSON: %s", jsonErrText(err))}
+	}
+	if raw[0] != '{' {
+		return Line{}, &LineError{Line: n, Err: fmt.Errorf("want a JSON object, got %s", jsonKind(raw))}
+	}
+	var env struct {
+		Type    json.RawMessage `json:"type"`
+		Subtype json.RawMessage `json:"subtype"`
+	}
+	if err := json.Unmarshal(raw, &env); err != nil {
+		return Line{}, &LineError{Line: n, Err: err}
+	}
+	l := Line{N: n, Raw: append(json.RawMessage(nil), raw...)}
+	if env.Type == nil {
+		return Line{}, &LineError{Line: n, Field: "type", Err: errors.New("missing")}
+	}
+	if err := json.Unmarshal(env.Type, &l.Type); err != nil {
+		return Line{}, &LineError{Line: n, Field: "type", Err: fmt.Errorf("want string, got %s", jsonKind(env.Type))}
+	}
+	if env.Subtype != nil {
+		_ = json.Unmarshal(env.Subtype, &l.Subtype) // a non-string subtype is left for typed decoding to report
+	}
+	return l, nil
+}
+
+// Decode unmarshals the line into v and reports a type mismatch with the
+// field's path.
+func (l Line) Decode(v any) error {
+	if err := json.Unmarshal(l.Raw, v); err != nil {
+		return fieldError(l.N, "", err)
+	}
+	return nil
+}
+
+// fieldError turns an encoding/json error into a *LineError naming the field,
+// with prefix prepended to the path.
+func fieldError(n int, prefix string, err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		field := te.Field
+		if prefix != "" && field != "" {
+			field = prefix + "." + field
+		} else if prefix != "" {
+			field = prefix
+		}
+		return &LineError{Line: n, Field: field, Err: fmt.Errorf("want %s, got %s", goKind(te.Type.Kind().String()), te.Value)}
+	}
+	var le *LineError
+	if errors.As(err, &le) {
+		le.Line = n
+		if prefix != "" {
+			le.Field = joinPath(prefix, le.Field)
+		}
+		return le
+	}
+	return &LineError{Line: n, Field: prefix, Err: fmt.Errorf("%s", jsonErrText(err))}
+}
+
+func joinPath(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "." + b
+}
+
+// goKind names a Go kind the way JSON people say it.
+func goKind(k string) string {
+	switch k {
+	case "struct", "map":
+		return "object"
+	case "slice", "array":
+		return "array"
+	case "bool":
+		return "boolean"
+	case "string":
+		return "string"
+	case "int", "int64", "int32", "float64", "float32", "uint", "uint64":
+		return "number"
+	}
+	return k
+}
+
+func jsonErrText(err error) string {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("%v (at byte %d)", se, se.Offset)
+	}
+	if err == nil {
+		return "malformed"
+	}
+	return err.Error()
+}
