@@ -27,6 +27,7 @@ type LineError struct {
 	Line  int
 	Field string
 	Err   error
+	Raw   []byte // the line as read, when it could not be decoded at all
 }
 
 func (e *LineError) Error() string {
@@ -113,7 +114,7 @@ func DecodeLine(n int, raw []byte) (Line, error) {
 	if !json.Valid(raw) {
 		var v any
 		err := json.Unmarshal(raw, &v)
-		return Line{}, &LineError{Line: n, Err: fmt.Errorf("invalid JSON: %s", jsonErrText(err))}
+		return Line{}, &LineError{Line: n, Err: fmt.Errorf("invalid JSON: %s", jsonErrText(err)), Raw: append([]byte(nil), raw...)}
 	}
 	if raw[0] != '{' {
 		return Line{}, &LineError{Line: n, Err: fmt.Errorf("want a JSON object, got %s", jsonKind(raw))}

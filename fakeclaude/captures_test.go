@@ -1,0 +1,99 @@
+package fakeclaude_test
+
+import (
+	"context"
+	"io"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/askctl/askctl/fakeclaude"
+	"github.com/askctl/askctl/replay"
+	"github.com/askctl/askctl/scenarios"
+	"github.com/askctl/askctl/shape"
+	"github.com/askctl/askctl/transcript"
+)
+
+const captures = "../testdata/captures/claude-code-2.1.330"
+
+// sdkFlags are the flags the official TypeScript SDK passes (PROTOCOL.md §1).
+var sdkFlags = []string{"--output-format=stream-json", "--verbose", "--input-format=stream-json", "--model=claude-sonnet-4-5", "--permission-prompt-tool=stdio"}
+
+// play runs fakeclaude in-process on sc, drives it with plan as the SDK side,
+// and returns every line both ways and the exit status.
+func play(t testing.TB, sc *scenarios.Scenario, plan replay.Plan, args []string) ([]transcript.Record, fakeclaude.Outcome) {
+	t.Helper()
+	flags, err := fakeclaude.ParseArgs(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan fakeclaude.Outcome, 1)
+	go func() {
+		o := fakeclaude.Run(context.Background(), fakeclaude.Options{Scenario: sc, Flags: flags, Timeout: 10 * time.Second, Linger: 5 * time.Second}, inR, outW)
+		outW.Close()
+		inR.Close()
+		done <- o
+	}()
+	recs, err := replay.Play(context.Background(), plan, inW, outR, replay.PlayOptions{Timeout: 20 * time.Second, NoDelays: true})
+	if err != nil {
+		t.Fatalf("Play: %v", err)
+	}
+	return recs, <-done
+}
+
+// shapes returns the shapes of the wire records going dir.
+func shapes(recs []transcript.Record, dir string) []shape.Msg {
+	var out []shape.Msg
+	for _, r := range recs {
+		if r.Dir == dir {
+			out = append(out, shape.Of(r.Dir, r.Msg))
+		}
+	}
+	return out
+}
+
+// TestMatchesCaptures drives fakeclaude with the SDK side of each capture of
+// the real CLI and checks that it answers with the same sequence of message
+// types, the same keys on every message, and the same tool_result texts (ids,
+// uuids, timestamps and costs aside).
+func TestMatchesCaptures(t *testing.T) {
+	tests := []struct {
+		capture, scenario string
+		wantCode          int
+	}{
+		{"sdk-ask-allow.jsonl", "ask-multi", fakeclaude.ExitOK},
+		{"sdk-ask-deny.jsonl", "ask-skip", fakeclaude.ExitOK},
+		{"sdk-ask-deny-interrupt.jsonl", "ask-skip-interrupt", fakeclaude.ExitErrorResult},
+	}
+	for _, tt := range tests {
+		t.Run(tt.capture, func(t *testing.T) {
+			captured, err := transcript.ReadFile(filepath.Join(captures, tt.capture))
+			if err != nil {
+				t.Fatal(err)
+			}
+			plan, err := replay.PlanFor(&scenarios.Scenario{Wire: captured}, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sc, err := scenarios.Builtin(tt.scenario)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, out := play(t, sc, plan, sdkFlags)
+			if out.Code != tt.wantCode {
+				t.Errorf("exit status = %d, want %d (failures: %v)", out.Code, tt.wantCode, out.Failures)
+			}
+			for _, dir := range []string{transcript.FromCLI, transcript.ToCLI} {
+				want, have := shapes(captured, dir), shapes(got, dir)
+				if len(want) == 0 {
+					t.Fatalf("capture has no %s lines", dir)
+				}
+				for _, d := range shape.Compare(want, have) {
+					t.Errorf("%s: %s", dir, d)
+				}
+			}
+		})
+	}
+}

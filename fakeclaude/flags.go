@@ -1,0 +1,166 @@
+package fakeclaude
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Flags are the CLI flags fakeclaude reads. It accepts every flag the official
+// SDKs pass, in both the "--flag=value" form (TypeScript) and the
+// "--flag value" form (Python); flags it does not know are kept in Unknown and
+// noted in the transcript, never an error, because bridges pass their own.
+type Flags struct {
+	Print                bool
+	Verbose              bool
+	InputFormat          string
+	OutputFormat         string
+	PermissionPromptTool string
+	PermissionMode       string
+	Model                string
+	Tools                []string // nil: the default set
+	AllowedTools         []string
+	DisallowedTools      []string
+	MCPConfig            []string
+	Scenario             string // fakeclaude's own --scenario
+	Transcript           string // fakeclaude's own --transcript
+	Version              bool
+	Help                 bool
+	Unknown              []string // flags fakeclaude does not know, as given
+	Ignored              []string // known flags that change nothing here
+}
+
+// boolFlags take no value.
+var boolFlags = map[string]bool{
+	"-p": true, "--print": true, "--verbose": true, "--debug": true,
+	"--strict-mcp-config": true, "--continue": true, "-c": true, "--fork-session": true,
+	"--include-partial-messages": true, "--include-hook-events": true,
+	"--allow-dangerously-skip-permissions": true, "--dangerously-skip-permissions": true,
+	"--await-initialize": true, "--replay-user-messages": true, "--session-mirror": true,
+	"--init-only": true, "-v": true, "--version": true, "-h": true, "--help": true,
+}
+
+// valueFlags take one value.
+var valueFlags = map[string]bool{
+	"--output-format": true, "--input-format": true, "--permission-prompt-tool": true,
+	"--permission-prompts": true, "--mcp-config": true, "--allowedTools": true, "--allowed-tools": true,
+	"--disallowedTools": true, "--disallowed-tools": true, "--tools": true, "--permission-mode": true,
+	"--model": true, "--fallback-model": true, "--max-turns": true, "--max-budget-usd": true,
+	"--task-budget": true, "--resume": true, "-r": true, "--session-id": true, "--resume-session-at": true,
+	"--resume-drops-turn": true, "--setting-sources": true, "--settings": true, "--add-dir": true,
+	"--json-schema": true, "--betas": true, "--effort": true, "--thinking": true,
+	"--max-thinking-tokens": true, "--plugin-dir": true, "--system-prompt": true,
+	"--append-system-prompt": true, "--agents": true, "--sdk-url": true, "--debug-file": true,
+	"--scenario": true, "--transcript": true,
+}
+
+// ParseArgs reads the arguments after the program name.
+func ParseArgs(args []string) (Flags, error) {
+	f := Flags{PermissionMode: "default"}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !strings.HasPrefix(a, "-") {
+			// A positional prompt; stream-json sessions take theirs on stdin.
+			f.Unknown = append(f.Unknown, a)
+			continue
+		}
+		name, val, hasVal := strings.Cut(a, "=")
+		switch {
+		case boolFlags[name]:
+			if hasVal {
+				return f, fmt.Errorf("flag %s takes no value, got %q", name, a)
+			}
+		case valueFlags[name]:
+			if !hasVal {
+				if i+1 >= len(args) {
+					return f, fmt.Errorf("flag %s needs a value", name)
+				}
+				i++
+				val = args[i]
+			}
+		default:
+			// Unknown: take the next word as its value when it is not a flag.
+			if !hasVal && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+				i++
+				a += " " + args[i]
+			}
+			f.Unknown = append(f.Unknown, a)
+			continue
+		}
+		switch name {
+		case "-p", "--print":
+			f.Print = true
+		case "--verbose":
+			f.Verbose = true
+		case "-v", "--version":
+			f.Version = true
+		case "-h", "--help":
+			f.Help = true
+		case "--input-format":
+			f.InputFormat = val
+		case "--output-format":
+			f.OutputFormat = val
+		case "--permission-prompt-tool":
+			f.PermissionPromptTool = val
+		case "--permission-mode":
+			f.PermissionMode = val
+		case "--model":
+			f.Model = val
+		case "--tools":
+			f.Tools = splitTools(val)
+			if f.Tools == nil {
+				f.Tools = []string{}
+			}
+		case "--allowedTools", "--allowed-tools":
+			f.AllowedTools = append(f.AllowedTools, splitTools(val)...)
+		case "--disallowedTools", "--disallowed-tools":
+			f.DisallowedTools = append(f.DisallowedTools, splitTools(val)...)
+		case "--mcp-config":
+			f.MCPConfig = append(f.MCPConfig, val)
+		case "--scenario":
+			f.Scenario = val
+		case "--transcript":
+			f.Transcript = val
+		default:
+			f.Ignored = append(f.Ignored, name)
+		}
+	}
+	return f, nil
+}
+
+// splitTools splits a tool list the way the CLI does: commas or spaces.
+func splitTools(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' })
+}
+
+// toolAllowed reports whether tool t is in the session's tool set.
+func (f Flags) toolAllowed(t string) bool {
+	for _, d := range f.DisallowedTools {
+		if d == t {
+			return false
+		}
+	}
+	if f.Tools == nil || (len(f.Tools) == 1 && f.Tools[0] == "default") {
+		return true
+	}
+	for _, x := range f.Tools {
+		if x == t {
+			return true
+		}
+	}
+	return false
+}
+
+// validate applies the CLI's own checks on the stream-json flags; the messages
+// are the CLI's.
+func (f Flags) validate() error {
+	if f.InputFormat == "stream-json" && f.OutputFormat != "stream-json" {
+		return fmt.Errorf("Error: --input-format=stream-json requires output-format=stream-json.")
+	}
+	if f.OutputFormat == "stream-json" && !f.Verbose {
+		return fmt.Errorf("Error: When using --print, --output-format=stream-json requires --verbose")
+	}
+	if f.InputFormat != "" && f.InputFormat != "stream-json" && f.InputFormat != "text" {
+		return fmt.Errorf("Error: Invalid input format %q", f.InputFormat)
+	}
+	return nil
+}

@@ -1,0 +1,189 @@
+package fakeclaude
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/askctl/askctl/protocol"
+	"github.com/askctl/askctl/scenarios"
+	"github.com/askctl/askctl/transcript"
+)
+
+// Environment variables fakeclaude reads. Bridges spawn it with their own
+// arguments, so everything fakeclaude itself needs can come from the
+// environment.
+const (
+	EnvScenario   = "FAKECLAUDE_SCENARIO"   // built-in name or scenario file
+	EnvTranscript = "FAKECLAUDE_TRANSCRIPT" // transcript file; {pid} is replaced by the process id
+	EnvEvents     = "FAKECLAUDE_EVENTS"     // live events: unix:PATH or tcp:HOST:PORT to dial
+	EnvTimeout    = "FAKECLAUDE_TIMEOUT"    // deadline of each wait, e.g. 30s (default 5m)
+	EnvLinger     = "FAKECLAUDE_LINGER"     // wait for stdin to close after the last turn (default: the timeout)
+)
+
+// Help is fakeclaude's --help text.
+const Help = `fakeclaude — a drop-in claude executable that plays a scenario
+
+Usage:
+  fakeclaude [claude flags…] [--scenario NAME|FILE] [--transcript FILE]
+
+fakeclaude speaks Claude Code's SDK transport (stream-json over stdin/stdout)
+exactly as the real CLI ` + protocol.CLIVersion + ` does, but plays a scripted scenario
+instead of calling a model. Point a bridge at it where it would spawn claude
+(SDK option pathToClaudeCodeExecutable / cli_path, or a "claude" on PATH).
+It answers initialize, sends system/init, asks each scripted question as a
+can_use_tool control_request, blocks until the answer (or a deadline), writes
+the tool_result the real CLI would, checks the answer against the scenario, and
+ends each turn with a result. It accepts every flag the official SDKs pass and
+notes unknown ones in the transcript.
+
+Scenarios (built in): ` + "{{builtins}}" + `
+  A scenario file is a txtar archive; see the scenarios package docs.
+
+Environment:
+  FAKECLAUDE_SCENARIO    built-in name or scenario file (or --scenario)
+  FAKECLAUDE_TRANSCRIPT  write every message both ways, with timestamps, notes,
+                         failures and the exit to this JSON Lines file (or
+                         --transcript); "{pid}" in the name becomes the pid.
+                         The file is appended to, so sessions can share one.
+  FAKECLAUDE_EVENTS      also stream those records live to a harness:
+                         unix:/path/to.sock or tcp:127.0.0.1:PORT
+  FAKECLAUDE_TIMEOUT     deadline for each wait for the SDK side (prompt,
+                         each answer), e.g. 30s; default 5m
+  FAKECLAUDE_LINGER      after the last turn, wait this long for stdin to close
+                         (the real CLI waits for EOF); default: the timeout
+
+Exit status:
+  0    the scenario played through and every answer was as expected
+  1    the last turn ended with an error result (deny+interrupt, cancel), as
+       the real CLI exits; or a scenario's exit_after with exit_code 1
+  2    usage: bad flags, missing or invalid scenario
+  3    protocol error by the SDK side: a malformed stdin line (fatal at once,
+       as in the real CLI), a response for an unknown or already answered
+       request, an allow after cancel, an invalid permission result or
+       updatedInput
+  4    an answer broke the scenario's expectations, or an unscripted prompt
+  5    a wait passed its deadline (no prompt, no answer)
+  6    stdin closed before the scenario was played through
+  143  terminated by a signal
+Failures are printed on stderr, one line each, and written to the transcript.
+`
+
+// Main is fakeclaude's entry point: it reads os.Args and the environment, runs,
+// and exits with the run's status.
+func Main() {
+	os.Exit(Command(os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr))
+}
+
+// Command runs fakeclaude with the given arguments and environment and returns
+// the exit status.
+func Command(args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
+	flags, err := ParseArgs(args)
+	if err != nil {
+		fmt.Fprintf(stderr, "fakeclaude: %v\n", err)
+		return ExitUsage
+	}
+	if flags.Help {
+		fmt.Fprint(stdout, strings.Replace(Help, "{{builtins}}", strings.Join(scenarios.Names(), ", "), 1))
+		return ExitOK
+	}
+	if flags.Version {
+		fmt.Fprintf(stdout, "%s (Claude Code)\n", protocol.CLIVersion)
+		return ExitOK
+	}
+	name := flags.Scenario
+	if name == "" {
+		name = getenv(EnvScenario)
+	}
+	sc, err := scenarios.Load(name)
+	if err != nil {
+		fmt.Fprintf(stderr, "fakeclaude: %v\n", err)
+		return ExitUsage
+	}
+	opts := Options{Scenario: sc, Flags: flags, Stderr: stderr}
+	for env, dst := range map[string]*time.Duration{EnvTimeout: &opts.Timeout, EnvLinger: &opts.Linger} {
+		if v := getenv(env); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				fmt.Fprintf(stderr, "fakeclaude: %s=%q: want a positive duration such as 30s\n", env, v)
+				return ExitUsage
+			}
+			*dst = d
+		}
+	}
+	var sinks transcript.Multi
+	path := flags.Transcript
+	if path == "" {
+		path = getenv(EnvTranscript)
+	}
+	if path != "" {
+		path = strings.ReplaceAll(path, "{pid}", fmt.Sprint(os.Getpid()))
+		tf, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			fmt.Fprintf(stderr, "fakeclaude: transcript: %v\n", err)
+			return ExitUsage
+		}
+		defer tf.Close()
+		sinks = append(sinks, transcript.NewWriter(tf))
+	}
+	if addr := getenv(EnvEvents); addr != "" {
+		es, err := dialEvents(addr)
+		if err != nil {
+			fmt.Fprintf(stderr, "fakeclaude: %s: %v\n", EnvEvents, err)
+			return ExitUsage
+		}
+		defer es.Close()
+		sinks = append(sinks, es)
+	}
+	if len(sinks) > 0 {
+		opts.Sink = sinks
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	return Run(ctx, opts, stdin, stdout).Code
+}
+
+// eventSink streams records to a harness over a socket. A harness that stops
+// reading cannot stall the fake: each write has a deadline, and after a failed
+// write the sink goes quiet (the transcript file still has everything).
+type eventSink struct {
+	mu   sync.Mutex
+	conn net.Conn
+	w    *transcript.Writer
+	dead bool
+}
+
+func dialEvents(addr string) (*eventSink, error) {
+	network, address := "unix", addr
+	if n, a, ok := strings.Cut(addr, ":"); ok && (n == "unix" || n == "tcp") {
+		network, address = n, a
+	}
+	conn, err := net.DialTimeout(network, address, 5*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	return &eventSink{conn: conn, w: transcript.NewWriter(conn)}, nil
+}
+
+func (s *eventSink) Write(r transcript.Record) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dead {
+		return nil
+	}
+	_ = s.conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	if err := s.w.Write(r); err != nil {
+		s.dead = true
+		return err
+	}
+	return nil
+}
+
+func (s *eventSink) Close() error { return s.conn.Close() }

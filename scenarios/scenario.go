@@ -1,0 +1,736 @@
+package scenarios
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/askctl/askctl/protocol"
+	"github.com/askctl/askctl/transcript"
+	"github.com/rogpeppe/go-internal/txtar"
+)
+
+// Origins of a scenario.
+const (
+	Synthetic = "synthetic" // written by hand
+	Recorded  = "recorded"  // captured from a real session by askctl record
+)
+
+// Routes.
+const (
+	RouteSDK = "sdk" // can_use_tool over the SDK control protocol
+	RouteMCP = "mcp" // an MCP ask_user tool served by the bridge
+)
+
+// Section names of a scenario archive.
+const (
+	sectionHeader = "scenario.json"
+	sectionSteps  = "steps.jsonl"
+	sectionWire   = "wire.jsonl"
+)
+
+// Scenario is one session, the single source of truth for what the agent
+// (fakeclaude, or the real CLI behind the fake model API) does and what it
+// expects back.
+//
+// On disk a scenario is a txtar archive:
+//
+//	Prose: what the session shows, and why (the archive comment).
+//	-- scenario.json --
+//	{"name":"ask-single","route":"sdk","cli_version":"2.1.330","origin":"synthetic"}
+//	-- steps.jsonl --
+//	{"prompt":"Ask me which database."}
+//	{"ask":{"questions":[…]},"user":{"answers":{"Which database?":"Postgres"}}}
+//	{"text":"Done."}
+//	-- wire.jsonl --
+//	(recorded scenarios only: every line both ways, as transcript records)
+//
+// Steps run in order, one a line; a "prompt" step starts a turn and each turn
+// ends with a result. See the package documentation for every step field.
+type Scenario struct {
+	Name        string
+	Description string // the archive comment
+	Route       string
+	CLIVersion  string
+	Origin      string
+	File        string // where it was loaded from ("builtin:ask-multi" for built-ins)
+
+	Steps []Step
+	Wire  []transcript.Record // recorded scenarios: the session as captured
+}
+
+// Kind is the kind of a step.
+type Kind string
+
+// Step kinds.
+const (
+	KindPrompt Kind = "prompt" // wait for the user's prompt; starts a turn
+	KindText   Kind = "text"   // the assistant writes text
+	KindAsk    Kind = "ask"    // the assistant calls AskUserQuestion
+	KindTool   Kind = "tool"   // the assistant calls another tool that needs permission
+)
+
+// Step is one line of steps.jsonl.
+type Step struct {
+	Line int  // line in the scenario file
+	Kind Kind //
+
+	// Prompt is the user's message for a prompt step; the SDK side sends it
+	// (askctl replay), and the agent does not insist on it (bridges send
+	// their own).
+	Prompt string
+	// Text is the assistant's text for a text step.
+	Text string
+	// Questions of an ask step.
+	Questions []protocol.Question
+	// Tool call of a tool step.
+	Tool *ToolCall
+
+	// ID is the tool_use id; generated when empty.
+	ID string
+	// Expect says what the answer must be; derived from User when nil.
+	Expect *Expect
+	// User is the person's part, played by askctl replay.
+	User *User
+	// CancelAfter: the agent withdraws the pending request with
+	// control_cancel_request after this long without an answer.
+	CancelAfter time.Duration
+	// ExitAfter: the agent process exits with ExitCode after this long
+	// without an answer.
+	ExitAfter time.Duration
+	ExitCode  int
+}
+
+// ToolCall is a call of a tool other than AskUserQuestion.
+type ToolCall struct {
+	Name  string          `json:"name"`
+	Input json.RawMessage `json:"input"`
+	// Request holds extra can_use_tool fields (description,
+	// permission_suggestions, blocked_path), as the real CLI sends for this
+	// call. "${CWD}" in any string is replaced by the agent's directory.
+	Request json.RawMessage `json:"request,omitempty"`
+	// Output is what the tool returns when allowed (the tool_result text).
+	Output string `json:"output,omitempty"`
+	// Result is the structured tool_use_result when allowed.
+	Result json.RawMessage `json:"result,omitempty"`
+}
+
+// Expect is what the answer to an ask or tool step must be.
+type Expect struct {
+	// Behavior is "allow" or "deny".
+	Behavior string `json:"behavior,omitempty"`
+	// Answers maps each question text to its exact answer string.
+	Answers map[string]string `json:"answers,omitempty"`
+	// Interrupt, when set, is the deny's interrupt flag.
+	Interrupt *bool `json:"interrupt,omitempty"`
+	// Match maps gjson paths, evaluated on the permission result
+	// ({"behavior":…,"updatedInput":…}), to the JSON value each must have.
+	Match map[string]json.RawMessage `json:"match,omitempty"`
+	// NoAnswer says no answer must come (the request is cancelled, or the
+	// agent exits first).
+	NoAnswer bool `json:"no_answer,omitempty"`
+}
+
+// User is the person's part of an ask or tool step.
+type User struct {
+	// Answers maps question text to the chosen label, free text, or a list of
+	// labels (multiSelect, joined with ", " as the bridge must).
+	Answers map[string]Answer `json:"answers,omitempty"`
+	// Annotations maps question text to notes or a selected preview.
+	Annotations map[string]protocol.Annotation `json:"annotations,omitempty"`
+	// Allow approves a tool step.
+	Allow bool `json:"allow,omitempty"`
+	// Skip declines, with this message as the deny reason.
+	Skip *string `json:"skip,omitempty"`
+	// Interrupt makes a skip also abort the turn.
+	Interrupt bool `json:"interrupt,omitempty"`
+	// Silent never answers (the request is cancelled or the agent exits).
+	Silent bool `json:"silent,omitempty"`
+	// After is how long the person takes before answering.
+	After Duration `json:"after,omitempty"`
+}
+
+// Answer is one answer as the person gives it: a string, or a list of labels.
+type Answer struct {
+	Labels []string
+	IsList bool
+}
+
+// String joins a list answer the way the CLI expects.
+func (a Answer) String() string { return protocol.JoinLabels(a.Labels) }
+
+// UnmarshalJSON accepts a string or an array of strings.
+func (a *Answer) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		*a = Answer{Labels: []string{s}}
+		return nil
+	}
+	var l []string
+	if err := json.Unmarshal(b, &l); err != nil {
+		return errors.New("want a string or an array of strings")
+	}
+	*a = Answer{Labels: l, IsList: true}
+	return nil
+}
+
+// MarshalJSON writes a list answer as an array and a single one as a string.
+func (a Answer) MarshalJSON() ([]byte, error) {
+	if a.IsList {
+		return json.Marshal(a.Labels)
+	}
+	return json.Marshal(a.String())
+}
+
+// Duration is a time.Duration written as "250ms" or "2s".
+type Duration time.Duration
+
+// UnmarshalJSON parses a Go duration string.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return errors.New(`want a duration string such as "250ms"`)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("want a duration such as \"250ms\": %v", err)
+	}
+	if v < 0 {
+		return errors.New("want a duration that is not negative")
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalJSON writes the duration as a string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// Expected returns the step's expectation: Expect if set, else what User
+// implies, else nil (any valid answer is accepted).
+func (s *Step) Expected() *Expect {
+	if s.Expect != nil || s.User == nil {
+		return s.Expect
+	}
+	u := s.User
+	switch {
+	case u.Silent:
+		return &Expect{NoAnswer: true}
+	case u.Skip != nil:
+		return &Expect{Behavior: protocol.BehaviorDeny, Interrupt: &u.Interrupt}
+	case s.Kind == KindAsk && len(u.Answers) > 0:
+		e := &Expect{Behavior: protocol.BehaviorAllow, Answers: map[string]string{}}
+		for q, a := range u.Answers {
+			e.Answers[q] = a.String()
+		}
+		return e
+	case u.Allow || s.Kind == KindAsk:
+		return &Expect{Behavior: protocol.BehaviorAllow}
+	}
+	return nil
+}
+
+// Describe is a one-line description of the step, for messages about it.
+func (s *Step) Describe() string {
+	switch s.Kind {
+	case KindPrompt:
+		return fmt.Sprintf("prompt %q", clip(s.Prompt))
+	case KindText:
+		return fmt.Sprintf("text %q", clip(s.Text))
+	case KindAsk:
+		qs := make([]string, len(s.Questions))
+		for i, q := range s.Questions {
+			qs[i] = fmt.Sprintf("%q", q.Question)
+		}
+		return "ask " + strings.Join(qs, ", ")
+	case KindTool:
+		return "tool " + s.Tool.Name
+	}
+	return string(s.Kind)
+}
+
+func clip(s string) string {
+	if utf8.RuneCountInString(s) <= 40 {
+		return s
+	}
+	return string([]rune(s)[:39]) + "…"
+}
+
+// Turns splits the steps into turns, each beginning with its prompt step.
+func (sc *Scenario) Turns() [][]Step {
+	var turns [][]Step
+	for _, s := range sc.Steps {
+		if s.Kind == KindPrompt || len(turns) == 0 {
+			turns = append(turns, nil)
+		}
+		turns[len(turns)-1] = append(turns[len(turns)-1], s)
+	}
+	return turns
+}
+
+// Error is one problem in a scenario file.
+type Error struct {
+	File  string
+	Line  int    // 0 when the problem is the file as a whole
+	Field string // JSON path in the line, "" when none
+	Msg   string
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, ":%d", e.Line)
+	}
+	if e.Field != "" {
+		fmt.Fprintf(&b, ": %s", e.Field)
+	}
+	b.WriteString(": " + e.Msg)
+	return b.String()
+}
+
+// ErrorList is every problem found in a scenario; it is the error Parse
+// returns.
+type ErrorList []*Error
+
+func (l ErrorList) Error() string {
+	msgs := make([]string, len(l))
+	for i, e := range l {
+		msgs[i] = e.Error()
+	}
+	return strings.Join(msgs, "\n")
+}
+
+// header is scenario.json.
+type header struct {
+	Name       string `json:"name"`
+	Route      string `json:"route"`
+	CLIVersion string `json:"cli_version"`
+	Origin     string `json:"origin"`
+}
+
+// stepLine is one line of steps.jsonl as written.
+type stepLine struct {
+	Prompt      *string          `json:"prompt,omitempty"`
+	Text        *string          `json:"text,omitempty"`
+	Ask         *askLine         `json:"ask,omitempty"`
+	Tool        *ToolCall        `json:"tool,omitempty"`
+	ID          string           `json:"id,omitempty"`
+	Expect      *Expect          `json:"expect,omitempty"`
+	User        *User            `json:"user,omitempty"`
+	CancelAfter *Duration        `json:"cancel_after,omitempty"`
+	ExitAfter   *Duration        `json:"exit_after,omitempty"`
+	ExitCode    *int             `json:"exit_code,omitempty"`
+	Comment     *json.RawMessage `json:"#,omitempty"` // free text for people
+}
+
+type askLine struct {
+	Questions []protocol.Question `json:"questions"`
+}
+
+// Parse reads a scenario archive. file names it in errors. Every problem found
+// is reported, each with the file, line and field.
+func Parse(file string, data []byte) (*Scenario, error) {
+	p := parser{file: file}
+	sc := p.parse(data)
+	if len(p.errs) > 0 {
+		return nil, p.errs
+	}
+	return sc, nil
+}
+
+type parser struct {
+	file string
+	errs ErrorList
+}
+
+func (p *parser) errorf(line int, field, format string, args ...any) {
+	p.errs = append(p.errs, &Error{File: p.file, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (p *parser) parse(data []byte) *Scenario {
+	if len(bytes.TrimSpace(data)) == 0 {
+		p.errorf(0, "", "empty scenario")
+		return nil
+	}
+	ar := txtar.Parse(data)
+	sc := &Scenario{Description: strings.TrimSpace(string(ar.Comment)), File: p.file}
+	// Line of each section's first content line.
+	line := 1 + bytes.Count(ar.Comment, []byte("\n"))
+	seen := map[string]bool{}
+	var hdrSeen, stepsSeen bool
+	for _, f := range ar.Files {
+		start := line + 1 // the "-- name --" marker is on line
+		line = start + bytes.Count(f.Data, []byte("\n"))
+		if seen[f.Name] {
+			p.errorf(start-1, "", "section %q appears twice", f.Name)
+			continue
+		}
+		seen[f.Name] = true
+		switch f.Name {
+		case sectionHeader:
+			hdrSeen = true
+			p.parseHeader(sc, start, f.Data)
+		case sectionSteps:
+			stepsSeen = true
+			p.parseSteps(sc, start, f.Data)
+		case sectionWire:
+			p.parseWire(sc, start, f.Data)
+		default:
+			p.errorf(start-1, "", "unknown section %q (want %s, %s or %s)", f.Name, sectionHeader, sectionSteps, sectionWire)
+		}
+	}
+	if !hdrSeen {
+		p.errorf(0, "", "missing section %q", sectionHeader)
+	}
+	if !stepsSeen {
+		p.errorf(0, "", "missing section %q", sectionSteps)
+	}
+	if sc.Name == "" {
+		sc.Name = strings.TrimSuffix(filepath.Base(p.file), filepath.Ext(p.file))
+	}
+	p.validate(sc)
+	return sc
+}
+
+func (p *parser) parseHeader(sc *Scenario, line int, data []byte) {
+	var h header
+	if err := strictUnmarshal(bytes.TrimSpace(data), &h); err != nil {
+		field, msg := describeJSONError(err)
+		p.errorf(line, field, "%s", msg)
+		return
+	}
+	sc.Name, sc.Route, sc.CLIVersion, sc.Origin = h.Name, h.Route, h.CLIVersion, h.Origin
+	if sc.Route == "" {
+		sc.Route = RouteSDK
+	}
+	if sc.Origin == "" {
+		sc.Origin = Synthetic
+	}
+	if sc.Route != RouteSDK && sc.Route != RouteMCP {
+		p.errorf(line, "route", "want %q or %q, got %q", RouteSDK, RouteMCP, sc.Route)
+	}
+	if sc.Origin != Synthetic && sc.Origin != Recorded {
+		p.errorf(line, "origin", "want %q or %q, got %q", Synthetic, Recorded, sc.Origin)
+	}
+}
+
+func (p *parser) parseSteps(sc *Scenario, start int, data []byte) {
+	for i, raw := range bytes.Split(data, []byte("\n")) {
+		n := start + i
+		raw = bytes.TrimSpace(raw)
+		if len(raw) == 0 || raw[0] == '#' {
+			continue // blank lines and # comments are for people
+		}
+		var sl stepLine
+		if err := strictUnmarshal(raw, &sl); err != nil {
+			field, msg := describeJSONError(err)
+			p.errorf(n, field, "%s", msg)
+			continue
+		}
+		if st, ok := p.step(n, sl); ok {
+			sc.Steps = append(sc.Steps, st)
+		}
+	}
+}
+
+func (p *parser) step(n int, sl stepLine) (Step, bool) {
+	st := Step{Line: n, ID: sl.ID, Expect: sl.Expect, User: sl.User}
+	var kinds []string
+	if sl.Prompt != nil {
+		kinds = append(kinds, "prompt")
+		st.Kind, st.Prompt = KindPrompt, *sl.Prompt
+	}
+	if sl.Text != nil {
+		kinds = append(kinds, "text")
+		st.Kind, st.Text = KindText, *sl.Text
+	}
+	if sl.Ask != nil {
+		kinds = append(kinds, "ask")
+		st.Kind, st.Questions = KindAsk, sl.Ask.Questions
+	}
+	if sl.Tool != nil {
+		kinds = append(kinds, "tool")
+		st.Kind, st.Tool = KindTool, sl.Tool
+	}
+	switch len(kinds) {
+	case 0:
+		p.errorf(n, "", "a step needs one of prompt, text, ask or tool")
+		return st, false
+	case 1:
+	default:
+		p.errorf(n, "", "a step has one kind, got %s", strings.Join(kinds, " and "))
+		return st, false
+	}
+	if sl.CancelAfter != nil {
+		st.CancelAfter = time.Duration(*sl.CancelAfter)
+	}
+	if sl.ExitAfter != nil {
+		st.ExitAfter = time.Duration(*sl.ExitAfter)
+		st.ExitCode = 1
+	}
+	if sl.ExitCode != nil {
+		st.ExitCode = *sl.ExitCode
+	}
+	asks := st.Kind == KindAsk || st.Kind == KindTool
+	if !asks {
+		for field, set := range map[string]bool{"id": sl.ID != "", "expect": sl.Expect != nil, "user": sl.User != nil, "cancel_after": sl.CancelAfter != nil, "exit_after": sl.ExitAfter != nil, "exit_code": sl.ExitCode != nil} {
+			if set {
+				p.errorf(n, field, "only ask and tool steps take %s", field)
+			}
+		}
+	}
+	if sl.ExitCode != nil && sl.ExitAfter == nil {
+		p.errorf(n, "exit_code", "exit_code goes with exit_after")
+	}
+	if sl.CancelAfter != nil && sl.ExitAfter != nil {
+		p.errorf(n, "", "a step takes cancel_after or exit_after, not both")
+	}
+	return st, true
+}
+
+func (p *parser) parseWire(sc *Scenario, start int, data []byte) {
+	for i, raw := range bytes.Split(data, []byte("\n")) {
+		n := start + i
+		if len(bytes.TrimSpace(raw)) == 0 {
+			continue
+		}
+		var r transcript.Record
+		if err := json.Unmarshal(raw, &r); err != nil {
+			field, msg := describeJSONError(err)
+			p.errorf(n, field, "%s", msg)
+			continue
+		}
+		if r.IsWire() && r.Dir != transcript.ToCLI && r.Dir != transcript.FromCLI {
+			p.errorf(n, "dir", "want %q or %q, got %q", transcript.ToCLI, transcript.FromCLI, r.Dir)
+			continue
+		}
+		sc.Wire = append(sc.Wire, r)
+	}
+}
+
+// validate checks the steps as a whole and each step's content.
+func (p *parser) validate(sc *Scenario) {
+	if len(sc.Steps) == 0 {
+		if len(p.errs) == 0 {
+			p.errorf(0, "", "no steps")
+		}
+		return
+	}
+	if sc.Steps[0].Kind != KindPrompt {
+		p.errorf(sc.Steps[0].Line, "", "the first step must be a prompt (a turn starts with the user's message), got %s", sc.Steps[0].Kind)
+	}
+	ids := map[string]int{}
+	for i := range sc.Steps {
+		st := &sc.Steps[i]
+		if st.ID != "" {
+			if prev, dup := ids[st.ID]; dup {
+				p.errorf(st.Line, "id", "tool_use id %q is already used on line %d", st.ID, prev)
+			}
+			ids[st.ID] = st.Line
+		}
+		switch st.Kind {
+		case KindAsk:
+			p.validateQuestions(sc, st)
+		case KindTool:
+			p.validateTool(st)
+		}
+		if st.User != nil {
+			p.validateUser(st)
+		}
+		if e := st.Expect; e != nil {
+			p.validateExpect(st, e)
+		}
+	}
+}
+
+func (p *parser) validateQuestions(sc *Scenario, st *Step) {
+	n := len(st.Questions)
+	if n < 1 || n > 4 {
+		p.errorf(st.Line, "ask.questions", "want 1 to 4 questions, got %d", n)
+	}
+	texts := map[string]bool{}
+	for i, q := range st.Questions {
+		at := fmt.Sprintf("ask.questions[%d]", i)
+		if strings.TrimSpace(q.Question) == "" {
+			p.errorf(st.Line, at+".question", "required")
+		} else if texts[q.Question] {
+			p.errorf(st.Line, at+".question", "question texts must be unique, %q repeats", q.Question)
+		}
+		texts[q.Question] = true
+		if strings.TrimSpace(q.Header) == "" {
+			p.errorf(st.Line, at+".header", "required")
+		} else if l := utf8.RuneCountInString(q.Header); l > 12 && sc.Origin != Recorded {
+			// The CLI only advises 12; recordings keep what a real model wrote.
+			p.errorf(st.Line, at+".header", "at most 12 characters, got %d (%q)", l, q.Header)
+		}
+		if k := len(q.Options); k < 2 || k > 4 {
+			p.errorf(st.Line, at+".options", "want 2 to 4 options, got %d", k)
+		}
+		labels := map[string]bool{}
+		for j, o := range q.Options {
+			oat := fmt.Sprintf("%s.options[%d]", at, j)
+			if strings.TrimSpace(o.Label) == "" {
+				p.errorf(st.Line, oat+".label", "required")
+			} else if labels[o.Label] {
+				p.errorf(st.Line, oat+".label", "labels must be unique within a question, %q repeats", o.Label)
+			}
+			labels[o.Label] = true
+			if strings.TrimSpace(o.Description) == "" {
+				p.errorf(st.Line, oat+".description", "required")
+			}
+		}
+	}
+}
+
+func (p *parser) validateTool(st *Step) {
+	t := st.Tool
+	if t.Name == "" {
+		p.errorf(st.Line, "tool.name", "required")
+	}
+	if t.Name == protocol.ToolAskUserQuestion {
+		p.errorf(st.Line, "tool.name", "use an ask step for AskUserQuestion")
+	}
+	if len(t.Input) == 0 || !isObject(t.Input) {
+		p.errorf(st.Line, "tool.input", "want an object")
+	}
+	if len(t.Request) > 0 && !isObject(t.Request) {
+		p.errorf(st.Line, "tool.request", "want an object")
+	}
+}
+
+func (p *parser) validateUser(st *Step) {
+	u := st.User
+	set := 0
+	for _, b := range []bool{len(u.Answers) > 0, u.Allow, u.Skip != nil, u.Silent} {
+		if b {
+			set++
+		}
+	}
+	if set != 1 {
+		p.errorf(st.Line, "user", "want exactly one of answers, allow, skip or silent")
+		return
+	}
+	if u.Interrupt && u.Skip == nil {
+		p.errorf(st.Line, "user.interrupt", "interrupt goes with skip")
+	}
+	if st.Kind == KindTool && len(u.Answers) > 0 {
+		p.errorf(st.Line, "user.answers", "a tool step is answered with allow or skip")
+	}
+	if st.Kind == KindAsk && u.Allow {
+		p.errorf(st.Line, "user.allow", "an ask step is answered with answers")
+	}
+	if u.Silent && st.CancelAfter == 0 && st.ExitAfter == 0 {
+		p.errorf(st.Line, "user.silent", "a silent user needs cancel_after or exit_after on the step, or the session never ends")
+	}
+	for q := range u.Answers {
+		if !hasQuestion(st.Questions, q) {
+			p.errorf(st.Line, "user.answers", "no question %q in this step", q)
+		}
+	}
+}
+
+func (p *parser) validateExpect(st *Step, e *Expect) {
+	if e.Behavior != "" && e.Behavior != protocol.BehaviorAllow && e.Behavior != protocol.BehaviorDeny {
+		p.errorf(st.Line, "expect.behavior", "want %q or %q, got %q", protocol.BehaviorAllow, protocol.BehaviorDeny, e.Behavior)
+	}
+	for q := range e.Answers {
+		if !hasQuestion(st.Questions, q) {
+			p.errorf(st.Line, "expect.answers", "no question %q in this step", q)
+		}
+	}
+	paths := make([]string, 0, len(e.Match))
+	for path := range e.Match {
+		paths = append(paths, path)
+	}
+	sort.Strings(paths)
+	for _, path := range paths {
+		if !json.Valid(e.Match[path]) {
+			p.errorf(st.Line, "expect.match", "value of %q is not JSON", path)
+		}
+	}
+	if e.NoAnswer && (e.Behavior != "" || len(e.Answers) > 0 || len(e.Match) > 0) {
+		p.errorf(st.Line, "expect.no_answer", "no_answer cannot go with other expectations")
+	}
+}
+
+func hasQuestion(qs []protocol.Question, text string) bool {
+	for _, q := range qs {
+		if q.Question == text {
+			return true
+		}
+	}
+	return false
+}
+
+func isObject(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && raw[0] == '{' && json.Valid(raw)
+}
+
+// strictUnmarshal decodes one JSON value, rejecting unknown fields and
+// trailing data, so a typo in a scenario is an error and not a silent default.
+func strictUnmarshal(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("more than one JSON value on the line")
+	}
+	return nil
+}
+
+var unknownField = regexp.MustCompile(`^json: unknown field "(.*)"$`)
+
+// describeJSONError splits an encoding/json error into a field path and a
+// message.
+func describeJSONError(err error) (field, msg string) {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te):
+		return te.Field, fmt.Sprintf("want %s, got %s", kindName(te.Type.Kind().String()), te.Value)
+	case errors.As(err, &se):
+		return "", fmt.Sprintf("invalid JSON at byte %d: %v", se.Offset, se)
+	}
+	if m := unknownField.FindStringSubmatch(err.Error()); m != nil {
+		return m[1], "unknown field"
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return "", "invalid JSON: unexpected end of line"
+	}
+	return "", err.Error()
+}
+
+func kindName(k string) string {
+	switch k {
+	case "struct", "map", "ptr":
+		return "object"
+	case "slice", "array":
+		return "array"
+	case "bool":
+		return "boolean"
+	case "int", "int64", "float64":
+		return "number"
+	}
+	return k
+}
+
+// ParseFile reads and parses the named scenario file.
+func ParseFile(path string) (*Scenario, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, data)
+}

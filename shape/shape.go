@@ -1,0 +1,277 @@
+// Package shape reduces a session to what two agents playing the same
+// scenario must share, and compares two sessions step by step.
+//
+// The shape of a message is its direction, type and subtype, the set of key
+// paths it carries, and a few salient values: tool names and inputs, the
+// tool_result text, the result's subtype and terminal reason. Values that
+// change from run to run (ids, uuids, timestamps, costs, durations, paths) are
+// left out, so the fakeclaude transcript of a scenario and the real CLI's have
+// equal shapes when fakeclaude is faithful.
+package shape
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// Msg is the shape of one message.
+type Msg struct {
+	Dir     string            `json:"dir"`
+	Type    string            `json:"type"`
+	Subtype string            `json:"subtype,omitempty"`
+	Keys    []string          `json:"keys"`
+	Values  map[string]string `json:"values,omitempty"`
+}
+
+// Label is "dir type/subtype", for messages about a message.
+func (m Msg) Label() string {
+	s := m.Dir + " " + m.Type
+	if m.Subtype != "" {
+		s += "/" + m.Subtype
+	}
+	return s
+}
+
+// freeForm lists keys whose values are maps keyed by data (question texts,
+// model names) or tool inputs: their inner keys are not part of the shape.
+var freeForm = map[string]bool{
+	"input": true, "updatedInput": true, "answers": true, "annotations": true, "tool_input": true,
+	"modelUsage": true, "model_usage_since_last_result": true, "by_type": true, "memory_paths": true,
+	"tool_use_result": true, "hooks": true,
+}
+
+// skipSubtree lists key paths whose whole content varies with the
+// installation (the init response's command, model and agent catalogues).
+var skipSubtree = map[string]bool{
+	"response.response.commands": true, "response.response.models": true, "response.response.agents": true,
+	"response.response.account": true, "plugins": true,
+}
+
+// Of returns the shape of one message. dir is the transcript direction.
+func Of(dir string, raw []byte) Msg {
+	r := gjson.ParseBytes(raw)
+	m := Msg{Dir: dir, Type: r.Get("type").String(), Subtype: r.Get("subtype").String(), Values: map[string]string{}}
+	if m.Subtype == "" && m.Type == "control_response" {
+		m.Subtype = r.Get("response.subtype").String()
+	}
+	if m.Type == "control_request" {
+		m.Subtype = r.Get("request.subtype").String()
+	}
+	keys := map[string]bool{}
+	collect(r, "", keys)
+	for k := range keys {
+		m.Keys = append(m.Keys, k)
+	}
+	sort.Strings(m.Keys)
+	salient(r, &m)
+	if len(m.Values) == 0 {
+		m.Values = nil
+	}
+	return m
+}
+
+func collect(r gjson.Result, prefix string, keys map[string]bool) {
+	switch {
+	case r.IsObject():
+		r.ForEach(func(k, v gjson.Result) bool {
+			p := k.String()
+			if prefix != "" {
+				p = prefix + "." + p
+			}
+			keys[p] = true
+			if !freeForm[k.String()] && !skipSubtree[p] {
+				collect(v, p, keys)
+			}
+			return true
+		})
+	case r.IsArray():
+		r.ForEach(func(_, v gjson.Result) bool {
+			collect(v, prefix+"[]", keys)
+			return true
+		})
+	}
+}
+
+// salient picks the values that must agree.
+func salient(r gjson.Result, m *Msg) {
+	set := func(k string, v gjson.Result) {
+		if v.Exists() {
+			m.Values[k] = canonical(v)
+		}
+	}
+	switch m.Type {
+	case "control_request":
+		if m.Subtype == "can_use_tool" {
+			for _, k := range []string{"tool_name", "display_name", "input", "requires_user_interaction", "description"} {
+				set(k, r.Get("request."+k))
+			}
+		}
+	case "assistant":
+		r.Get("message.content").ForEach(func(i, b gjson.Result) bool {
+			p := fmt.Sprintf("content[%d].", i.Int())
+			set(p+"type", b.Get("type"))
+			set(p+"text", b.Get("text"))
+			set(p+"name", b.Get("name"))
+			set(p+"input", b.Get("input"))
+			return true
+		})
+	case "user":
+		c := r.Get("message.content")
+		if c.Type == gjson.String {
+			set("content", c)
+			break
+		}
+		c.ForEach(func(i, b gjson.Result) bool {
+			p := fmt.Sprintf("content[%d].", i.Int())
+			set(p+"type", b.Get("type"))
+			set(p+"text", b.Get("text"))
+			set(p+"content", b.Get("content"))
+			set(p+"is_error", b.Get("is_error"))
+			return true
+		})
+		set("tool_use_result", r.Get("tool_use_result"))
+	case "result":
+		for _, k := range []string{"is_error", "terminal_reason", "result", "errors", "stop_reason"} {
+			set(k, r.Get(k))
+		}
+		set("permission_denials", r.Get("permission_denials.#.tool_name"))
+	case "system":
+		if m.Subtype == "init" {
+			has := false
+			r.Get("tools").ForEach(func(_, t gjson.Result) bool {
+				has = has || t.String() == "AskUserQuestion"
+				return !has
+			})
+			m.Values["tools has AskUserQuestion"] = fmt.Sprint(has)
+		}
+	case "control_response":
+		if r.Get("response.response.still_queued").Exists() {
+			set("still_queued", r.Get("response.response.still_queued"))
+		}
+		set("error", r.Get("response.error"))
+	}
+}
+
+// canonical renders a value for comparison: strings as themselves, anything
+// else as compact JSON with sorted keys.
+func canonical(v gjson.Result) string {
+	if v.Type == gjson.String {
+		return v.String()
+	}
+	var x any
+	if err := json.Unmarshal([]byte(v.Raw), &x); err != nil {
+		return v.Raw
+	}
+	b, _ := json.Marshal(x) // encoding/json sorts map keys
+	return string(b)
+}
+
+// Difference is one place where two sessions part.
+type Difference struct {
+	Index int    // 0-based position in the compared sequence
+	Want  *Msg   // nil: got has an extra message
+	Got   *Msg   // nil: got lacks a message
+	What  string // what differs
+}
+
+func (d Difference) String() string {
+	switch {
+	case d.Want == nil:
+		return fmt.Sprintf("#%d: extra %s", d.Index+1, d.Got.Label())
+	case d.Got == nil:
+		return fmt.Sprintf("#%d: missing %s", d.Index+1, d.Want.Label())
+	}
+	return fmt.Sprintf("#%d %s: %s", d.Index+1, d.Want.Label(), d.What)
+}
+
+// Compare lines up two sessions message by message and lists where they
+// differ: order, type, keys, and salient values.
+func Compare(want, got []Msg) []Difference {
+	var diffs []Difference
+	n := max(len(want), len(got))
+	for i := 0; i < n; i++ {
+		switch {
+		case i >= len(got):
+			diffs = append(diffs, Difference{Index: i, Want: &want[i]})
+			continue
+		case i >= len(want):
+			diffs = append(diffs, Difference{Index: i, Got: &got[i]})
+			continue
+		}
+		w, g := want[i], got[i]
+		if w.Dir != g.Dir || w.Type != g.Type || w.Subtype != g.Subtype {
+			diffs = append(diffs, Difference{Index: i, Want: &w, Got: &g, What: "got " + g.Label()})
+			continue
+		}
+		var what []string
+		if miss, extra := setDiff(w.Keys, g.Keys); len(miss)+len(extra) > 0 {
+			if len(miss) > 0 {
+				what = append(what, "missing keys "+strings.Join(miss, ", "))
+			}
+			if len(extra) > 0 {
+				what = append(what, "extra keys "+strings.Join(extra, ", "))
+			}
+		}
+		vk := map[string]bool{}
+		for k := range w.Values {
+			vk[k] = true
+		}
+		for k := range g.Values {
+			vk[k] = true
+		}
+		ks := make([]string, 0, len(vk))
+		for k := range vk {
+			ks = append(ks, k)
+		}
+		sort.Strings(ks)
+		for _, k := range ks {
+			wv, wok := w.Values[k]
+			gv, gok := g.Values[k]
+			switch {
+			case !gok:
+				what = append(what, fmt.Sprintf("%s missing, want %s", k, clip(wv)))
+			case !wok:
+				what = append(what, fmt.Sprintf("%s is %s, want none", k, clip(gv)))
+			case wv != gv:
+				what = append(what, fmt.Sprintf("%s is %s, want %s", k, clip(gv), clip(wv)))
+			}
+		}
+		if len(what) > 0 {
+			diffs = append(diffs, Difference{Index: i, Want: &w, Got: &g, What: strings.Join(what, "; ")})
+		}
+	}
+	return diffs
+}
+
+func setDiff(want, got []string) (missing, extra []string) {
+	ws, gs := map[string]bool{}, map[string]bool{}
+	for _, k := range want {
+		ws[k] = true
+	}
+	for _, k := range got {
+		gs[k] = true
+	}
+	for _, k := range want {
+		if !gs[k] {
+			missing = append(missing, k)
+		}
+	}
+	for _, k := range got {
+		if !ws[k] {
+			extra = append(extra, k)
+		}
+	}
+	return missing, extra
+}
+
+func clip(s string) string {
+	const n = 160
+	if len(s) <= n {
+		return fmt.Sprintf("%q", s)
+	}
+	return fmt.Sprintf("%q", s[:n]+"…")
+}
