@@ -781,6 +781,10 @@ func (f *fake) waitPrompt(ctx context.Context, n int) (protocol.Line, bool) {
 		f.queued = f.queued[1:]
 		return l, true
 	}
+	if f.in == nil {
+		f.fail(ExitEarlyEOF, "eof", "stdin closed before the prompt of turn %d", n)
+		return protocol.Line{}, false
+	}
 	deadline := time.NewTimer(f.timeout)
 	defer deadline.Stop()
 	for {
@@ -821,6 +825,9 @@ func (f *fake) waitPrompt(ctx context.Context, n int) (protocol.Line, bool) {
 
 // waitEOF waits, after the last turn, for stdin to close, as the real CLI does.
 func (f *fake) waitEOF(ctx context.Context) {
+	if f.in == nil {
+		return // stdin is already closed
+	}
 	linger := f.opts.Linger
 	if linger <= 0 {
 		linger = f.timeout

@@ -1,0 +1,38 @@
+# askctl — every target wraps one step; `make help` lists them.
+GO        ?= go
+NPM_DIR   := testdata/sdk
+NPM_STAMP := $(NPM_DIR)/node_modules/.installed
+STATICCHECK_VERSION := v0.8.2
+
+.PHONY: help build test npm lint bench fuzz fidelity real-cli clean
+
+help: ## list the targets
+	@awk 'BEGIN {FS = ":.*?## "} /^[a-zA-Z_-]+:.*?## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+build: ## build bin/askctl and bin/fakeclaude
+	$(GO) build -o bin/ ./cmd/...
+
+test: npm ## install what the tests need, vet, and run every test (CI runs this)
+	$(GO) vet ./...
+	ASKCTL_REQUIRE_NPM=1 $(GO) test ./...
+
+npm: $(NPM_STAMP) ## install the pinned npm packages (TypeScript Agent SDK, real claude CLI)
+
+$(NPM_STAMP): $(NPM_DIR)/package.json $(NPM_DIR)/package-lock.json
+	cd $(NPM_DIR) && npm ci --no-audit --no-fund --omit=optional --ignore-scripts
+	touch $@
+
+lint: ## gofmt, go vet, staticcheck, go mod tidy check
+	@test -z "$$(gofmt -l .)" || (echo "gofmt would change:"; gofmt -l .; exit 1)
+	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+	$(GO) mod tidy -diff
+
+bench: ## run the benchmarks (whole sessions; see the README for figures)
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+fuzz: ## fuzz the line decoder for 30s
+	$(GO) test -run '^$$' -fuzz FuzzDecoder -fuzztime 30s ./protocol
+
+clean: ## remove build output and installed npm packages
+	rm -rf bin $(NPM_DIR)/node_modules

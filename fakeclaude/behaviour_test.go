@@ -1,0 +1,444 @@
+package fakeclaude_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/askctl/askctl/fakeclaude"
+	"github.com/askctl/askctl/protocol"
+	"github.com/askctl/askctl/replay"
+	"github.com/askctl/askctl/scenarios"
+	"github.com/askctl/askctl/transcript"
+	"github.com/tidwall/gjson"
+)
+
+// session is a scripted SDK side talking to fakeclaude in-process.
+type session struct {
+	t      *testing.T
+	in     *io.PipeWriter
+	out    *protocol.Decoder
+	done   chan fakeclaude.Outcome
+	stderr *bytes.Buffer
+	sent   []string // every line fakeclaude wrote, as read
+}
+
+func start(t *testing.T, scenario string, args []string, opts fakeclaude.Options) *session {
+	t.Helper()
+	sc, err := scenarios.Builtin(scenario)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flags, err := fakeclaude.ParseArgs(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	s := &session{t: t, in: inW, out: protocol.NewDecoder(outR), done: make(chan fakeclaude.Outcome, 1), stderr: &bytes.Buffer{}}
+	opts.Scenario, opts.Flags, opts.Stderr = sc, flags, s.stderr
+	if opts.Timeout == 0 {
+		opts.Timeout = 5 * time.Second
+	}
+	if opts.Linger == 0 {
+		opts.Linger = 2 * time.Second
+	}
+	go func() {
+		o := fakeclaude.Run(context.Background(), opts, inR, outW)
+		outW.Close()
+		inR.Close()
+		s.done <- o
+	}()
+	t.Cleanup(func() { inW.Close() })
+	return s
+}
+
+func (s *session) send(line string) {
+	s.t.Helper()
+	if _, err := io.WriteString(s.in, line+"\n"); err != nil {
+		s.t.Fatalf("writing to fakeclaude: %v", err)
+	}
+}
+
+func (s *session) init() {
+	s.send(`{"type":"control_request","request_id":"req_1","request":{"subtype":"initialize","hooks":null}}`)
+	s.send(`{"type":"user","message":{"role":"user","content":"go"},"parent_tool_use_id":null,"session_id":"default"}`)
+}
+
+// until reads lines until one of type/subtype typ ("control_request/can_use_tool",
+// "result", …) and returns it.
+func (s *session) until(typ string) gjson.Result {
+	s.t.Helper()
+	for {
+		l, err := s.out.Next()
+		if err != nil {
+			s.t.Fatalf("waiting for %s: %v (read so far: %v)", typ, err, s.sent)
+		}
+		m := gjson.ParseBytes(l.Raw)
+		sub := m.Get("subtype").String()
+		if l.Type == "control_request" {
+			sub = m.Get("request.subtype").String()
+		}
+		s.sent = append(s.sent, l.Type+"/"+sub)
+		if typ == l.Type || typ == l.Type+"/"+sub {
+			return m
+		}
+	}
+}
+
+// finish closes stdin, drains stdout, and returns the outcome.
+func (s *session) finish() fakeclaude.Outcome {
+	s.t.Helper()
+	s.in.Close()
+	for {
+		l, err := s.out.Next()
+		if err != nil {
+			break
+		}
+		s.sent = append(s.sent, l.Type)
+	}
+	select {
+	case o := <-s.done:
+		return o
+	case <-time.After(10 * time.Second):
+		s.t.Fatal("fakeclaude did not exit")
+	}
+	return fakeclaude.Outcome{}
+}
+
+func respond(id, result string) string {
+	return `{"type":"control_response","response":{"subtype":"success","request_id":"` + id + `","response":` + result + `}}`
+}
+
+var sdk = []string{"--output-format", "stream-json", "--verbose", "--input-format", "stream-json", "--permission-prompt-tool", "stdio"}
+
+const dbQ = `[{"question":"Which database should I use?","header":"Database","options":[{"label":"Postgres","description":"Relational, runs as a server"},{"label":"SQLite","description":"Embedded, one file"}],"multiSelect":false}]`
+
+func TestBehaviour(t *testing.T) {
+	tests := []struct {
+		name       string
+		scenario   string
+		args       []string
+		opts       fakeclaude.Options
+		drive      func(s *session)
+		wantCode   int
+		wantStderr string // substring; "" means stderr must be empty
+	}{
+		{
+			name: "correct answer", scenario: "ask-single",
+			drive: func(s *session) {
+				s.init()
+				id := s.until("control_request/can_use_tool").Get("request_id").String()
+				s.send(respond(id, `{"behavior":"allow","updatedInput":{"questions":`+dbQ+`,"answers":{"Which database should I use?":"Postgres"}}}`))
+				r := s.until("user")
+				if got := r.Get("message.content.0.content").String(); got != `Your questions have been answered: "Which database should I use?"="Postgres". You can now continue with these answers in mind.` {
+					s.t.Errorf("tool_result = %q", got)
+				}
+				s.until("result/success")
+			},
+			wantCode: fakeclaude.ExitOK,
+		},
+		{
+			name: "answers keyed by index", scenario: "ask-single",
+			drive: func(s *session) {
+				s.init()
+				id := s.until("control_request/can_use_tool").Get("request_id").String()
+				s.send(respond(id, `{"behavior":"allow","updatedInput":{"questions":`+dbQ+`,"answers":{"q_0":"Postgres"}}}`))
+				if got := s.until("user").Get("message.content.0.content").String(); got != protocol.AskNotAnsweredText {
+					s.t.Errorf("tool_result = %q, want %q", got, protocol.AskNotAnsweredText)
+				}
+				s.until("result")
+			},
+			wantCode: fakeclaude.ExitExpectation, wantStderr: `no answer keyed "Which database should I use?" (answers are keyed by the full question text; got keys ["q_0"])`,
+		},
+		{
+			name: "empty allow", scenario: "ask-single",
+			drive: func(s *session) {
+				s.init()
+				id := s.until("control_request/can_use_tool").Get("request_id").String()
+				s.send(respond(id, `{"behavior":"allow","updatedInput":{}}`))
+				if got := s.until("user").Get("message.content.0.content").String(); got != protocol.AskNotAnsweredText {
+					s.t.Errorf("tool_result = %q", got)
+				}
+				s.until("result")
+			},
+			wantCode: fakeclaude.ExitExpectation, wantStderr: "no answer keyed",
+		},
+		{
+			name: "multiSelect joined wrongly", scenario: "ask-multi",
+			drive: func(s *session) {
+				s.init()
+				m := s.until("control_request/can_use_tool")
+				qs := m.Get("request.input.questions").Raw
+				s.send(respond(m.Get("request_id").String(), `{"behavior":"allow","updatedInput":{"questions":`+qs+`,"answers":{"How should I format the output?":"Summary","Which sections?":"Intro,Outro"}}}`))
+				if got := s.until("user").Get("message.content.0.content").String(); !strings.HasPrefix(got, "The user answered: ") {
+					s.t.Errorf("tool_result = %q, want the neutral wording", got)
+				}
+				s.until("result")
+			},
+			wantCode: fakeclaude.ExitExpectation, wantStderr: `answer to "Which sections?" is "Intro,Outro", want "Intro, Outro"`,
+		},
+		{
+			name: "updatedInput without questions", scenario: "ask-single",
+			drive: func(s *session) {
+				s.init()
+				id := s.until("control_request/can_use_tool").Get("request_id").String()
+				s.send(respond(id, `{"behavior":"allow","updatedInput":{"answers":{"Which database should I use?":"Postgres"}}}`))
+				if got := s.until("user").Get("message.content.0.content").String(); got != protocol.UpdatedInputInvalidText("AskUserQuestion", "The required parameter `questions` is missing") {
+					s.t.Errorf("tool_result = %q", got)
+				}
+				s.until("result")
+			},
+			wantCode: fakeclaude.ExitProtocol, wantStderr: "updatedInput fails the AskUserQuestion schema: The required parameter `questions` is missing",
+		},
+		{
+			name: "skip answered with empty allow instead of deny", scenario: "ask-skip",
+			drive: func(s *session) {
+				s.init()
+				id := s.until("control_request/can_use_tool").Get("request_id").String()
+				s.send(respond(id, `{"behavior":"allow"}`))
+				s.until("result")
+			},
+			wantCode: fakeclaude.ExitExpectation, wantStderr: `behavior is "allow", want "deny"`,
+		},
+		{
+			name: "invalid permission result", scenario: "ask-single",
+			drive: func(s *session) {
+				s.init()
+				id := s.until("control_request/can_use_tool").Get("request_id").String()
+				s.send(respond(id, `{"behavior":"maybe"}`))
+				if got := s.until("user").Get("message.content.0.content").String(); got != protocol.InvalidPermissionResultText {
+					s.t.Errorf("tool_result = %q", got)
+				}
+				s.until("result")
+			},
+			wantCode: fakeclaude.ExitProtocol, wantStderr: `field "response.response.behavior": want "allow" or "deny", got "maybe"`,
+		},
+		{
+			name: "error response", scenario: "ask-single",
+			drive: func(s *session) {
+				s.init()
+				id := s.until("control_request/can_use_tool").Get("request_id").String()
+				s.send(`{"type":"control_response","response":{"subtype":"error","request_id":"` + id + `","error":"bridge exploded"}}`)
+				if got := s.until("user").Get("message.content.0.content").String(); got != "Tool permission request failed: Error: bridge exploded" {
+					s.t.Errorf("tool_result = %q", got)
+				}
+				s.until("result")
+			},
+			wantCode: fakeclaude.ExitExpectation, wantStderr: `got an error response ("bridge exploded")`,
+		},
+		{
+			name: "malformed line", scenario: "ask-single",
+			drive: func(s *session) {
+				s.init()
+				s.until("control_request/can_use_tool")
+				s.send(`this is not json`)
+			},
+			wantCode: fakeclaude.ExitProtocol, wantStderr: "stdin line 3: invalid JSON",
+		},
+		{
+			name: "unknown request id", scenario: "ask-single",
+			drive: func(s *session) {
+				s.init()
+				id := s.until("control_request/can_use_tool").Get("request_id").String()
+				s.send(respond("nope", `{"behavior":"deny","message":"x"}`))
+				s.send(respond(id, `{"behavior":"allow","updatedInput":{"questions":`+dbQ+`,"answers":{"Which database should I use?":"Postgres"}}}`))
+				s.until("result")
+			},
+			wantCode: fakeclaude.ExitProtocol, wantStderr: `control_response for unknown request_id "nope"`,
+		},
+		{
+			name: "two answers to one request", scenario: "ask-single",
+			drive: func(s *session) {
+				s.init()
+				id := s.until("control_request/can_use_tool").Get("request_id").String()
+				ok := respond(id, `{"behavior":"allow","updatedInput":{"questions":`+dbQ+`,"answers":{"Which database should I use?":"Postgres"}}}`)
+				s.send(ok)
+				s.send(ok)
+				s.until("result")
+			},
+			wantCode: fakeclaude.ExitProtocol, wantStderr: "second control_response for request",
+		},
+		{
+			name: "stdin closed while pending", scenario: "ask-single",
+			drive: func(s *session) {
+				s.init()
+				s.until("control_request/can_use_tool")
+				s.in.Close()
+				s.until("control_cancel_request")
+				if got := s.until("user").Get("message.content.0.content").String(); got != protocol.DenyInterruptText {
+					s.t.Errorf("tool_result = %q", got)
+				}
+				s.until("result/error_during_execution")
+			},
+			wantCode: fakeclaude.ExitEarlyEOF, wantStderr: "stdin closed while AskUserQuestion request",
+		},
+		{
+			name: "stdin closed before the prompt", scenario: "ask-single",
+			drive: func(s *session) {
+				s.send(`{"type":"control_request","request_id":"req_1","request":{"subtype":"initialize"}}`)
+				s.until("control_response")
+			},
+			wantCode: fakeclaude.ExitEarlyEOF, wantStderr: "stdin closed before the prompt of turn 1",
+		},
+		{
+			name: "no answer in time", scenario: "ask-single", opts: fakeclaude.Options{Timeout: 200 * time.Millisecond},
+			drive: func(s *session) {
+				s.init()
+				s.until("control_request/can_use_tool")
+				if o := <-s.done; o.Code != fakeclaude.ExitTimeout {
+					s.t.Errorf("exit = %d, want %d", o.Code, fakeclaude.ExitTimeout)
+				}
+				s.done <- fakeclaude.Outcome{Code: fakeclaude.ExitTimeout}
+			},
+			wantCode: fakeclaude.ExitTimeout, wantStderr: "no answer to AskUserQuestion request",
+		},
+		{
+			name: "no permission prompt surface", scenario: "ask-single", args: []string{"--output-format", "stream-json", "--verbose", "--input-format", "stream-json"},
+			drive: func(s *session) {
+				s.init()
+				if init := s.until("system/init"); strings.Contains(init.Get("tools").Raw, "AskUserQuestion") {
+					s.t.Errorf("tools offer AskUserQuestion without a permission prompt surface")
+				}
+				if got := s.until("user").Get("message.content.0.content").String(); got != protocol.AskUnavailableText {
+					s.t.Errorf("tool_result = %q", got)
+				}
+				s.until("result")
+			},
+			wantCode: fakeclaude.ExitExpectation, wantStderr: "AskUserQuestion is not offered",
+		},
+		{
+			name: "interrupt while pending", scenario: "ask-single",
+			drive: func(s *session) {
+				s.init()
+				id := s.until("control_request/can_use_tool").Get("request_id").String()
+				s.send(`{"type":"control_request","request_id":"req_2","request":{"subtype":"interrupt"}}`)
+				if got := s.until("control_cancel_request").Get("request_id").String(); got != id {
+					s.t.Errorf("cancelled %q, want %q", got, id)
+				}
+				if got := s.until("control_response").Get("response.request_id").String(); got != "req_2" {
+					s.t.Errorf("interrupt answered as %q", got)
+				}
+				r := s.until("result/error_during_execution")
+				if r.Get("terminal_reason").String() != "aborted_tools" || r.Get("permission_denials.#").Int() != 1 {
+					s.t.Errorf("result = %s", r.Raw)
+				}
+			},
+			wantCode: fakeclaude.ExitExpectation, wantStderr: "interrupted the turn instead of answering",
+		},
+		{
+			name: "cancel-pending: late deny tolerated", scenario: "cancel-pending",
+			drive: func(s *session) {
+				s.init()
+				id := s.until("control_request/can_use_tool").Get("request_id").String()
+				if got := s.until("control_cancel_request").Get("request_id").String(); got != id {
+					s.t.Errorf("cancelled %q, want %q", got, id)
+				}
+				s.send(respond(id, `{"behavior":"deny","message":"Permission request cancelled"}`))
+				s.until("result/error_during_execution")
+			},
+			wantCode: fakeclaude.ExitErrorResult,
+		},
+		{
+			name: "cancel-pending: late allow rejected", scenario: "cancel-pending",
+			drive: func(s *session) {
+				s.init()
+				id := s.until("control_request/can_use_tool").Get("request_id").String()
+				s.until("result/error_during_execution")
+				s.send(respond(id, `{"behavior":"allow","updatedInput":{"questions":`+dbQ+`,"answers":{"Which database should I use?":"Postgres"}}}`))
+			},
+			wantCode: fakeclaude.ExitProtocol, wantStderr: "after it was cancelled: late answers must not reach the agent",
+		},
+		{
+			name: "exit-pending", scenario: "exit-pending",
+			drive: func(s *session) {
+				s.init()
+				s.until("control_request/can_use_tool")
+				if _, err := s.out.Next(); err != io.EOF {
+					s.t.Errorf("after exit_after: %v, want EOF on stdout", err)
+				}
+			},
+			wantCode: 1,
+		},
+		{
+			name: "unscripted second prompt", scenario: "ask-skip",
+			drive: func(s *session) {
+				s.init()
+				id := s.until("control_request/can_use_tool").Get("request_id").String()
+				s.send(respond(id, `{"behavior":"deny","message":"skipped"}`))
+				s.until("result/success")
+				s.send(`{"type":"user","message":{"role":"user","content":"again"},"parent_tool_use_id":null,"session_id":"default"}`)
+				if r := s.until("result"); r.Get("errors.0").String() == "" {
+					s.t.Errorf("unscripted turn result has no errors[]: %s", r.Raw)
+				}
+			},
+			wantCode: fakeclaude.ExitExpectation, wantStderr: "unscripted prompt on stdin line 4",
+		},
+		{
+			name: "bad flags", scenario: "ask-single", args: []string{"--input-format", "stream-json", "--output-format", "stream-json"},
+			drive:    func(s *session) {},
+			wantCode: fakeclaude.ExitUsage, wantStderr: "requires --verbose",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := tt.args
+			if args == nil {
+				args = sdk
+			}
+			s := start(t, tt.scenario, args, tt.opts)
+			tt.drive(s)
+			o := s.finish()
+			if o.Code != tt.wantCode {
+				t.Errorf("exit = %d, want %d; failures: %v", o.Code, tt.wantCode, o.Failures)
+			}
+			stderr := s.stderr.String()
+			if tt.wantStderr == "" && stderr != "" {
+				t.Errorf("stderr = %q, want none", stderr)
+			}
+			if !strings.Contains(stderr, tt.wantStderr) {
+				t.Errorf("stderr = %q, want it to contain %q", stderr, tt.wantStderr)
+			}
+		})
+	}
+}
+
+// TestBuiltinScenariosPlayThrough plays every built-in scenario against
+// fakeclaude with the SDK side the scenario itself describes.
+func TestBuiltinScenariosPlayThrough(t *testing.T) {
+	want := map[string]int{"ask-skip-interrupt": 1, "cancel-pending": 1, "exit-pending": 1}
+	for _, name := range scenarios.Names() {
+		t.Run(name, func(t *testing.T) {
+			sc, err := scenarios.Builtin(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			plan, err := replay.PlanFor(sc, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs, out := play(t, sc, plan, sdkFlags)
+			if out.Code != want[name] {
+				t.Errorf("exit = %d, want %d; failures: %v", out.Code, want[name], out.Failures)
+			}
+			asked := 0
+			for _, r := range recs {
+				if r.Dir == transcript.FromCLI && gjson.GetBytes(r.Msg, "request.subtype").String() == "can_use_tool" {
+					asked++
+				}
+			}
+			wantAsked := 0
+			for _, st := range sc.Steps {
+				if st.Kind == scenarios.KindAsk || st.Kind == scenarios.KindTool {
+					wantAsked++
+				}
+			}
+			if asked != wantAsked {
+				t.Errorf("%d can_use_tool requests, want %d", asked, wantAsked)
+			}
+		})
+	}
+}

@@ -1,0 +1,63 @@
+package fakeclaude_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/askctl/askctl/replay"
+	"github.com/askctl/askctl/scenarios"
+)
+
+func askMultiPlan(b *testing.B) (*scenarios.Scenario, replay.Plan) {
+	sc, err := scenarios.Builtin("ask-multi")
+	if err != nil {
+		b.Fatal(err)
+	}
+	plan, err := replay.PlanFor(sc, true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return sc, plan
+}
+
+// BenchmarkSessionInProcess: one whole ask-multi session (initialize, prompt,
+// system/init, question, answer, tool_result, text, result, EOF) with
+// fakeclaude running in this process over pipes.
+func BenchmarkSessionInProcess(b *testing.B) {
+	sc, plan := askMultiPlan(b)
+	for b.Loop() {
+		if _, out := play(b, sc, plan, sdkFlags); out.Code != 0 {
+			b.Fatalf("exit %d: %v", out.Code, out.Failures)
+		}
+	}
+}
+
+// BenchmarkSessionSubprocess: the same session with fakeclaude spawned as a
+// process, as a bridge spawns claude: spawn, init, question, answer, result,
+// exit.
+func BenchmarkSessionSubprocess(b *testing.B) {
+	_, plan := askMultiPlan(b)
+	bin := filepath.Join(b.TempDir(), "fakeclaude")
+	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/fakeclaude").CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	for b.Loop() {
+		cmd := exec.Command(bin, sdkFlags...)
+		cmd.Env = append(os.Environ(), "FAKECLAUDE_SCENARIO=ask-multi")
+		stdin, _ := cmd.StdinPipe()
+		stdout, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := replay.Play(context.Background(), plan, stdin, stdout, replay.PlayOptions{Timeout: 10 * time.Second}); err != nil {
+			b.Fatal(err)
+		}
+		if err := cmd.Wait(); err != nil {
+			b.Fatalf("fakeclaude: %v", err)
+		}
+	}
+}

@@ -1,0 +1,47 @@
+// Package fakeclaude is a stand-in for the claude CLI: a process a bridge can
+// spawn instead of the real one, which plays a scenario over the real SDK wire
+// protocol and records what it got.
+//
+// # Faithful by default
+//
+// fakeclaude does what Claude Code 2.1.330 does in the same situation, as
+// seen in captures of the real CLI: it answers initialize; sends system/init
+// at the start of each turn, offering AskUserQuestion only when a permission
+// prompt surface is configured (--permission-prompt-tool); writes each
+// scripted question as an assistant tool_use and a can_use_tool
+// control_request; blocks until the matching control_response; and writes the
+// tool_result the real CLI would for that answer — the canonical or neutral
+// wording for an allow, the deny message, the rejection text and an
+// error_during_execution result for deny+interrupt, the CLI's substitutions
+// for an error response, an invalid permission result, or an updatedInput
+// that fails the tool's schema. An SDK interrupt or stdin closing while a
+// question is pending withdraws it with control_cancel_request, as the CLI
+// does. A malformed stdin line ends the process at once, as in the CLI.
+//
+// # Loud on anything unexpected
+//
+// Unlike the real CLI, fakeclaude checks each answer against the scenario's
+// expectations and fails — on stderr, in the transcript, and in its exit
+// status — on a wrong answer, a response to an unknown or already answered
+// request, an allow after a cancel, an unscripted prompt, stdin closing early,
+// or a deadline passing. Every wait has a deadline (Options.Timeout, or
+// FAKECLAUDE_TIMEOUT). The exit statuses are the Exit constants.
+//
+// # Misbehaviour, on purpose
+//
+// A scenario can make fakeclaude withdraw a pending question (cancel_after) or
+// die while one is pending (exit_after), to check that a bridge copes.
+//
+// # Transcript and live events
+//
+// Everything fakeclaude sends and receives, with timestamps, plus notes,
+// expectation checks, failures and the exit, goes to Options.Sink: from the
+// command, a JSON Lines transcript file (FAKECLAUDE_TRANSCRIPT) and a live
+// stream to a harness over a unix or TCP socket (FAKECLAUDE_EVENTS). The
+// record format is package transcript's.
+//
+// # Entry points
+//
+// [Run] plays a scenario over any reader and writer, in-process. [Main] and
+// [Command] are the command: they read flags and the environment (see [Help]).
+package fakeclaude

@@ -1,0 +1,144 @@
+package fakeclaude_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/askctl/askctl/transcript"
+	"github.com/tidwall/gjson"
+)
+
+// sdkDir holds the pinned npm packages; make npm installs them.
+const sdkDir = "../testdata/sdk"
+
+// requireNPM skips a test that needs the npm packages when they are not
+// installed, unless ASKCTL_REQUIRE_NPM is set (make test and CI set it), in
+// which case their absence is a failure: CI never skips these.
+func requireNPM(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(sdkDir, "node_modules", "@anthropic-ai", "claude-agent-sdk")); err != nil {
+		if os.Getenv("ASKCTL_REQUIRE_NPM") != "" {
+			t.Fatalf("the npm packages are not installed (%v): run make npm", err)
+		}
+		t.Skip("npm packages not installed; make test installs them (make npm)")
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Fatalf("node not found: %v", err)
+	}
+}
+
+// TestTypeScriptSDKDrivesFakeclaude runs the official TypeScript Agent SDK's
+// query() with pathToClaudeCodeExecutable pointing at fakeclaude (this test
+// binary, re-executed) and a canUseTool that answers the ask-multi questions.
+// The SDK must see the tool_result text the real CLI produced in the capture.
+func TestTypeScriptSDKDrivesFakeclaude(t *testing.T) {
+	requireNPM(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The SDK spawns the path directly; a wrapper script sets the re-exec switch.
+	agent := filepath.Join(t.TempDir(), "claude")
+	script := "#!/bin/sh\nexec env " + runAsEnv + "=fakeclaude '" + exe + "' \"$@\"\n"
+	if err := os.WriteFile(agent, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tr := filepath.Join(t.TempDir(), "transcript.jsonl")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "drive-ask-multi.mjs", agent)
+	cmd.Dir = sdkDir
+	cmd.Env = append(os.Environ(), "FAKECLAUDE_SCENARIO=ask-multi", "FAKECLAUDE_TRANSCRIPT="+tr)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("node: %v\nstderr:\n%s", err, stderr.String())
+	}
+	out := gjson.ParseBytes(stdout.Bytes())
+	if e := out.Get("error"); e.Type != gjson.Null {
+		t.Fatalf("the SDK reported an error: %s\nstderr:\n%s", e.String(), stderr.String())
+	}
+	var types []string
+	for _, m := range out.Get("messages").Array() {
+		types = append(types, m.Get("type").String()+"/"+m.Get("subtype").String())
+	}
+	wantTypes := []string{"system/init", "assistant/", "user/", "assistant/", "result/success"}
+	if !equal(types, wantTypes) {
+		t.Errorf("SDK messages = %v, want %v", types, wantTypes)
+	}
+	if got := out.Get("seen.#").Int(); got != 1 {
+		t.Fatalf("canUseTool called %d times, want 1", got)
+	}
+	if got := out.Get("seen.0.toolName").String(); got != "AskUserQuestion" {
+		t.Errorf("canUseTool toolName = %q, want AskUserQuestion", got)
+	}
+	if got := out.Get("seen.0.toolUseID").String(); got != "toolu_01A" {
+		t.Errorf("canUseTool toolUseID = %q, want toolu_01A", got)
+	}
+	if got := out.Get("seen.0.requiresUserInteraction").Bool(); !got {
+		t.Errorf("canUseTool requiresUserInteraction = false, want true")
+	}
+	got := out.Get(`messages.#(type=="user").message.content.0.content`).String()
+	want := captureToolResult(t, "sdk-ask-allow.jsonl")
+	if got != want {
+		t.Errorf("the SDK saw tool_result\n%s\nthe real CLI produced\n%s", got, want)
+	}
+	// The transcript shows what fakeclaude got, with the SDK's own flags.
+	recs, err := transcript.ReadFile(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var exit *int
+	sawAllow := false
+	for _, r := range recs {
+		if r.Event == transcript.EventExit {
+			exit = r.Code
+		}
+		if r.Dir == transcript.ToCLI && gjson.GetBytes(r.Msg, "response.response.behavior").String() == "allow" {
+			sawAllow = true
+		}
+	}
+	if exit == nil || *exit != 0 {
+		t.Errorf("fakeclaude exit = %v, want 0; transcript:\n%s", exit, mustRead(t, tr))
+	}
+	if !sawAllow {
+		t.Errorf("transcript has no allow from the SDK")
+	}
+}
+
+func captureToolResult(t *testing.T, name string) string {
+	t.Helper()
+	recs, err := transcript.ReadFile(filepath.Join(captures, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if c := gjson.GetBytes(r.Msg, `message.content.#(type=="tool_result").content`); r.Dir == transcript.FromCLI && c.Exists() {
+			return c.String()
+		}
+	}
+	t.Fatalf("%s has no tool_result", name)
+	return ""
+}
+
+func mustRead(t *testing.T, name string) string {
+	b, _ := os.ReadFile(name)
+	return string(b)
+}
+
+func equal(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,57 @@
+// Package scenarios holds the scenario format — one session of an agent that
+// asks a person questions, hand-written or recorded — its strict parser and
+// validator, and the built-in scenarios embedded in the binaries.
+//
+// # The format
+//
+// A scenario is a txtar archive. The archive comment says, in prose, what the
+// session shows and why. Three sections follow:
+//
+//	-- scenario.json --   the header: {"name","route","cli_version","origin"}
+//	-- steps.jsonl --     the steps, one JSON object a line, run in order
+//	-- wire.jsonl --      recorded scenarios only: every line both ways
+//
+// route is "sdk" (the default) or "mcp"; origin is "synthetic" (the default)
+// or "recorded". Blank lines and lines starting with # in steps.jsonl are
+// for people.
+//
+// # Steps
+//
+// Each step has exactly one kind:
+//
+//	{"prompt":"…"}              wait for the user's message; starts a turn
+//	{"text":"…"}                the assistant writes text
+//	{"ask":{"questions":[…]}}   the assistant calls AskUserQuestion (1–4
+//	                            questions, header ≤ 12 characters, 2–4 options,
+//	                            label and description required, question texts
+//	                            and labels unique)
+//	{"tool":{"name","input",…}} the assistant calls another tool that needs
+//	                            permission; "request" adds can_use_tool fields,
+//	                            "output"/"result" are what it returns if allowed
+//
+// ask and tool steps also take:
+//
+//	"id"            the tool_use id (generated when absent)
+//	"user"          the person's part, played by askctl replay:
+//	                {"answers":{"<question>":"<label or text>" | ["<label>",…]}},
+//	                {"allow":true} (tools), {"skip":"<reason>","interrupt":bool},
+//	                or {"silent":true}; "after":"2s" delays it, "annotations"
+//	                adds notes
+//	"expect"        what the answer must be; derived from "user" when absent:
+//	                {"behavior","answers":{"<question>":"<exact string>"},
+//	                "interrupt","match":{"<gjson path>":<JSON>},"no_answer"};
+//	                match paths are evaluated on the permission result
+//	                ({"behavior":…,"updatedInput":…})
+//	"cancel_after"  withdraw the request after this long without an answer
+//	"exit_after"    exit the agent after this long without an answer, with
+//	                "exit_code" (default 1)
+//
+// A text step followed by a tool call is one model response, as a model
+// writes them. Each turn ends with a result.
+//
+// # Errors
+//
+// [Parse] reports every problem it finds, each with the file, line and field:
+//
+//	my.txtar:5: ask.questions[0].options: want 2 to 4 options, got 1
+package scenarios
