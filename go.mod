@@ -11,5 +11,6 @@ require (
 require (
 	github.com/tidwall/match v1.1.1 // indirect
 	github.com/tidwall/pretty v1.2.0 // indirect
+	github.com/urfave/cli/v3 v3.14.0 // indirect
 	golang.org/x/tools v0.26.0 // indirect
 )

@@ -363,12 +363,7 @@ func (f *fake) play(ctx context.Context, st *scenarios.Step, last bool) {
 	}
 }
 
-func (f *fake) toolUseID(st *scenarios.Step) string {
-	if st.ID != "" {
-		return st.ID
-	}
-	return fmt.Sprintf("toolu_fake%02d", f.step)
-}
+func (f *fake) toolUseID(st *scenarios.Step) string { return st.ToolUseID(f.step) }
 
 func (f *fake) askStep(ctx context.Context, st *scenarios.Step) {
 	id := f.toolUseID(st)

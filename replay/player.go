@@ -109,6 +109,8 @@ func answerFor(st *scenarios.Step, agentCancels bool) (Answer, error) {
 		result = map[string]any{"behavior": "deny", "message": *u.Skip, "interrupt": u.Interrupt}
 	case st.Kind == scenarios.KindTool:
 		result = map[string]any{"behavior": "allow", "updatedInput": st.Tool.Input}
+	case u.Allow:
+		result = map[string]any{"behavior": "allow", "updatedInput": map[string]any{"questions": st.Questions, "answers": map[string]string{}}}
 	default:
 		answers := map[string]string{}
 		for q, ans := range u.Answers {

@@ -147,7 +147,8 @@ type User struct {
 	Answers map[string]Answer `json:"answers,omitempty"`
 	// Annotations maps question text to notes or a selected preview.
 	Annotations map[string]protocol.Annotation `json:"annotations,omitempty"`
-	// Allow approves a tool step.
+	// Allow approves a tool step; on an ask step it is an allow with no
+	// answers (what a buggy bridge sends, kept so recordings replay).
 	Allow bool `json:"allow,omitempty"`
 	// Skip declines, with this message as the deny reason.
 	Skip *string `json:"skip,omitempty"`
@@ -236,6 +237,16 @@ func (s *Step) Expected() *Expect {
 		return &Expect{Behavior: protocol.BehaviorAllow}
 	}
 	return nil
+}
+
+// ToolUseID is the step's tool_use id: ID, or one made from n, the step's
+// 1-based position, when ID is empty. fakeclaude and the fake model API make
+// the same one.
+func (s *Step) ToolUseID(n int) string {
+	if s.ID != "" {
+		return s.ID
+	}
+	return fmt.Sprintf("toolu_askctl%02d", n)
 }
 
 // Describe is a one-line description of the step, for messages about it.
@@ -624,9 +635,6 @@ func (p *parser) validateUser(st *Step) {
 	}
 	if st.Kind == KindTool && len(u.Answers) > 0 {
 		p.errorf(st.Line, "user.answers", "a tool step is answered with allow or skip")
-	}
-	if st.Kind == KindAsk && u.Allow {
-		p.errorf(st.Line, "user.allow", "an ask step is answered with answers")
 	}
 	if u.Silent && st.CancelAfter == 0 && st.ExitAfter == 0 {
 		p.errorf(st.Line, "user.silent", "a silent user needs cancel_after or exit_after on the step, or the session never ends")

@@ -1,0 +1,337 @@
+// Package agent starts the program that plays the agent's side of a scenario:
+// fakeclaude, or the real claude CLI running against askctl's fake model API.
+// Everything in askctl that runs an agent (replay, the fidelity check, and
+// later the bridge and the conformance suite) goes through [Agent], so each
+// can run with either.
+package agent
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/askctl/askctl/fakeclaude/fakeapi"
+	"github.com/askctl/askctl/scenarios"
+	"github.com/askctl/askctl/transcript"
+)
+
+// Agent starts agent processes for scenarios.
+type Agent interface {
+	// Name is "fake" or "real".
+	Name() string
+	// Start starts the agent for sc with the flags an SDK passes. The process
+	// reads the SDK side on Stdin and writes the agent side on Stdout.
+	Start(ctx context.Context, sc *scenarios.Scenario, opts Options) (*Process, error)
+	// CancelsItself reports whether the agent plays a scenario's cancel_after
+	// and exit_after on its own (fakeclaude does). When false the SDK side
+	// must interrupt or end the agent at those times, as the real CLI
+	// withdraws a request only when interrupted.
+	CancelsItself() bool
+}
+
+// Options tune Start.
+type Options struct {
+	// Args are the agent's flags; nil means SDKArgs.
+	Args []string
+	// Log receives the agent's notes: fakeclaude's transcript events, the fake
+	// model API's requests and errors, stderr lines.
+	Log transcript.Sink
+	// Dir is the working directory and HOME for the agent; a temporary
+	// directory when empty.
+	Dir string
+}
+
+// SDKArgs are the flags the official TypeScript SDK passes with canUseTool.
+var SDKArgs = []string{"--output-format=stream-json", "--verbose", "--input-format=stream-json", "--model=claude-sonnet-4-5", "--permission-prompt-tool=stdio"}
+
+// Process is a running agent.
+type Process struct {
+	Stdin  io.WriteCloser
+	Stdout io.Reader
+	// Version is the agent's claude_code_version.
+	Version string
+
+	cmd     *exec.Cmd
+	cleanup []func()
+	stderr  *lockedBuffer
+	waitErr error
+	waited  chan struct{}
+}
+
+// Wait waits for the process to exit and returns its exit status (-1 if it
+// was killed by a signal), then releases what Start set up.
+func (p *Process) Wait() (int, error) {
+	<-p.waited
+	for i := len(p.cleanup) - 1; i >= 0; i-- {
+		p.cleanup[i]()
+	}
+	p.cleanup = nil
+	code := p.cmd.ProcessState.ExitCode()
+	var ee *exec.ExitError
+	if p.waitErr != nil && !errors.As(p.waitErr, &ee) {
+		return code, p.waitErr
+	}
+	return code, nil
+}
+
+// Kill ends the process at once.
+func (p *Process) Kill() {
+	if p.cmd.Process != nil {
+		_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	}
+}
+
+// Stderr is what the process wrote on stderr so far.
+func (p *Process) Stderr() string { return p.stderr.String() }
+
+func start(ctx context.Context, cmd *exec.Cmd, p *Process) (*Process, error) {
+	fail := func(err error) (*Process, error) {
+		for _, c := range p.cleanup {
+			c()
+		}
+		return nil, err
+	}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return fail(err)
+	}
+	// An os.Pipe of our own, not StdoutPipe: Wait must not close the read end
+	// while the caller still reads what the agent wrote before it exited.
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return fail(err)
+	}
+	cmd.Stdout = outW
+	p.stderr = &lockedBuffer{}
+	cmd.Stderr = p.stderr
+	cmd.WaitDelay = 2 * time.Second
+	if err := cmd.Start(); err != nil {
+		outR.Close()
+		outW.Close()
+		return fail(err)
+	}
+	outW.Close()
+	p.cmd, p.Stdin, p.Stdout = cmd, stdin, outR
+	p.cleanup = append(p.cleanup, func() { outR.Close() })
+	p.waited = make(chan struct{})
+	go func() {
+		p.waitErr = cmd.Wait()
+		close(p.waited)
+	}()
+	return p, nil
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func workDir(opts Options) (string, func(), error) {
+	if opts.Dir != "" {
+		return opts.Dir, func() {}, nil
+	}
+	d, err := os.MkdirTemp("", "askctl-agent-")
+	if err != nil {
+		return "", nil, err
+	}
+	return d, func() { os.RemoveAll(d) }, nil
+}
+
+// Fake runs fakeclaude.
+type Fake struct {
+	// Exe is the fakeclaude executable. With RunAs set it is a program that
+	// turns into fakeclaude when RunAsEnv=RunAs is in its environment (askctl
+	// itself); empty means this process's executable.
+	Exe   string
+	RunAs string
+	// Timeout is fakeclaude's wait deadline (FAKECLAUDE_TIMEOUT); 0 for its default.
+	Timeout time.Duration
+}
+
+// RunAsEnv switches a multi-call binary (askctl, a test binary) into fakeclaude.
+const RunAsEnv = "_ASKCTL_RUN_AS"
+
+func (Fake) Name() string        { return "fake" }
+func (Fake) CancelsItself() bool { return true }
+
+// Start runs fakeclaude with the scenario. The scenario file, or the built-in
+// name, is passed in FAKECLAUDE_SCENARIO; a scenario parsed from elsewhere is
+// written to a temporary file first.
+func (f Fake) Start(ctx context.Context, sc *scenarios.Scenario, opts Options) (*Process, error) {
+	exe := f.Exe
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return nil, err
+		}
+	}
+	dir, cleanup, err := workDir(opts)
+	if err != nil {
+		return nil, err
+	}
+	p := &Process{Version: "fakeclaude", cleanup: []func(){cleanup}}
+	args := opts.Args
+	if args == nil {
+		args = SDKArgs
+	}
+	cmd := exec.CommandContext(ctx, exe, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "FAKECLAUDE_SCENARIO="+scenarioRef(sc))
+	if f.RunAs != "" {
+		cmd.Env = append(cmd.Env, RunAsEnv+"="+f.RunAs)
+	}
+	if f.Timeout > 0 {
+		cmd.Env = append(cmd.Env, "FAKECLAUDE_TIMEOUT="+f.Timeout.String())
+	}
+	if opts.Log != nil {
+		sock, stop, err := eventListener(dir, opts.Log)
+		if err != nil {
+			cleanup()
+			return nil, err
+		}
+		p.cleanup = append(p.cleanup, stop)
+		cmd.Env = append(cmd.Env, "FAKECLAUDE_EVENTS=unix:"+sock)
+	}
+	return start(ctx, cmd, p)
+}
+
+// scenarioRef is how fakeclaude finds sc: its built-in name or its file.
+func scenarioRef(sc *scenarios.Scenario) string {
+	if name, ok := strings.CutPrefix(sc.File, "builtin:"); ok {
+		return name
+	}
+	abs, err := filepath.Abs(sc.File)
+	if err != nil {
+		return sc.File
+	}
+	return abs
+}
+
+// eventListener accepts fakeclaude's live events and forwards the non-wire
+// ones (notes, failures, expectation checks) to log.
+func eventListener(dir string, log transcript.Sink) (string, func(), error) {
+	sock := filepath.Join(dir, "events.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		return "", nil, err
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		recs, _ := transcript.Read(conn)
+		for _, r := range recs {
+			if !r.IsWire() {
+				_ = log.Write(r)
+			}
+		}
+	}()
+	return sock, func() { ln.Close(); wg.Wait() }, nil
+}
+
+// Real runs the real claude CLI against the fake model API.
+type Real struct {
+	// Claude is the claude executable.
+	Claude string
+}
+
+func (Real) Name() string        { return "real" }
+func (Real) CancelsItself() bool { return false }
+
+// FindClaude returns the claude CLI: path if set, else claude on PATH, else
+// the copy make npm installs under dir (the repository's testdata/sdk).
+func FindClaude(path, dir string) (string, error) {
+	if path != "" {
+		if _, err := os.Stat(path); err != nil {
+			return "", fmt.Errorf("--claude: %w", err)
+		}
+		return filepath.Abs(path)
+	}
+	if p, err := exec.LookPath("claude"); err == nil {
+		return p, nil
+	}
+	if dir != "" {
+		p := filepath.Join(dir, "node_modules", "@anthropic-ai", "claude-code-linux-x64", "claude")
+		if _, err := os.Stat(p); err == nil {
+			return filepath.Abs(p)
+		}
+	}
+	return "", errors.New("the real claude CLI was not found: pass --claude PATH, put claude on PATH, or run make npm (installs the pinned @anthropic-ai/claude-code)")
+}
+
+// Start serves the scenario's model turns on a loopback port and starts the
+// CLI against it, offline, with a throwaway HOME.
+func (r Real) Start(ctx context.Context, sc *scenarios.Scenario, opts Options) (*Process, error) {
+	dir, cleanup, err := workDir(opts)
+	if err != nil {
+		return nil, err
+	}
+	p := &Process{cleanup: []func(){cleanup}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		cleanup()
+		return nil, err
+	}
+	srv := &http.Server{Handler: fakeapi.New(sc, opts.Log), ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	p.cleanup = append(p.cleanup, func() { srv.Close() })
+	out, _ := exec.CommandContext(ctx, r.Claude, "--version").Output()
+	p.Version, _, _ = strings.Cut(strings.TrimSpace(string(out)), " ")
+	args := opts.Args
+	if args == nil {
+		args = SDKArgs
+	}
+	cmd := exec.CommandContext(ctx, r.Claude, args...)
+	cmd.Dir = dir
+	cmd.Env = append(filteredEnv(),
+		"ANTHROPIC_BASE_URL=http://"+ln.Addr().String(),
+		"ANTHROPIC_API_KEY=sk-askctl-fake-key",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+		"DISABLE_AUTOUPDATER=1",
+		"ENABLE_TOOL_SEARCH=false",
+		"HOME="+dir,
+	)
+	return start(ctx, cmd, p)
+}
+
+// filteredEnv is the environment without anything that would point the CLI at
+// a real account or another endpoint.
+func filteredEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "ANTHROPIC_") || strings.HasPrefix(k, "CLAUDE_") || k == "HOME" {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
+}

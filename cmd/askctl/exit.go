@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/askctl/askctl/agent"
+	"github.com/askctl/askctl/fakeclaude"
+)
+
+// Exit statuses of askctl.
+const (
+	exitOK       = 0
+	exitMismatch = 1 // replay: an agent's session differs from the scenario
+	exitUsage    = 2 // bad flags or arguments, unreadable scenario
+	exitError    = 3 // something failed to run (an agent would not start, …)
+)
+
+// usageError is a mistake in how askctl was called.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+// errMismatch: the run completed and found differences, already reported.
+var errMismatch = errors.New("differences found")
+
+// exitCoder is an error that carries its own exit status (askctl record exits
+// with its command's status).
+type exitCoder interface{ ExitCode() int }
+
+type exitStatus int
+
+func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+func (e exitStatus) ExitCode() int { return int(e) }
+
+// run is askctl's testable root: it never calls os.Exit, and it is the only
+// place that maps errors to exit statuses.
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
+	// askctl is also fakeclaude when asked (the fake agent re-executes askctl),
+	// and a recording shim when installed as "claude".
+	if getenv(agent.RunAsEnv) == "fakeclaude" {
+		return fakeclaude.Command(args[1:], getenv, stdin, stdout, stderr)
+	}
+	if filepath.Base(args[0]) == "claude" && getenv(envRecordCommand) != "" {
+		args = append([]string{args[0], "record", "--"}, args[1:]...)
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	app := newApp(getenv, stdin, stdout, stderr)
+	err := app.Run(ctx, args)
+	var ue usageError
+	var ec exitCoder
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, errMismatch):
+		return exitMismatch
+	case errors.As(err, &ec):
+		return ec.ExitCode()
+	case errors.As(err, &ue) || isFlagError(err):
+		fmt.Fprintf(stderr, "askctl: %v\n", err)
+		return exitUsage
+	default:
+		fmt.Fprintf(stderr, "askctl: %v\n", err)
+		return exitError
+	}
+}

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/askctl/askctl/agent"
+	"github.com/askctl/askctl/replay"
+	"github.com/askctl/askctl/scenarios"
+	"github.com/urfave/cli/v3"
+)
+
+type replayOptions struct {
+	agent   string
+	claude  string
+	json    bool
+	timeout time.Duration
+	verbose bool
+	files   []string
+}
+
+func newReplayCmd(getenv func(string) string) *cli.Command {
+	var o replayOptions
+	return &cli.Command{
+		Name:      "replay",
+		Usage:     "replay scenarios against an agent and report where it differs",
+		ArgsUsage: "[SCENARIO…]",
+		Description: `Replays each scenario (a built-in name or a .txtar file; all built-ins when none
+is given) against a fresh agent. askctl plays the SDK side: initialize, each
+turn's prompt, and the person's part (answers, skips, silence) from the scenario
+or the recording. Then it checks what the agent wrote:
+
+  - a recorded scenario: message by message against the recording (ids,
+    uuids, timestamps and costs aside): type, order, keys, tool inputs, tool
+    results and result subtypes;
+  - a hand-written one: against what its steps say the CLI must write, with
+    the real CLI's texts.
+
+--agent fake (the default) runs fakeclaude; --agent real runs the real claude
+CLI against askctl's scripted model API, offline and free (found with --claude,
+on PATH, or where make npm installs it).
+
+Exit status: 0 every scenario matched, 1 some differed, 2 usage, 3 an agent
+could not be run.
+
+Examples:
+  askctl replay
+  askctl replay --agent real ask-multi cancel-pending
+  askctl replay --json my-session.txtar | jq '.[].diffs'`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "agent", Value: "fake", Usage: "who plays the agent: fake (fakeclaude) or real (the claude CLI + fake model API)", Destination: &o.agent, Sources: cli.EnvVars("ASKCTL_AGENT")},
+			&cli.StringFlag{Name: "claude", Usage: "the real claude executable, for --agent real", Destination: &o.claude, Sources: cli.EnvVars("ASKCTL_CLAUDE")},
+			&cli.BoolFlag{Name: "json", Usage: "print the reports as a JSON array", Destination: &o.json},
+			&cli.DurationFlag{Name: "timeout", Value: time.Minute, Usage: "deadline for each scenario's session", Destination: &o.timeout},
+			&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "print every message both ways for scenarios that differ", Destination: &o.verbose},
+		},
+		Before: func(ctx context.Context, cmd *cli.Command) (context.Context, error) {
+			o.files = cmd.Args().Slice()
+			return ctx, o.validate()
+		},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			return runReplay(ctx, o, cmd.Root().Writer, cmd.Root().ErrWriter)
+		},
+	}
+}
+
+func (o *replayOptions) validate() error {
+	if o.agent != "fake" && o.agent != "real" {
+		return usagef("--agent: want fake or real, got %q", o.agent)
+	}
+	if o.timeout <= 0 {
+		return usagef("--timeout: want a positive duration")
+	}
+	return nil
+}
+
+// chooseAgent builds the agent the options name.
+func chooseAgent(name, claude string) (agent.Agent, error) {
+	if name == "real" {
+		path, err := agent.FindClaude(claude, "testdata/sdk")
+		if err != nil {
+			return nil, err
+		}
+		return agent.Real{Claude: path}, nil
+	}
+	return agent.Fake{RunAs: "fakeclaude"}, nil
+}
+
+func loadScenarios(names []string) ([]*scenarios.Scenario, error) {
+	if len(names) == 0 {
+		names = scenarios.Names()
+	}
+	var out []*scenarios.Scenario
+	for _, n := range names {
+		sc, err := scenarios.Load(n)
+		if err != nil {
+			return nil, usageError{err}
+		}
+		out = append(out, sc)
+	}
+	return out, nil
+}
+
+func runReplay(ctx context.Context, o replayOptions, stdout, stderr io.Writer) error {
+	scs, err := loadScenarios(o.files)
+	if err != nil {
+		return err
+	}
+	ag, err := chooseAgent(o.agent, o.claude)
+	if err != nil {
+		return err
+	}
+	var reports []replay.Report
+	for i, sc := range scs {
+		rep := replay.Replay(ctx, sc, ag, replay.Options{Timeout: o.timeout})
+		reports = append(reports, rep)
+		if len(scs) > 1 && !o.json {
+			fmt.Fprintf(stderr, "[%d/%d] %s: %s (%v)\n", i+1, len(scs), sc.Name, verdict(rep), rep.Duration.Round(time.Millisecond))
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if o.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(reports); err != nil {
+			return err
+		}
+	} else {
+		printReports(stdout, reports, o.verbose)
+	}
+	for _, r := range reports {
+		if r.Error != "" && r.Messages == 0 {
+			return exitStatus(exitError)
+		}
+	}
+	for _, r := range reports {
+		if !r.Match {
+			return errMismatch
+		}
+	}
+	return nil
+}
+
+func verdict(r replay.Report) string {
+	switch {
+	case r.Error != "":
+		return "error"
+	case r.Match:
+		return "match"
+	}
+	return fmt.Sprintf("%d difference(s)", len(r.Diffs))
+}
+
+func printReports(w io.Writer, reports []replay.Report, verbose bool) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SCENARIO\tAGENT\tCHECKED AGAINST\tMESSAGES\tEXIT\tTIME\tRESULT")
+	matched := 0
+	for _, r := range reports {
+		ag := r.Agent
+		if r.Version != "" && r.Version != "fakeclaude" {
+			ag += " " + r.Version
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%v\t%s\n", r.Scenario, ag, r.Mode, r.Messages, r.Exit, r.Duration.Round(time.Millisecond), verdict(r))
+		if r.Match {
+			matched++
+		}
+	}
+	tw.Flush()
+	for _, r := range reports {
+		if r.Match {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s (%s):\n", r.Scenario, r.File)
+		if r.Error != "" {
+			fmt.Fprintf(w, "  error: %s\n", r.Error)
+		}
+		for _, d := range r.Diffs {
+			fmt.Fprintf(w, "  - %s\n", d)
+		}
+		if verbose {
+			for _, rec := range r.Records {
+				if rec.IsWire() {
+					fmt.Fprintf(w, "    %s %s\n", map[string]string{"to_cli": ">>", "from_cli": "<<"}[rec.Dir], strings.TrimSpace(string(rec.Msg)))
+				}
+			}
+		}
+	}
+	fmt.Fprintf(w, "\n%d of %d scenarios matched\n", matched, len(reports))
+}
+

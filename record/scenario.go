@@ -1,0 +1,301 @@
+package record
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/askctl/askctl/protocol"
+	"github.com/askctl/askctl/scenarios"
+	"github.com/askctl/askctl/transcript"
+	"github.com/rogpeppe/go-internal/txtar"
+	"github.com/tidwall/gjson"
+)
+
+// Redacted replaces every secret in a recording.
+const Redacted = "[REDACTED]"
+
+var (
+	// Values that look like credentials wherever they appear.
+	secretValue = regexp.MustCompile(`sk-ant-[A-Za-z0-9_\-]{8,}|sk-[A-Za-z0-9_\-]{20,}|(?i:bearer)\s+[A-Za-z0-9._~+/\-=]{8,}|gh[pousr]_[A-Za-z0-9]{20,}|xox[abposr]-[A-Za-z0-9\-]{10,}|eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}`)
+	// JSON members whose names say they hold a secret: "key": "value".
+	secretMember = regexp.MustCompile(`(?i)("(?:[a-z_\-]*(?:api[_\-]?key|token|secret|password|passwd|authorization|auth[_\-]?header|cookie|credential)[a-z_\-]*)"\s*:\s*)"(?:[^"\\]|\\.)*"`)
+)
+
+// Redact removes secrets from one line of JSON.
+func Redact(line []byte) []byte {
+	out := secretMember.ReplaceAllFunc(line, func(m []byte) []byte {
+		sub := secretMember.FindSubmatch(m)
+		// Keep names and sources such as "apiKeySource":"ANTHROPIC_API_KEY".
+		if bytes.Contains(bytes.ToLower(sub[1]), []byte("source")) {
+			return m
+		}
+		return append(append([]byte(nil), sub[1]...), []byte(`"`+Redacted+`"`)...)
+	})
+	return secretValue.ReplaceAll(out, []byte(Redacted))
+}
+
+func validJSON(b []byte) bool { return len(b) > 0 && b[0] == '{' && gjson.ValidBytes(b) }
+
+// Scenario turns a recording into a scenario archive: a header with the CLI
+// version, steps derived from the messages, and the recording itself.
+func Scenario(name, out string, command []string, recs []transcript.Record) ([]byte, error) {
+	if name == "" {
+		name = strings.TrimSuffix(filepath.Base(out), filepath.Ext(out))
+	}
+	version := ""
+	for _, r := range recs {
+		if v := gjson.GetBytes(r.Msg, "claude_code_version"); r.Dir == transcript.FromCLI && v.Exists() {
+			version = v.String()
+			break
+		}
+	}
+	steps, err := Steps(recs)
+	if err != nil {
+		return nil, err
+	}
+	hdr, _ := json.Marshal(map[string]string{"name": name, "route": "sdk", "cli_version": version, "origin": scenarios.Recorded})
+	var sb, wb bytes.Buffer
+	for _, s := range steps {
+		b, err := json.Marshal(s)
+		if err != nil {
+			return nil, err
+		}
+		sb.Write(b)
+		sb.WriteByte('\n')
+	}
+	for _, r := range recs {
+		b, _ := json.Marshal(r)
+		wb.Write(b)
+		wb.WriteByte('\n')
+	}
+	comment := fmt.Sprintf("Recorded by askctl record on %s from: %s\nclaude_code_version %s. Steps are derived from the wire section below, which holds\nevery line both ways as captured (secrets redacted).\n",
+		time.Now().UTC().Format("2006-01-02"), strings.Join(redactArgs(command), " "), version)
+	ar := &txtar.Archive{Comment: []byte(comment), Files: []txtar.File{
+		{Name: "scenario.json", Data: append(hdr, '\n')},
+		{Name: "steps.jsonl", Data: sb.Bytes()},
+		{Name: "wire.jsonl", Data: wb.Bytes()},
+	}}
+	data := txtar.Format(ar)
+	if _, err := scenarios.Parse(out, data); err != nil {
+		return nil, fmt.Errorf("the recording does not make a valid scenario: %w", err)
+	}
+	return data, nil
+}
+
+func redactArgs(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = string(Redact([]byte(a)))
+	}
+	return out
+}
+
+// step is one line of steps.jsonl as written by a recording.
+type step struct {
+	Prompt      *string             `json:"prompt,omitempty"`
+	Text        *string             `json:"text,omitempty"`
+	Ask         *askStep            `json:"ask,omitempty"`
+	Tool        *toolStep           `json:"tool,omitempty"`
+	ID          string              `json:"id,omitempty"`
+	User        *scenarios.User     `json:"user,omitempty"`
+	CancelAfter *scenarios.Duration `json:"cancel_after,omitempty"`
+	ExitAfter   *scenarios.Duration `json:"exit_after,omitempty"`
+	ExitCode    *int                `json:"exit_code,omitempty"`
+}
+
+type askStep struct {
+	Questions json.RawMessage `json:"questions"`
+}
+
+type toolStep struct {
+	Name    string          `json:"name"`
+	Input   json.RawMessage `json:"input"`
+	Request json.RawMessage `json:"request,omitempty"`
+	Output  string          `json:"output,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"`
+}
+
+// Steps derives scenario steps from a recording: prompts from the SDK side's
+// user messages, text and tool calls from the assistant's, and the person's
+// part from the control_responses (an interrupt becomes cancel_after; a
+// request never answered before the CLI ended becomes exit_after).
+func Steps(recs []transcript.Record) ([]step, error) {
+	var steps []step
+	byToolUse := map[string]int{} // tool_use id → index in steps
+	byRequest := map[string]int{} // request_id → index in steps
+	askedAt := map[int]time.Time{}
+	answered := map[int]bool{}
+	cwd := ""
+	var end time.Time
+	lastExit := 0
+	for _, r := range recs {
+		if !r.T.IsZero() {
+			end = r.T
+		}
+		if r.Event == transcript.EventExit && r.Code != nil {
+			lastExit = *r.Code
+		}
+		if !r.IsWire() {
+			continue
+		}
+		m := gjson.ParseBytes(r.Msg)
+		typ := m.Get("type").String()
+		switch {
+		case r.Dir == transcript.ToCLI && typ == "user":
+			text := promptText(m.Get("message.content"))
+			steps = append(steps, step{Prompt: &text})
+		case r.Dir == transcript.FromCLI && typ == "system" && m.Get("subtype").String() == "init":
+			cwd = m.Get("cwd").String()
+		case r.Dir == transcript.FromCLI && typ == "assistant":
+			for _, b := range m.Get("message.content").Array() {
+				switch b.Get("type").String() {
+				case "text":
+					t := b.Get("text").String()
+					steps = append(steps, step{Text: &t})
+				case "tool_use":
+					id := b.Get("id").String()
+					s := step{ID: id}
+					if b.Get("name").String() == protocol.ToolAskUserQuestion {
+						s.Ask = &askStep{Questions: json.RawMessage(b.Get("input.questions").Raw)}
+					} else {
+						s.Tool = &toolStep{Name: b.Get("name").String(), Input: json.RawMessage(b.Get("input").Raw)}
+					}
+					byToolUse[id] = len(steps)
+					steps = append(steps, s)
+				}
+			}
+		case r.Dir == transcript.FromCLI && typ == "control_request" && m.Get("request.subtype").String() == "can_use_tool":
+			i, ok := byToolUse[m.Get("request.tool_use_id").String()]
+			if !ok {
+				continue
+			}
+			byRequest[m.Get("request_id").String()] = i
+			askedAt[i] = r.T
+			if t := steps[i].Tool; t != nil {
+				t.Request = requestExtras(m.Get("request"), cwd)
+			}
+		case r.Dir == transcript.ToCLI && typ == "control_response":
+			i, ok := byRequest[m.Get("response.request_id").String()]
+			if !ok || answered[i] {
+				continue
+			}
+			answered[i] = true
+			steps[i].User = userPart(m.Get("response"), steps[i].Tool != nil)
+			if d := r.T.Sub(askedAt[i]); !r.T.IsZero() && !askedAt[i].IsZero() && d > time.Millisecond {
+				steps[i].User.After = scenarios.Duration(d.Round(time.Millisecond))
+			}
+		case r.Dir == transcript.ToCLI && typ == "control_request" && m.Get("request.subtype").String() == "interrupt":
+			for id, i := range byRequest {
+				if !answered[i] {
+					answered[i] = true
+					d := scenarios.Duration(max(r.T.Sub(askedAt[i]).Round(time.Millisecond), time.Millisecond))
+					steps[i].User = &scenarios.User{Silent: true}
+					steps[i].CancelAfter = &d
+					_ = id
+				}
+			}
+		case r.Dir == transcript.FromCLI && typ == "user":
+			for _, b := range m.Get("message.content").Array() {
+				if b.Get("type").String() != "tool_result" {
+					continue
+				}
+				if i, ok := byToolUse[b.Get("tool_use_id").String()]; ok && steps[i].Tool != nil && !b.Get("is_error").Bool() {
+					out := b.Get("content").String()
+					if out == protocol.BashNoOutputText {
+						out = ""
+					}
+					steps[i].Tool.Output = out
+					if tr := m.Get("tool_use_result"); tr.Exists() {
+						steps[i].Tool.Result = json.RawMessage(tr.Raw)
+					}
+				}
+			}
+		}
+	}
+	for i := range steps {
+		if (steps[i].Ask != nil || steps[i].Tool != nil) && !answered[i] {
+			if _, asked := askedAt[i]; !asked {
+				continue // the CLI never asked (no permission surface): nothing to answer
+			}
+			d := scenarios.Duration(max(end.Sub(askedAt[i]).Round(time.Millisecond), time.Millisecond))
+			code := lastExit
+			steps[i].User = &scenarios.User{Silent: true}
+			steps[i].ExitAfter, steps[i].ExitCode = &d, &code
+		}
+	}
+	if len(steps) == 0 || steps[0].Prompt == nil {
+		return nil, fmt.Errorf("the recording has no prompt from the SDK side before the agent's first message")
+	}
+	return steps, nil
+}
+
+func promptText(c gjson.Result) string {
+	if c.Type == gjson.String {
+		return c.String()
+	}
+	var parts []string
+	for _, b := range c.Array() {
+		if b.Get("type").String() == "text" {
+			parts = append(parts, b.Get("text").String())
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// requestExtras keeps the can_use_tool fields a scenario's tool step carries,
+// with the CLI's directory made portable.
+func requestExtras(req gjson.Result, cwd string) json.RawMessage {
+	var parts []string
+	req.ForEach(func(k, v gjson.Result) bool {
+		switch k.String() {
+		case "subtype", "tool_name", "display_name", "input", "tool_use_id":
+		default:
+			parts = append(parts, fmt.Sprintf("%q:%s", k.String(), v.Raw))
+		}
+		return true
+	})
+	if len(parts) == 0 {
+		return nil
+	}
+	s := "{" + strings.Join(parts, ",") + "}"
+	if cwd != "" {
+		s = strings.ReplaceAll(s, cwd, "${CWD}")
+	}
+	return json.RawMessage(s)
+}
+
+// userPart reads the person's part from a control_response body.
+func userPart(resp gjson.Result, tool bool) *scenarios.User {
+	if resp.Get("subtype").String() == "error" {
+		msg := "error response: " + resp.Get("error").String()
+		return &scenarios.User{Skip: &msg}
+	}
+	pr := resp.Get("response")
+	if pr.Get("behavior").String() != "allow" {
+		msg := pr.Get("message").String()
+		return &scenarios.User{Skip: &msg, Interrupt: pr.Get("interrupt").Bool()}
+	}
+	if tool {
+		return &scenarios.User{Allow: true}
+	}
+	u := &scenarios.User{Answers: map[string]scenarios.Answer{}}
+	pr.Get("updatedInput.answers").ForEach(func(k, v gjson.Result) bool {
+		var a scenarios.Answer
+		if err := json.Unmarshal([]byte(v.Raw), &a); err == nil {
+			u.Answers[k.String()] = a
+		}
+		return true
+	})
+	if len(u.Answers) == 0 {
+		// An allow without answers is still an allow; the scenario keeps it
+		// as the answer of the first question being empty is not expressible.
+		u.Answers = nil
+		u.Allow = true
+	}
+	return u
+}
