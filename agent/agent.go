@@ -197,9 +197,14 @@ func (f Fake) Start(ctx context.Context, sc *scenarios.Scenario, opts Options) (
 	if args == nil {
 		args = SDKArgs
 	}
+	ref, err := scenarioRef(sc, dir)
+	if err != nil {
+		p.Wait0()
+		return nil, err
+	}
 	cmd := exec.CommandContext(ctx, exe, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "FAKECLAUDE_SCENARIO="+scenarioRef(sc))
+	cmd.Env = append(os.Environ(), "FAKECLAUDE_SCENARIO="+ref)
 	if f.RunAs != "" {
 		cmd.Env = append(cmd.Env, RunAsEnv+"="+f.RunAs)
 	}
@@ -218,16 +223,30 @@ func (f Fake) Start(ctx context.Context, sc *scenarios.Scenario, opts Options) (
 	return start(ctx, cmd, p)
 }
 
-// scenarioRef is how fakeclaude finds sc: its built-in name or its file.
-func scenarioRef(sc *scenarios.Scenario) string {
+// scenarioRef is how fakeclaude finds sc: its built-in name, its file, or,
+// for a scenario parsed from elsewhere, a copy of its source in dir.
+func scenarioRef(sc *scenarios.Scenario, dir string) (string, error) {
 	if name, ok := strings.CutPrefix(sc.File, "builtin:"); ok {
-		return name
+		return name, nil
 	}
-	abs, err := filepath.Abs(sc.File)
-	if err != nil {
-		return sc.File
+	if abs, err := filepath.Abs(sc.File); err == nil {
+		if cur, err := os.ReadFile(abs); err == nil && bytes.Equal(cur, sc.Source) {
+			return abs, nil
+		}
 	}
-	return abs
+	if len(sc.Source) == 0 {
+		return "", fmt.Errorf("scenario %s has no file or source to give fakeclaude", sc.Name)
+	}
+	path := filepath.Join(dir, "scenario.txtar")
+	return path, os.WriteFile(path, sc.Source, 0o644)
+}
+
+// Wait0 releases what Start set up for a process that never started.
+func (p *Process) Wait0() {
+	for i := len(p.cleanup) - 1; i >= 0; i-- {
+		p.cleanup[i]()
+	}
+	p.cleanup = nil
 }
 
 // eventListener accepts fakeclaude's live events and forwards the non-wire
@@ -311,15 +330,22 @@ func (r Real) Start(ctx context.Context, sc *scenarios.Scenario, opts Options) (
 	}
 	cmd := exec.CommandContext(ctx, r.Claude, args...)
 	cmd.Dir = dir
-	cmd.Env = append(filteredEnv(),
-		"ANTHROPIC_BASE_URL=http://"+ln.Addr().String(),
+	cmd.Env = RealEnv("http://"+ln.Addr().String(), dir)
+	return start(ctx, cmd, p)
+}
+
+// RealEnv is the environment the real CLI runs in against a fake model API
+// at baseURL: offline, any key, a throwaway HOME, and nothing inherited that
+// would point it at a real account or another endpoint.
+func RealEnv(baseURL, home string) []string {
+	return append(filteredEnv(),
+		"ANTHROPIC_BASE_URL="+baseURL,
 		"ANTHROPIC_API_KEY=sk-askctl-fake-key",
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
 		"DISABLE_AUTOUPDATER=1",
 		"ENABLE_TOOL_SEARCH=false",
-		"HOME="+dir,
+		"HOME="+home,
 	)
-	return start(ctx, cmd, p)
 }
 
 // filteredEnv is the environment without anything that would point the CLI at

@@ -32,6 +32,7 @@ type Options struct {
 	Name    string   // the scenario's name; the file's base name when empty
 	Command []string // the command to run (the real claude, with its arguments)
 	Env     []string // its environment; nil means this process's
+	Dir     string   // its working directory; empty means this process's
 	Stdin   io.Reader
 	Stdout  io.Writer
 	Stderr  io.Writer
@@ -66,6 +67,7 @@ func Run(ctx context.Context, o Options) (int, error) {
 	if o.Env != nil {
 		cmd.Env = o.Env
 	}
+	cmd.Dir = o.Dir
 	cmd.Stderr = o.Stderr
 	childIn, err := cmd.StdinPipe()
 	if err != nil {
@@ -126,26 +128,25 @@ func Run(ctx context.Context, o Options) (int, error) {
 }
 
 // pass copies r to w line by line, byte for byte, calling rec with each line
-// as soon as it has passed. A last line without a newline is passed too.
+// just before its last bytes pass. A last line without a newline is passed too.
 func pass(r io.Reader, w io.Writer, rec func([]byte)) {
 	br := bufio.NewReaderSize(r, 1<<16)
 	var line []byte
 	for {
 		chunk, err := br.ReadSlice('\n')
-		if len(chunk) > 0 {
-			if _, werr := w.Write(chunk); werr != nil {
-				return
-			}
-			if f, ok := w.(interface{ Flush() error }); ok {
-				f.Flush()
-			}
-			line = append(line, chunk...)
-		}
+		line = append(line, chunk...)
+		// Record a line before passing its end on: the other side may answer
+		// at once, and the recording must keep the order things happened in.
 		if err == nil || (len(line) > 0 && err != bufio.ErrBufferFull) {
 			if len(trimNewline(line)) > 0 {
 				rec(line)
 			}
 			line = line[:0]
+		}
+		if len(chunk) > 0 {
+			if _, werr := w.Write(chunk); werr != nil {
+				return
+			}
 		}
 		if err != nil && err != bufio.ErrBufferFull {
 			return

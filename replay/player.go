@@ -346,7 +346,7 @@ func (p *player) respond(ctx context.Context, a Answer, id string) {
 	case a.InterruptAfter > 0:
 		delay = a.InterruptAfter
 		send = func() {
-			p.write(mustJSON(map[string]any{"type": "control_request", "request_id": "req_interrupt_" + id[:min(8, len(id))], "request": map[string]any{"subtype": "interrupt"}}))
+			p.write(mustJSON(map[string]any{"type": "control_request", "request_id": interruptIDPrefix + id[:min(8, len(id))], "request": map[string]any{"subtype": "interrupt"}}))
 		}
 	case a.KillAfter > 0 && p.opts.Kill != nil:
 		delay = a.KillAfter
@@ -391,3 +391,6 @@ func rebind(resp json.RawMessage, id string) json.RawMessage {
 	m["response"] = mustJSON(body)
 	return mustJSON(m)
 }
+
+// interruptIDPrefix marks the interrupts the player sends.
+const interruptIDPrefix = "req_interrupt_"

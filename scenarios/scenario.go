@@ -63,6 +63,7 @@ type Scenario struct {
 	CLIVersion  string
 	Origin      string
 	File        string // where it was loaded from ("builtin:ask-multi" for built-ins)
+	Source      []byte // the archive as parsed
 
 	Steps []Step
 	Wire  []transcript.Record // recorded scenarios: the session as captured
@@ -373,7 +374,7 @@ func (p *parser) parse(data []byte) *Scenario {
 		return nil
 	}
 	ar := txtar.Parse(data)
-	sc := &Scenario{Description: strings.TrimSpace(string(ar.Comment)), File: p.file}
+	sc := &Scenario{Description: strings.TrimSpace(string(ar.Comment)), File: p.file, Source: data}
 	// Line of each section's first content line.
 	line := 1 + bytes.Count(ar.Comment, []byte("\n"))
 	seen := map[string]bool{}

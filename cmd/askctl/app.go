@@ -36,6 +36,7 @@ Start with:
 			newRecordCmd(getenv),
 			newModelCmd(),
 			newScenariosCmd(),
+			newFidelityCmd(),
 		},
 	}
 }

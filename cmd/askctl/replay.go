@@ -194,4 +194,3 @@ func printReports(w io.Writer, reports []replay.Report, verbose bool) {
 	}
 	fmt.Fprintf(w, "\n%d of %d scenarios matched\n", matched, len(reports))
 }
-

@@ -266,8 +266,10 @@ func messageID() string {
 	return fmt.Sprintf("msg_askctl_%d_%d", time.Now().UnixNano()%1e6, msgSeq.n)
 }
 
+// usage has the two members the scripted model of the fixture captures sent;
+// the CLI copies them into its assistant messages.
 func usage(out int) map[string]any {
-	return map[string]any{"input_tokens": 10, "output_tokens": out, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+	return map[string]any{"input_tokens": 10, "output_tokens": out}
 }
 
 func message(model string, r Response) map[string]any {

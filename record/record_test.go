@@ -1,0 +1,219 @@
+package record_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/askctl/askctl/agent"
+	"github.com/askctl/askctl/fakeclaude"
+	"github.com/askctl/askctl/fakeclaude/fakeapi"
+	"github.com/askctl/askctl/record"
+	"github.com/askctl/askctl/replay"
+	"github.com/askctl/askctl/scenarios"
+	"github.com/askctl/askctl/shape"
+	"github.com/askctl/askctl/transcript"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(agent.RunAsEnv) == "fakeclaude" {
+		fakeclaude.Main()
+	}
+	os.Exit(m.Run())
+}
+
+var fake = agent.Fake{RunAs: "fakeclaude"}
+
+func realClaude(t *testing.T) string {
+	t.Helper()
+	path, err := agent.FindClaude(os.Getenv("ASKCTL_CLAUDE"), "../testdata/sdk")
+	if err != nil {
+		if os.Getenv("ASKCTL_REQUIRE_NPM") != "" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	return path
+}
+
+// recordReal records the real CLI playing a built-in scenario through
+// record.Run, the SDK side played by askctl's player, and returns the file.
+func recordReal(t *testing.T, claude, name string) string {
+	t.Helper()
+	sc, err := scenarios.Builtin(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(fakeapi.New(sc, nil))
+	defer srv.Close()
+	dir := t.TempDir()
+	out := filepath.Join(t.TempDir(), name+".txtar")
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	var stderr bytes.Buffer
+	type result struct {
+		code int
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		code, err := record.Run(context.Background(), record.Options{Out: out, Command: append([]string{claude}, agent.SDKArgs...),
+			Env: agent.RealEnv(srv.URL, dir), Dir: dir, Stdin: inR, Stdout: outW, Stderr: &stderr})
+		outW.Close()
+		inR.Close()
+		done <- result{code, err}
+	}()
+	plan, err := replay.PlanFor(sc, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := replay.Play(context.Background(), plan, inW, outR, replay.PlayOptions{Timeout: 60 * time.Second}); err != nil {
+		t.Fatalf("playing through the recorder: %v", err)
+	}
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("record.Run: %v (stderr %s)", r.err, stderr.String())
+	}
+	if _, err := os.Stat(out + ".partial"); !os.IsNotExist(err) {
+		t.Errorf("%s.partial is left behind", out)
+	}
+	return out
+}
+
+// TestRecordRealCLI re-records the fixture captures with askctl record and
+// replays each recording against fakeclaude and the real CLI.
+func TestRecordRealCLI(t *testing.T) {
+	claude := realClaude(t)
+	tests := []struct{ scenario, capture string }{
+		{"ask-multi", "sdk-ask-allow.jsonl"},
+		{"ask-skip", "sdk-ask-deny.jsonl"},
+		{"ask-skip-interrupt", "sdk-ask-deny-interrupt.jsonl"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.scenario, func(t *testing.T) {
+			file := recordReal(t, claude, tt.scenario)
+			sc, err := scenarios.ParseFile(file)
+			if err != nil {
+				t.Fatalf("the recording does not parse: %v", err)
+			}
+			if sc.Origin != scenarios.Recorded || sc.CLIVersion != "2.1.330" {
+				t.Errorf("header origin %q cli_version %q, want recorded and 2.1.330", sc.Origin, sc.CLIVersion)
+			}
+			// Same session as the fixture capture, both directions.
+			captured, err := transcript.ReadFile(filepath.Join("../testdata/captures/claude-code-2.1.330", tt.capture))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, dir := range []string{transcript.FromCLI, transcript.ToCLI} {
+				for _, d := range shape.Compare(replay.Shapes(captured, dir), replay.Shapes(sc.Wire, dir)) {
+					t.Errorf("re-recorded %s differs from %s: %s", dir, tt.capture, d)
+				}
+			}
+			// The recording replays with no difference against both agents.
+			for _, ag := range []agent.Agent{fake, agent.Real{Claude: claude}} {
+				rep := replay.Replay(context.Background(), sc, ag, replay.Options{Timeout: 30 * time.Second})
+				if !rep.Match || rep.Mode != "recording" {
+					t.Errorf("replay against %s: mode %s, error %q, diffs %v", ag.Name(), rep.Mode, rep.Error, rep.Diffs)
+				}
+			}
+		})
+	}
+}
+
+// TestEditedRecordingIsReported: a changed answer and a dropped message are
+// reported at the message where the session parts from the recording.
+func TestEditedRecordingIsReported(t *testing.T) {
+	claude := realClaude(t)
+	file := recordReal(t, claude, "ask-multi")
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wire := string(data[bytes.Index(data, []byte("-- wire.jsonl --")):])
+	head := string(data[:bytes.Index(data, []byte("-- wire.jsonl --"))])
+	var doneLine string
+	for _, l := range strings.Split(wire, "\n") {
+		if strings.Contains(l, `"from_cli"`) && strings.Contains(l, `"text":"Done."`) {
+			doneLine = l + "\n"
+		}
+	}
+	if doneLine == "" {
+		t.Fatal("no assistant Done. line in the recording")
+	}
+	tests := []struct {
+		name, edited, want string
+	}{
+		{"changed answer", head + strings.Replace(wire, `"answers":{"How should I format the output?":"Summary"`, `"answers":{"How should I format the output?":"Detailed"`, 1),
+			`#5 from_cli user: content[0].content is "Your questions have been answered: \"How should I format the output?\"=\"Detailed\"`},
+		{"dropped message", head + strings.Replace(wire, doneLine, "", 1), "#6 from_cli result/success: got from_cli assistant"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.edited == string(data) {
+				t.Fatal("the edit changed nothing")
+			}
+			sc, err := scenarios.Parse("edited.txtar", []byte(tt.edited))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, ag := range []agent.Agent{fake, agent.Real{Claude: claude}} {
+				rep := replay.Replay(context.Background(), sc, ag, replay.Options{Timeout: 30 * time.Second})
+				var all []string
+				for _, d := range rep.Diffs {
+					all = append(all, d.String())
+				}
+				if rep.Match || !strings.Contains(strings.Join(all, "\n"), tt.want) {
+					t.Errorf("%s agent: diffs\n%s\nwant one containing %s", ag.Name(), strings.Join(all, "\n"), tt.want)
+				}
+			}
+		})
+	}
+}
+
+func TestRedact(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{`{"apiKeySource":"ANTHROPIC_API_KEY"}`, `{"apiKeySource":"ANTHROPIC_API_KEY"}`},
+		{`{"headers":{"Authorization":"Bearer abc.def.ghi123"}}`, `{"headers":{"Authorization":"[REDACTED]"}}`},
+		{`{"x":"key sk-ant-api03-abcdefghijklmnop"}`, `{"x":"key [REDACTED]"}`},
+		{`{"api_key":"hunter2"}`, `{"api_key":"[REDACTED]"}`},
+		{`{"env":{"GITHUB_TOKEN":"ghp_abcdefghijklmnopqrstuvwxyz0123"}}`, `{"env":{"GITHUB_TOKEN":"[REDACTED]"}}`},
+		{`{"text":"use bearer tokens"}`, `{"text":"use bearer tokens"}`},
+	}
+	for _, tt := range tests {
+		if got := string(record.Redact([]byte(tt.in))); got != tt.want {
+			t.Errorf("Redact(%s) = %s, want %s", tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestRecordKeepsEverythingWhenTheCommandDiesEarly: a command that exits in
+// the middle still leaves a complete recording of what passed.
+func TestRecordKeepsEverythingWhenTheCommandDiesEarly(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "early.txtar")
+	script := `read line; echo '{"type":"system","subtype":"init","claude_code_version":"9.9.9","cwd":"/x"}'; read line; echo '{"type":"assistant","message":{"content":[{"type":"text","text":"bye"}]}}'; exit 3`
+	in := strings.NewReader(`{"type":"control_request","request_id":"req_1","request":{"subtype":"initialize"}}` + "\n" + `{"type":"user","message":{"role":"user","content":"hi"}}` + "\n")
+	var stdout bytes.Buffer
+	code, err := record.Run(context.Background(), record.Options{Out: out, Command: []string{"sh", "-c", script}, Stdin: in, Stdout: &stdout, Stderr: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code != 3 {
+		t.Errorf("exit = %d, want the command's 3", code)
+	}
+	if !strings.Contains(stdout.String(), `"text":"bye"`) {
+		t.Errorf("stdout was not passed through: %q", stdout.String())
+	}
+	sc, err := scenarios.ParseFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.CLIVersion != "9.9.9" || len(sc.Wire) != 5 || len(sc.Steps) != 2 {
+		t.Errorf("cli_version %q, %d wire records, %d steps; want 9.9.9, 5 (4 lines and the exit), 2", sc.CLIVersion, len(sc.Wire), len(sc.Steps))
+	}
+}

@@ -1,0 +1,60 @@
+package replay_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/askctl/askctl/replay"
+	"github.com/askctl/askctl/scenarios"
+)
+
+var opts = replay.Options{Timeout: 30 * time.Second}
+
+func TestReplayBuiltinsAgainstFakeclaude(t *testing.T) {
+	for _, name := range scenarios.Names() {
+		t.Run(name, func(t *testing.T) {
+			sc, err := scenarios.Builtin(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep := replay.Replay(context.Background(), sc, fake, opts)
+			if !rep.Match {
+				t.Errorf("replay %s: error %q, diffs:\n%v", name, rep.Error, rep.Diffs)
+			}
+		})
+	}
+}
+
+// TestReplayCatchesADriftingAgent shows that replay fails, at the right step,
+// when the agent's tool_result text or message keys differ.
+func TestReplayCatchesADriftingAgent(t *testing.T) {
+	tests := []struct {
+		name, scenario, from, to, want string
+	}{
+		{"old wording", "ask-multi", "Your questions have been answered", "User has answered your questions", `step 2, message 5: from_cli user: content[0].content is "User has answered your questions: `},
+		{"deny text", "ask-skip", `"content":"User skipped this question"`, `"content":"skipped"`, `step 2, message 5: from_cli user: content[0].content is "skipped", want "User skipped this question"`},
+		{"no result", "ask-single", `"type":"result"`, `"type":"resultat"`, "missing from_cli result/success (turn end)"},
+		{"tool name", "other-tool", `"tool_name":"Bash"`, `"tool_name":"Shell"`, `step 2, message 4: from_cli control_request/can_use_tool: tool_name is "Shell", want "Bash"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sc, err := scenarios.Builtin(tt.scenario)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep := replay.Replay(context.Background(), sc, mutant{fake, tt.from, tt.to}, replay.Options{Timeout: 3 * time.Second})
+			if rep.Match {
+				t.Fatalf("replay matched a drifting agent")
+			}
+			var all []string
+			for _, d := range rep.Diffs {
+				all = append(all, d.String())
+			}
+			if !strings.Contains(strings.Join(all, "\n"), tt.want) {
+				t.Errorf("diffs:\n%s\nwant one containing %q", strings.Join(all, "\n"), tt.want)
+			}
+		})
+	}
+}
