@@ -4,7 +4,7 @@ NPM_DIR   := testdata/sdk
 NPM_STAMP := $(NPM_DIR)/node_modules/.installed
 STATICCHECK_VERSION := v0.8.2
 
-.PHONY: help build test npm lint bench fuzz fidelity real-cli clean
+.PHONY: help build replay test npm real-cli lint bench fuzz fidelity clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*?## "} /^[a-zA-Z_-]+:.*?## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -12,11 +12,19 @@ help: ## list the targets
 build: ## build bin/askctl and bin/fakeclaude
 	$(GO) build -o bin/ ./cmd/...
 
+replay: build ## the main job: replay every built-in scenario against fakeclaude
+	./bin/askctl replay
+
 test: npm ## install what the tests need, vet, and run every test (CI runs this)
 	$(GO) vet ./...
 	ASKCTL_REQUIRE_NPM=1 $(GO) test ./...
 
 npm: $(NPM_STAMP) ## install the pinned npm packages (TypeScript Agent SDK, real claude CLI)
+
+real-cli: npm ## install the pinned real claude CLI (2.1.330) for --agent real
+
+fidelity: build npm ## play every built-in with fakeclaude and the real CLI, and diff them
+	./bin/askctl fidelity
 
 $(NPM_STAMP): $(NPM_DIR)/package.json $(NPM_DIR)/package-lock.json
 	cd $(NPM_DIR) && npm ci --no-audit --no-fund --omit=optional --ignore-scripts

@@ -85,6 +85,17 @@ func (p *Process) Wait() (int, error) {
 	return code, nil
 }
 
+// PeakRSS is the process's peak resident memory in bytes, known after Wait.
+func (p *Process) PeakRSS() int64 {
+	if p.cmd.ProcessState == nil {
+		return 0
+	}
+	if ru, ok := p.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		return ru.Maxrss * 1024 // Linux reports KiB
+	}
+	return 0
+}
+
 // Kill ends the process at once.
 func (p *Process) Kill() {
 	if p.cmd.Process != nil {

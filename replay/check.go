@@ -229,6 +229,7 @@ type Report struct {
 	Messages int                 `json:"messages"` // messages the agent wrote
 	Exit     int                 `json:"exit"`
 	Duration time.Duration       `json:"duration_ns"`
+	PeakRSS  int64               `json:"agent_peak_rss_bytes"`
 	Diffs    []Diff              `json:"diffs,omitempty"`
 	Error    string              `json:"error,omitempty"`
 	Records  []transcript.Record `json:"-"`
@@ -278,7 +279,7 @@ func Replay(ctx context.Context, sc *scenarios.Scenario, ag agent.Agent, opts Op
 		p.Kill()
 	}
 	code, waitErr := p.Wait()
-	rep.Exit, rep.Records = code, recs
+	rep.Exit, rep.Records, rep.PeakRSS = code, recs, p.PeakRSS()
 	mu.Lock()
 	rep.Notes = append([]transcript.Record(nil), notes...)
 	mu.Unlock()

@@ -1,0 +1,40 @@
+package shape
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestOfIgnoresVolatileValues(t *testing.T) {
+	a := Of("from_cli", []byte(`{"type":"user","uuid":"1","session_id":"s1","message":{"content":[{"type":"tool_result","content":"ok","tool_use_id":"t1"}]},"tool_use_result":{"answers":{"Q?":"A"}}}`))
+	b := Of("from_cli", []byte(`{"type":"user","uuid":"2","session_id":"s2","message":{"content":[{"type":"tool_result","content":"ok","tool_use_id":"t9"}]},"tool_use_result":{"answers":{"Q?":"A"}}}`))
+	if d := Compare([]Msg{a}, []Msg{b}); len(d) != 0 {
+		t.Errorf("Compare = %v, want no difference", d)
+	}
+}
+
+func TestCompareFindsKeysValuesAndOrder(t *testing.T) {
+	want := []Msg{
+		Of("from_cli", []byte(`{"type":"system","subtype":"init","tools":["AskUserQuestion"],"cwd":"/a"}`)),
+		Of("from_cli", []byte(`{"type":"user","message":{"content":[{"type":"tool_result","content":"yes"}]}}`)),
+		Of("from_cli", []byte(`{"type":"result","subtype":"success","is_error":false}`)),
+	}
+	got := []Msg{
+		Of("from_cli", []byte(`{"type":"system","subtype":"init","tools":[]}`)),
+		Of("from_cli", []byte(`{"type":"user","message":{"content":[{"type":"tool_result","content":"no"}]}}`)),
+	}
+	var all []string
+	for _, d := range Compare(want, got) {
+		all = append(all, d.String())
+	}
+	text := strings.Join(all, "\n")
+	for _, w := range []string{
+		"#1 from_cli system/init: missing keys cwd; tools has AskUserQuestion is \"false\", want \"true\"",
+		"#2 from_cli user: content[0].content is \"no\", want \"yes\"",
+		"#3: missing from_cli result/success",
+	} {
+		if !strings.Contains(text, w) {
+			t.Errorf("diffs:\n%s\nwant %q", text, w)
+		}
+	}
+}
