@@ -43,17 +43,6 @@ func play(t testing.TB, sc *scenarios.Scenario, plan replay.Plan, args []string)
 	return recs, <-done
 }
 
-// shapes returns the shapes of the wire records going dir.
-func shapes(recs []transcript.Record, dir string) []shape.Msg {
-	var out []shape.Msg
-	for _, r := range recs {
-		if r.Dir == dir {
-			out = append(out, shape.Of(r.Dir, r.Msg))
-		}
-	}
-	return out
-}
-
 // TestMatchesCaptures drives fakeclaude with the SDK side of each capture of
 // the real CLI and checks that it answers with the same sequence of message
 // types, the same keys on every message, and the same tool_result texts (ids,
@@ -86,7 +75,7 @@ func TestMatchesCaptures(t *testing.T) {
 				t.Errorf("exit status = %d, want %d (failures: %v)", out.Code, tt.wantCode, out.Failures)
 			}
 			for _, dir := range []string{transcript.FromCLI, transcript.ToCLI} {
-				want, have := shapes(captured, dir), shapes(got, dir)
+				want, have := replay.Shapes(captured, dir), replay.Shapes(got, dir)
 				if len(want) == 0 {
 					t.Fatalf("capture has no %s lines", dir)
 				}

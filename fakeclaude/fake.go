@@ -800,21 +800,28 @@ func (f *fake) waitPrompt(ctx context.Context, n int) (protocol.Line, bool) {
 				f.badLine(in.err)
 				return protocol.Line{}, false
 			}
-			switch l := in.line; l.Type {
-			case protocol.TypeUser:
+			if l := in.line; l.Type == protocol.TypeUser {
 				return l, true
-			case protocol.TypeControlRequest:
-				f.sdkRequest(l, "")
-			case protocol.TypeControlResponse:
-				if cr, err := protocol.ParseControlResponse(l); err != nil {
-					f.fail(ExitProtocol, "protocol", "%v", err)
-				} else {
-					f.stray(cr)
-				}
-			default:
-				f.other(l)
+			} else {
+				f.between(l)
 			}
 		}
+	}
+}
+
+// between handles a line that is not a prompt while no request is pending.
+func (f *fake) between(l protocol.Line) {
+	switch l.Type {
+	case protocol.TypeControlRequest:
+		f.sdkRequest(l, "")
+	case protocol.TypeControlResponse:
+		if cr, err := protocol.ParseControlResponse(l); err != nil {
+			f.fail(ExitProtocol, "protocol", "%v", err)
+		} else {
+			f.stray(cr)
+		}
+	default:
+		f.other(l)
 	}
 }
 
@@ -845,21 +852,12 @@ func (f *fake) waitEOF(ctx context.Context) {
 				f.badLine(in.err)
 				return
 			}
-			switch l := in.line; l.Type {
-			case protocol.TypeUser:
+			if l := in.line; l.Type == protocol.TypeUser {
 				f.fail(ExitExpectation, "expectation", "unscripted prompt on stdin line %d: the scenario has no more turns", l.N)
 				f.startTurn(l)
 				f.send(f.errorResult("fakeclaude: the scenario has no turn for this prompt"))
-			case protocol.TypeControlRequest:
-				f.sdkRequest(l, "")
-			case protocol.TypeControlResponse:
-				if cr, err := protocol.ParseControlResponse(l); err != nil {
-					f.fail(ExitProtocol, "protocol", "%v", err)
-				} else {
-					f.stray(cr)
-				}
-			default:
-				f.other(l)
+			} else {
+				f.between(l)
 			}
 		}
 	}

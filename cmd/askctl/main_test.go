@@ -73,3 +73,34 @@ func TestExitStatus(t *testing.T) {
 		})
 	}
 }
+
+// TestRecordShimAsClaude: askctl installed as "claude" records the session of
+// the command in ASKCTL_RECORD_COMMAND, with the bridge's own arguments.
+func TestRecordShimAsClaude(t *testing.T) {
+	dir := t.TempDir()
+	real := dir + "/real-claude"
+	script := "#!/bin/sh\necho \"{\\\"type\\\":\\\"system\\\",\\\"subtype\\\":\\\"init\\\",\\\"claude_code_version\\\":\\\"0.0.1\\\",\\\"args\\\":\\\"$*\\\"}\"\nread line\necho '{\"type\":\"result\",\"subtype\":\"success\"}'\n"
+	if err := os.WriteFile(real, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out := dir + "/rec.txtar"
+	env := map[string]string{envRecordCommand: real, envRecordOut: out}
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{dir + "/claude", "--verbose", "--output-format", "stream-json"}, func(k string) string { return env[k] },
+		strings.NewReader(`{"type":"user","message":{"role":"user","content":"hi"}}`+"\n"), &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %s", code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), `"args":"--verbose --output-format stream-json"`) {
+		t.Errorf("the bridge's arguments did not reach the command: %s", stdout.String())
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{`"origin":"recorded"`, `"cli_version":"0.0.1"`, `{"prompt":"hi"}`, `"dir":"to_cli"`} {
+		if !strings.Contains(string(data), w) {
+			t.Errorf("recording lacks %s:\n%s", w, data)
+		}
+	}
+}

@@ -36,7 +36,7 @@ Examples:
   askctl replay session.txtar                 # against fakeclaude
   askctl replay --agent real session.txtar    # against the real CLI`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "the scenario file to write", Destination: &out, Sources: cli.EnvVars(envRecordOut)},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "the scenario file to write (or " + envRecordOut + ")", Destination: &out},
 			&cli.StringFlag{Name: "name", Usage: "the scenario's name (default: the file's base name)", Destination: &name},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
@@ -45,7 +45,10 @@ Examples:
 				command = append([]string{c}, command...)
 			}
 			if out == "" {
-				return usagef("record: -o FILE is required")
+				out = getenv(envRecordOut)
+			}
+			if out == "" {
+				return usagef("record: -o FILE is required (or %s)", envRecordOut)
 			}
 			if len(command) == 0 {
 				return usagef("record: name the command after --, e.g. askctl record -o s.txtar -- claude …")

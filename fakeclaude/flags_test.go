@@ -1,0 +1,81 @@
+package fakeclaude_test
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/askctl/askctl/fakeclaude"
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseArgsAcceptsWhatTheSDKsPass(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+	}{
+		{"typescript", []string{"--output-format=stream-json", "--verbose", "--input-format=stream-json", "--model=default", "--permission-prompt-tool=stdio",
+			"--mcp-config", `{"mcpServers":{}}`, "--setting-sources=", "--max-turns=5", "--permission-mode=default", "--include-partial-messages", "--allowedTools=Read,AskUserQuestion"}},
+		{"python", []string{"--output-format", "stream-json", "--verbose", "--system-prompt", "", "--permission-prompt-tool", "stdio", "--model", "claude-sonnet-4-5",
+			"--resume=abc", "--setting-sources=user,project", "--disallowedTools", "Bash", "--input-format", "stream-json"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := fakeclaude.ParseArgs(tt.args)
+			if err != nil {
+				t.Fatalf("ParseArgs: %v", err)
+			}
+			if f.PermissionPromptTool != "stdio" || f.InputFormat != "stream-json" || f.OutputFormat != "stream-json" || !f.Verbose {
+				t.Errorf("flags = %+v", f)
+			}
+			if len(f.Unknown) != 0 {
+				t.Errorf("Unknown = %v, want none", f.Unknown)
+			}
+		})
+	}
+}
+
+func TestParseArgsKeepsUnknownFlags(t *testing.T) {
+	f, err := fakeclaude.ParseArgs([]string{"--brand-new-flag", "value", "--other=1", "--verbose", "--future-bool", "--model", "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"--brand-new-flag value", "--other=1", "--future-bool"}, f.Unknown); diff != "" {
+		t.Errorf("Unknown (-want +got):\n%s", diff)
+	}
+	if f.Model != "m" || !f.Verbose {
+		t.Errorf("known flags after unknown ones were lost: %+v", f)
+	}
+}
+
+func TestUnknownFlagIsNotedNotFatal(t *testing.T) {
+	s := start(t, "ask-skip", append([]string{"--brand-new-flag=1"}, sdk...), fakeclaude.Options{})
+	s.init()
+	id := s.until("control_request/can_use_tool").Get("request_id").String()
+	s.send(respond(id, `{"behavior":"deny","message":"skipped"}`))
+	s.until("result")
+	if o := s.finish(); o.Code != 0 {
+		t.Errorf("exit %d, want 0: %v", o.Code, o.Failures)
+	}
+}
+
+func TestHelpAndVersion(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := fakeclaude.Command([]string{"--help"}, func(string) string { return "" }, strings.NewReader(""), &out, &errOut); code != 0 {
+		t.Fatalf("--help exit %d", code)
+	}
+	for _, w := range []string{"FAKECLAUDE_SCENARIO", "FAKECLAUDE_TRANSCRIPT", "FAKECLAUDE_EVENTS", "FAKECLAUDE_TIMEOUT", "Exit status:", "6    stdin closed before", "ask-multi"} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("--help lacks %q", w)
+		}
+	}
+	out.Reset()
+	// The Python SDK probes the version with -v.
+	if code := fakeclaude.Command([]string{"-v"}, func(string) string { return "" }, strings.NewReader(""), &out, &errOut); code != 0 || out.String() != "2.1.330 (Claude Code)\n" {
+		t.Errorf("-v = %d %q, want the real CLI's %q", code, out.String(), "2.1.330 (Claude Code)\n")
+	}
+	out.Reset()
+	if code := fakeclaude.Command(nil, func(string) string { return "" }, strings.NewReader(""), &out, &errOut); code != fakeclaude.ExitUsage || !strings.Contains(errOut.String(), "no scenario given") {
+		t.Errorf("no scenario: exit %d stderr %q", code, errOut.String())
+	}
+}
