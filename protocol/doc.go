@@ -10,8 +10,11 @@
 //
 // The package has three parts:
 //
-//   - types for every message askctl reads or writes ([ControlRequest],
-//     [ControlResponse], [CanUseTool], [PermissionResult], [AskInput], …);
+//   - types for every message askctl reads or writes: the control protocol
+//     ([ControlRequest], [ControlResponse], [ControlCancelRequest],
+//     [CanUseTool], [PermissionResult]), the AskUserQuestion input and answers
+//     ([AskInput], [Question], [AnswerValue]), and the stream ([UserInput],
+//     [SystemInit], [AssistantMessage], [UserMessage], [ResultMessage]);
 //   - a strict line [Decoder] whose errors name the line and the field
 //     ([LineError]);
 //   - the exact tool_result texts the real CLI gives the model for allow, deny and
