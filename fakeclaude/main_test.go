@@ -4,16 +4,15 @@ import (
 	"os"
 	"testing"
 
-	"github.com/askctl/askctl/fakeclaude"
+	"github.com/askctl/askctl/agent"
+	"github.com/askctl/askctl/internal/testenv"
 )
 
 // runAsEnv makes the test binary act as fakeclaude, so tests can spawn it as
 // a real subprocess without building it first.
-const runAsEnv = "_ASKCTL_RUN_AS"
+const runAsEnv = agent.RunAsEnv
 
 func TestMain(m *testing.M) {
-	if os.Getenv(runAsEnv) == "fakeclaude" {
-		fakeclaude.Main()
-	}
+	testenv.RunAsFakeclaude()
 	os.Exit(m.Run())
 }

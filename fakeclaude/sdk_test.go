@@ -9,35 +9,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/askctl/askctl/internal/testenv"
 	"github.com/askctl/askctl/transcript"
 	"github.com/tidwall/gjson"
 )
-
-// sdkDir holds the pinned npm packages; make npm installs them.
-const sdkDir = "../testdata/sdk"
-
-// requireNPM skips a test that needs the npm packages when they are not
-// installed, unless ASKCTL_REQUIRE_NPM is set (make test and CI set it), in
-// which case their absence is a failure: CI never skips these.
-func requireNPM(t *testing.T) {
-	t.Helper()
-	if _, err := os.Stat(filepath.Join(sdkDir, "node_modules", "@anthropic-ai", "claude-agent-sdk")); err != nil {
-		if os.Getenv("ASKCTL_REQUIRE_NPM") != "" {
-			t.Fatalf("the npm packages are not installed (%v): run make npm", err)
-		}
-		t.Skip("npm packages not installed; make test installs them (make npm)")
-	}
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Fatalf("node not found: %v", err)
-	}
-}
 
 // TestTypeScriptSDKDrivesFakeclaude runs the official TypeScript Agent SDK's
 // query() with pathToClaudeCodeExecutable pointing at fakeclaude (this test
 // binary, re-executed) and a canUseTool that answers the ask-multi questions.
 // The SDK must see the tool_result text the real CLI produced in the capture.
 func TestTypeScriptSDKDrivesFakeclaude(t *testing.T) {
-	requireNPM(t)
+	sdkDir := testenv.RequireSDK(t)
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

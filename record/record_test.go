@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/askctl/askctl/agent"
-	"github.com/askctl/askctl/fakeclaude"
 	"github.com/askctl/askctl/fakeclaude/fakeapi"
+	"github.com/askctl/askctl/internal/testenv"
 	"github.com/askctl/askctl/record"
 	"github.com/askctl/askctl/replay"
 	"github.com/askctl/askctl/scenarios"
@@ -22,25 +22,13 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	if os.Getenv(agent.RunAsEnv) == "fakeclaude" {
-		fakeclaude.Main()
-	}
+	testenv.RunAsFakeclaude()
 	os.Exit(m.Run())
 }
 
 var fake = agent.Fake{RunAs: "fakeclaude"}
 
-func realClaude(t *testing.T) string {
-	t.Helper()
-	path, err := agent.FindClaude(os.Getenv("ASKCTL_CLAUDE"), "../testdata/sdk")
-	if err != nil {
-		if os.Getenv("ASKCTL_REQUIRE_NPM") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-	return path
-}
+func realClaude(t *testing.T) string { return testenv.RealClaude(t) }
 
 // recordReal records the real CLI playing a built-in scenario through
 // record.Run, the SDK side played by askctl's player, and returns the file.

@@ -95,37 +95,12 @@ func redactArgs(args []string) []string {
 	return out
 }
 
-// step is one line of steps.jsonl as written by a recording.
-type step struct {
-	Prompt      *string             `json:"prompt,omitempty"`
-	Text        *string             `json:"text,omitempty"`
-	Ask         *askStep            `json:"ask,omitempty"`
-	Tool        *toolStep           `json:"tool,omitempty"`
-	ID          string              `json:"id,omitempty"`
-	User        *scenarios.User     `json:"user,omitempty"`
-	CancelAfter *scenarios.Duration `json:"cancel_after,omitempty"`
-	ExitAfter   *scenarios.Duration `json:"exit_after,omitempty"`
-	ExitCode    *int                `json:"exit_code,omitempty"`
-}
-
-type askStep struct {
-	Questions json.RawMessage `json:"questions"`
-}
-
-type toolStep struct {
-	Name    string          `json:"name"`
-	Input   json.RawMessage `json:"input"`
-	Request json.RawMessage `json:"request,omitempty"`
-	Output  string          `json:"output,omitempty"`
-	Result  json.RawMessage `json:"result,omitempty"`
-}
-
 // Steps derives scenario steps from a recording: prompts from the SDK side's
 // user messages, text and tool calls from the assistant's, and the person's
 // part from the control_responses (an interrupt becomes cancel_after; a
 // request never answered before the CLI ended becomes exit_after).
-func Steps(recs []transcript.Record) ([]step, error) {
-	var steps []step
+func Steps(recs []transcript.Record) ([]scenarios.StepLine, error) {
+	var steps []scenarios.StepLine
 	byToolUse := map[string]int{} // tool_use id → index in steps
 	byRequest := map[string]int{} // request_id → index in steps
 	askedAt := map[int]time.Time{}
@@ -148,7 +123,7 @@ func Steps(recs []transcript.Record) ([]step, error) {
 		switch {
 		case r.Dir == transcript.ToCLI && typ == "user":
 			text := promptText(m.Get("message.content"))
-			steps = append(steps, step{Prompt: &text})
+			steps = append(steps, scenarios.StepLine{Prompt: &text})
 		case r.Dir == transcript.FromCLI && typ == "system" && m.Get("subtype").String() == "init":
 			cwd = m.Get("cwd").String()
 		case r.Dir == transcript.FromCLI && typ == "assistant":
@@ -156,14 +131,17 @@ func Steps(recs []transcript.Record) ([]step, error) {
 				switch b.Get("type").String() {
 				case "text":
 					t := b.Get("text").String()
-					steps = append(steps, step{Text: &t})
+					steps = append(steps, scenarios.StepLine{Text: &t})
 				case "tool_use":
 					id := b.Get("id").String()
-					s := step{ID: id}
+					s := scenarios.StepLine{ID: id}
 					if b.Get("name").String() == protocol.ToolAskUserQuestion {
-						s.Ask = &askStep{Questions: json.RawMessage(b.Get("input.questions").Raw)}
+						s.Ask = &scenarios.AskLine{}
+						if err := json.Unmarshal([]byte(b.Get("input.questions").Raw), &s.Ask.Questions); err != nil {
+							return nil, fmt.Errorf("AskUserQuestion %s: questions: %w", id, err)
+						}
 					} else {
-						s.Tool = &toolStep{Name: b.Get("name").String(), Input: json.RawMessage(b.Get("input").Raw)}
+						s.Tool = &scenarios.ToolCall{Name: b.Get("name").String(), Input: json.RawMessage(b.Get("input").Raw)}
 					}
 					byToolUse[id] = len(steps)
 					steps = append(steps, s)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/askctl/askctl/agent"
+	"github.com/askctl/askctl/internal/testenv"
 	"github.com/askctl/askctl/replay"
 	"github.com/askctl/askctl/scenarios"
 )
@@ -18,11 +19,7 @@ func BenchmarkAskMulti(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	path, err := agent.FindClaude("", "../testdata/sdk")
-	if err != nil {
-		b.Skip(err)
-	}
-	for _, ag := range []agent.Agent{fake, agent.Real{Claude: path}} {
+	for _, ag := range []agent.Agent{fake, agent.Real{Claude: testenv.RealClaude(b)}} {
 		b.Run(ag.Name(), func(b *testing.B) {
 			var peak int64
 			for b.Loop() {

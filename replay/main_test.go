@@ -9,34 +9,20 @@ import (
 	"testing"
 
 	"github.com/askctl/askctl/agent"
-	"github.com/askctl/askctl/fakeclaude"
+	"github.com/askctl/askctl/internal/testenv"
 	"github.com/askctl/askctl/scenarios"
 )
 
 func TestMain(m *testing.M) {
-	if os.Getenv(agent.RunAsEnv) == "fakeclaude" {
-		fakeclaude.Main()
-	}
+	testenv.RunAsFakeclaude()
 	os.Exit(m.Run())
 }
 
 // fake runs fakeclaude as this test binary, re-executed.
 var fake = agent.Fake{RunAs: "fakeclaude"}
 
-// realCLI returns the real claude agent, installed by make npm. Without it the
-// test is skipped, unless ASKCTL_REQUIRE_NPM is set (make test, CI): then it
-// fails.
-func realCLI(t *testing.T) agent.Agent {
-	t.Helper()
-	path, err := agent.FindClaude(os.Getenv("ASKCTL_CLAUDE"), "../testdata/sdk")
-	if err != nil {
-		if os.Getenv("ASKCTL_REQUIRE_NPM") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-	return agent.Real{Claude: path}
-}
+// realCLI is the real claude agent, installed by make npm.
+func realCLI(t *testing.T) agent.Agent { return agent.Real{Claude: testenv.RealClaude(t)} }
 
 // mutant is an agent whose output is changed on the way: a stand-in for a
 // fakeclaude that drifted from the real CLI.

@@ -329,11 +329,12 @@ type header struct {
 	Origin     string `json:"origin"`
 }
 
-// stepLine is one line of steps.jsonl as written.
-type stepLine struct {
+// StepLine is one line of steps.jsonl as written: the form Parse reads and a
+// recording is written in.
+type StepLine struct {
 	Prompt      *string          `json:"prompt,omitempty"`
 	Text        *string          `json:"text,omitempty"`
-	Ask         *askLine         `json:"ask,omitempty"`
+	Ask         *AskLine         `json:"ask,omitempty"`
 	Tool        *ToolCall        `json:"tool,omitempty"`
 	ID          string           `json:"id,omitempty"`
 	Expect      *Expect          `json:"expect,omitempty"`
@@ -344,7 +345,8 @@ type stepLine struct {
 	Comment     *json.RawMessage `json:"#,omitempty"` // free text for people
 }
 
-type askLine struct {
+// AskLine is the ask member of a StepLine.
+type AskLine struct {
 	Questions []protocol.Question `json:"questions"`
 }
 
@@ -442,7 +444,7 @@ func (p *parser) parseSteps(sc *Scenario, start int, data []byte) {
 		if len(raw) == 0 || raw[0] == '#' {
 			continue // blank lines and # comments are for people
 		}
-		var sl stepLine
+		var sl StepLine
 		if err := strictUnmarshal(raw, &sl); err != nil {
 			field, msg := describeJSONError(err)
 			p.errorf(n, field, "%s", msg)
@@ -454,7 +456,7 @@ func (p *parser) parseSteps(sc *Scenario, start int, data []byte) {
 	}
 }
 
-func (p *parser) step(n int, sl stepLine) (Step, bool) {
+func (p *parser) step(n int, sl StepLine) (Step, bool) {
 	st := Step{Line: n, ID: sl.ID, Expect: sl.Expect, User: sl.User}
 	var kinds []string
 	if sl.Prompt != nil {

@@ -7,16 +7,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/askctl/askctl/agent"
-	"github.com/askctl/askctl/fakeclaude"
+	"github.com/askctl/askctl/internal/testenv"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
 func TestMain(m *testing.M) {
 	// The fake agent re-executes this binary as fakeclaude.
-	if os.Getenv(agent.RunAsEnv) == "fakeclaude" {
-		fakeclaude.Main()
-	}
+	testenv.RunAsFakeclaude()
 	testscript.Main(m, map[string]func(){
 		"askctl": func() { os.Exit(run(context.Background(), os.Args, os.Getenv, os.Stdin, os.Stdout, os.Stderr)) },
 	})

@@ -1,0 +1,67 @@
+// Package testenv is what askctl's tests share: turning the test binary into
+// fakeclaude when an agent re-executes it, and finding the npm packages that
+// make npm installs (the TypeScript Agent SDK, the real claude CLI).
+//
+// Tests that need the npm packages skip without them under a plain go test,
+// and fail without them when ASKCTL_REQUIRE_NPM is set, as make test and CI
+// set it: CI never skips them.
+package testenv
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/askctl/askctl/agent"
+	"github.com/askctl/askctl/fakeclaude"
+)
+
+// RunAsFakeclaude turns the test binary into fakeclaude when an agent started
+// it so (agent.Fake with RunAs "fakeclaude"). Call it first in TestMain.
+func RunAsFakeclaude() {
+	if os.Getenv(agent.RunAsEnv) == "fakeclaude" {
+		fakeclaude.Main()
+	}
+}
+
+// SDKDir is the repository's testdata/sdk: the pinned npm packages.
+func SDKDir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "testdata", "sdk")
+}
+
+// missing skips, or fails under ASKCTL_REQUIRE_NPM.
+func missing(t testing.TB, err error) {
+	t.Helper()
+	if os.Getenv("ASKCTL_REQUIRE_NPM") != "" {
+		t.Fatalf("%v (make npm installs it)", err)
+	}
+	t.Skipf("%v; make test installs it (make npm)", err)
+}
+
+// RealClaude returns the real claude CLI: ASKCTL_CLAUDE, claude on PATH, or
+// the copy make npm installs.
+func RealClaude(t testing.TB) string {
+	t.Helper()
+	path, err := agent.FindClaude(os.Getenv("ASKCTL_CLAUDE"), SDKDir())
+	if err != nil {
+		missing(t, err)
+	}
+	return path
+}
+
+// RequireSDK checks that the TypeScript Agent SDK and node are there and
+// returns the directory to run node in.
+func RequireSDK(t testing.TB) string {
+	t.Helper()
+	dir := SDKDir()
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@anthropic-ai", "claude-agent-sdk")); err != nil {
+		missing(t, err)
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Fatalf("node not found: %v", err)
+	}
+	return dir
+}
