@@ -82,6 +82,8 @@ type Outcome struct {
 // protocol error, a scenario-directed exit, a deadline, or ctx done.
 func Run(ctx context.Context, opts Options, stdin io.Reader, stdout io.Writer) Outcome {
 	f := newFake(opts, stdout)
+	f.done = make(chan struct{})
+	defer close(f.done)
 	f.in = f.readLines(stdin)
 	f.run(ctx)
 	code := f.exitCode()
@@ -95,6 +97,7 @@ type fake struct {
 	sc      *scenarios.Scenario
 	out     io.Writer
 	in      <-chan inbound
+	done    chan struct{} // closed when Run returns: the reader stops sending
 	now     func() time.Time
 	timeout time.Duration
 
@@ -143,6 +146,14 @@ type inbound struct {
 // lines, timers and ctx together. Each line is recorded as it arrives.
 func (f *fake) readLines(r io.Reader) <-chan inbound {
 	ch := make(chan inbound, 16)
+	send := func(in inbound) bool {
+		select {
+		case ch <- in:
+			return true
+		case <-f.done:
+			return false
+		}
+	}
 	go func() {
 		defer close(ch)
 		dec := protocol.NewDecoder(r)
@@ -151,17 +162,18 @@ func (f *fake) readLines(r io.Reader) <-chan inbound {
 			switch {
 			case err == nil:
 				f.record(transcript.Record{Dir: transcript.ToCLI, Msg: l.Raw})
-				ch <- inbound{line: l}
+				if !send(inbound{line: l}) {
+					return
+				}
 			case errors.Is(err, io.EOF):
-				ch <- inbound{eof: true}
+				send(inbound{eof: true})
 				return
 			default:
 				var le *protocol.LineError
 				if errors.As(err, &le) && le.Raw != nil {
 					f.record(transcript.Record{Event: transcript.EventNote, Kind: "raw", Text: string(le.Raw)})
 				}
-				ch <- inbound{err: err}
-				if !errors.As(err, &le) {
+				if !send(inbound{err: err}) || !errors.As(err, &le) {
 					return
 				}
 			}

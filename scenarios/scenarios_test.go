@@ -96,7 +96,7 @@ func TestRecordedScenariosMayHaveLongHeaders(t *testing.T) {
 }
 
 func TestBuiltins(t *testing.T) {
-	want := []string{"ask-four", "ask-multi", "ask-sequential", "ask-single", "ask-skip", "ask-skip-interrupt", "cancel-pending", "exit-pending", "other-tool"}
+	want := []string{"ask-four", "ask-free-text", "ask-multi", "ask-notes", "ask-sequential", "ask-single", "ask-skip", "ask-skip-interrupt", "cancel-pending", "exit-pending", "other-tool"}
 	if diff := cmp.Diff(want, Names()); diff != "" {
 		t.Errorf("Names() (-want +got):\n%s", diff)
 	}
