@@ -15,9 +15,10 @@ build: ## build bin/askctl and bin/fakeclaude
 replay: build ## the main job: replay every built-in scenario against fakeclaude
 	./bin/askctl replay
 
-test: npm ## install what the tests need, vet, and run every test (CI runs this)
+test: npm build ## install what the tests need, vet, run every test, and show the fidelity summary (CI runs this)
 	$(GO) vet ./...
 	ASKCTL_REQUIRE_NPM=1 $(GO) test ./...
+	@out=$$(./bin/askctl fidelity 2>&1) || { echo "$$out"; exit 1; }; echo "$$out" | tail -1
 
 npm: $(NPM_STAMP) ## install the pinned npm packages (TypeScript Agent SDK, real claude CLI)
 

@@ -16,6 +16,8 @@ import (
 	"github.com/tidwall/gjson"
 )
 
+func newDecoder(r io.Reader) *protocol.Decoder { return protocol.NewDecoder(r) }
+
 // session is a scripted SDK side talking to fakeclaude in-process.
 type session struct {
 	t      *testing.T
