@@ -4,7 +4,7 @@ NPM_DIR   := testdata/sdk
 NPM_STAMP := $(NPM_DIR)/node_modules/.installed
 STATICCHECK_VERSION := v0.8.2
 
-.PHONY: help build replay test npm real-cli lint bench fuzz fidelity clean
+.PHONY: help build replay test race npm real-cli lint bench fuzz fidelity clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*?## "} /^[a-zA-Z_-]+:.*?## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -19,6 +19,9 @@ test: npm build ## install what the tests need, vet, run every test, and show th
 	$(GO) vet ./...
 	ASKCTL_REQUIRE_NPM=1 $(GO) test ./...
 	@out=$$(./bin/askctl fidelity 2>&1) || { echo "$$out"; exit 1; }; echo "$$out" | tail -1
+
+race: npm ## run the tests with the race detector
+	ASKCTL_REQUIRE_NPM=1 $(GO) test -race ./...
 
 npm: $(NPM_STAMP) ## install the pinned npm packages (TypeScript Agent SDK, real claude CLI)
 

@@ -34,6 +34,11 @@ func start(t *testing.T, scenario string, args []string, opts fakeclaude.Options
 	if err != nil {
 		t.Fatal(err)
 	}
+	return startScenario(t, sc, args, opts)
+}
+
+func startScenario(t *testing.T, sc *scenarios.Scenario, args []string, opts fakeclaude.Options) *session {
+	t.Helper()
 	flags, err := fakeclaude.ParseArgs(args)
 	if err != nil {
 		t.Fatal(err)
@@ -440,6 +445,44 @@ func TestBuiltinScenariosPlayThrough(t *testing.T) {
 			}
 			if asked != wantAsked {
 				t.Errorf("%d can_use_tool requests, want %d", asked, wantAsked)
+			}
+		})
+	}
+}
+
+// TestExpectMatch checks gjson-path expectations on the permission result.
+func TestExpectMatch(t *testing.T) {
+	const tmpl = `-- scenario.json --
+{"name":"match"}
+-- steps.jsonl --
+{"prompt":"go"}
+{"ask":{"questions":` + dbQ + `},"expect":{"match":{"behavior":"allow","updatedInput.answers.Which database should I use\\?":WANT,"updatedInput.questions.#":1}}}
+{"text":"ok"}
+`
+	tests := []struct {
+		name, want string
+		code       int
+		stderr     string
+	}{
+		{"holds", `"Postgres"`, fakeclaude.ExitOK, ""},
+		{"breaks", `"SQLite"`, fakeclaude.ExitExpectation, `match updatedInput.answers.Which database should I use\?: got "Postgres", want "SQLite"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sc, err := scenarios.Parse("match.txtar", []byte(strings.Replace(tmpl, "WANT", tt.want, 1)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := startScenario(t, sc, sdk, fakeclaude.Options{})
+			s.init()
+			id := s.until("control_request/can_use_tool").Get("request_id").String()
+			s.send(respond(id, `{"behavior":"allow","updatedInput":{"questions":`+dbQ+`,"answers":{"Which database should I use?":"Postgres"}}}`))
+			s.until("result")
+			if o := s.finish(); o.Code != tt.code {
+				t.Errorf("exit %d, want %d: %v", o.Code, tt.code, o.Failures)
+			}
+			if !strings.Contains(s.stderr.String(), tt.stderr) {
+				t.Errorf("stderr %q, want %q", s.stderr.String(), tt.stderr)
 			}
 		})
 	}

@@ -41,7 +41,9 @@
 //	                {"behavior","answers":{"<question>":"<exact string>"},
 //	                "interrupt","match":{"<gjson path>":<JSON>},"no_answer"};
 //	                match paths are evaluated on the permission result
-//	                ({"behavior":…,"updatedInput":…})
+//	                ({"behavior":…,"updatedInput":…}); in gjson paths escape
+//	                ".", "?" and "*" in question texts with a backslash
+//	                (written "\\?" inside JSON)
 //	"cancel_after"  withdraw the request after this long without an answer
 //	"exit_after"    exit the agent after this long without an answer, with
 //	                "exit_code" (default 1)
