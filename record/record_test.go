@@ -139,7 +139,7 @@ func TestEditedRecordingIsReported(t *testing.T) {
 	}{
 		{"changed answer", head + strings.Replace(wire, `"answers":{"How should I format the output?":"Summary"`, `"answers":{"How should I format the output?":"Detailed"`, 1),
 			`#5 from_cli user: content[0].content is "Your questions have been answered: \"How should I format the output?\"=\"Detailed\"`},
-		{"dropped message", head + strings.Replace(wire, doneLine, "", 1), "#6 from_cli result/success: got from_cli assistant"},
+		{"dropped message", head + strings.Replace(wire, doneLine, "", 1), "#6: extra from_cli assistant"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -172,7 +172,7 @@ func canonical(v gjson.Result) string {
 
 // Difference is one place where two sessions part.
 type Difference struct {
-	Index int    // 0-based position in the compared sequence
+	Index int    // 0-based position: in got, or in want for a missing message
 	Want  *Msg   // nil: got has an extra message
 	Got   *Msg   // nil: got lacks a message
 	What  string // what differs
@@ -188,63 +188,105 @@ func (d Difference) String() string {
 	return fmt.Sprintf("#%d %s: %s", d.Index+1, d.Want.Label(), d.What)
 }
 
-// Compare lines up two sessions message by message and lists where they
-// differ: order, type, keys, and salient values.
+// Compare lines up two sessions and lists where they differ. Messages are
+// paired by the longest common subsequence of their labels (direction, type,
+// subtype), so one missing or extra message is reported once, not as a
+// cascade; paired messages are compared by keys and salient values.
 func Compare(want, got []Msg) []Difference {
 	var diffs []Difference
-	n := max(len(want), len(got))
-	for i := 0; i < n; i++ {
+	for _, p := range align(want, got) {
 		switch {
-		case i >= len(got):
-			diffs = append(diffs, Difference{Index: i, Want: &want[i]})
-			continue
-		case i >= len(want):
-			diffs = append(diffs, Difference{Index: i, Got: &got[i]})
-			continue
-		}
-		w, g := want[i], got[i]
-		if w.Dir != g.Dir || w.Type != g.Type || w.Subtype != g.Subtype {
-			diffs = append(diffs, Difference{Index: i, Want: &w, Got: &g, What: "got " + g.Label()})
-			continue
-		}
-		var what []string
-		if miss, extra := setDiff(w.Keys, g.Keys); len(miss)+len(extra) > 0 {
-			if len(miss) > 0 {
-				what = append(what, "missing keys "+strings.Join(miss, ", "))
+		case p.w < 0:
+			diffs = append(diffs, Difference{Index: p.g, Got: &got[p.g]})
+		case p.g < 0:
+			diffs = append(diffs, Difference{Index: p.w, Want: &want[p.w]})
+		default:
+			if what := compareMsg(want[p.w], got[p.g]); what != "" {
+				diffs = append(diffs, Difference{Index: p.g, Want: &want[p.w], Got: &got[p.g], What: what})
 			}
-			if len(extra) > 0 {
-				what = append(what, "extra keys "+strings.Join(extra, ", "))
-			}
-		}
-		vk := map[string]bool{}
-		for k := range w.Values {
-			vk[k] = true
-		}
-		for k := range g.Values {
-			vk[k] = true
-		}
-		ks := make([]string, 0, len(vk))
-		for k := range vk {
-			ks = append(ks, k)
-		}
-		sort.Strings(ks)
-		for _, k := range ks {
-			wv, wok := w.Values[k]
-			gv, gok := g.Values[k]
-			switch {
-			case !gok:
-				what = append(what, fmt.Sprintf("%s missing, want %s", k, clip(wv)))
-			case !wok:
-				what = append(what, fmt.Sprintf("%s is %s, want none", k, clip(gv)))
-			case wv != gv:
-				what = append(what, fmt.Sprintf("%s is %s, want %s", k, clip(gv), clip(wv)))
-			}
-		}
-		if len(what) > 0 {
-			diffs = append(diffs, Difference{Index: i, Want: &w, Got: &g, What: strings.Join(what, "; ")})
 		}
 	}
 	return diffs
+}
+
+type pair struct{ w, g int } // -1: no partner
+
+// align pairs equal labels along a longest common subsequence, in order.
+func align(want, got []Msg) []pair {
+	n, m := len(want), len(got)
+	lcs := make([][]int, n+1)
+	for i := range lcs {
+		lcs[i] = make([]int, m+1)
+	}
+	for i := n - 1; i >= 0; i-- {
+		for j := m - 1; j >= 0; j-- {
+			if want[i].Label() == got[j].Label() {
+				lcs[i][j] = lcs[i+1][j+1] + 1
+			} else {
+				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
+			}
+		}
+	}
+	var out []pair
+	i, j := 0, 0
+	for i < n && j < m {
+		switch {
+		case want[i].Label() == got[j].Label():
+			out = append(out, pair{i, j})
+			i, j = i+1, j+1
+		case lcs[i+1][j] >= lcs[i][j+1]:
+			out = append(out, pair{i, -1})
+			i++
+		default:
+			out = append(out, pair{-1, j})
+			j++
+		}
+	}
+	for ; i < n; i++ {
+		out = append(out, pair{i, -1})
+	}
+	for ; j < m; j++ {
+		out = append(out, pair{-1, j})
+	}
+	return out
+}
+
+// compareMsg describes how two messages with the same label differ, or "".
+func compareMsg(w, g Msg) string {
+	var what []string
+	if miss, extra := setDiff(w.Keys, g.Keys); len(miss)+len(extra) > 0 {
+		if len(miss) > 0 {
+			what = append(what, "missing keys "+strings.Join(miss, ", "))
+		}
+		if len(extra) > 0 {
+			what = append(what, "extra keys "+strings.Join(extra, ", "))
+		}
+	}
+	vk := map[string]bool{}
+	for k := range w.Values {
+		vk[k] = true
+	}
+	for k := range g.Values {
+		vk[k] = true
+	}
+	ks := make([]string, 0, len(vk))
+	for k := range vk {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	for _, k := range ks {
+		wv, wok := w.Values[k]
+		gv, gok := g.Values[k]
+		switch {
+		case !gok:
+			what = append(what, fmt.Sprintf("%s missing, want %s", k, clip(wv)))
+		case !wok:
+			what = append(what, fmt.Sprintf("%s is %s, want none", k, clip(gv)))
+		case wv != gv:
+			what = append(what, fmt.Sprintf("%s is %s, want %s", k, clip(gv), clip(wv)))
+		}
+	}
+	return strings.Join(what, "; ")
 }
 
 func setDiff(want, got []string) (missing, extra []string) {

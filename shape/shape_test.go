@@ -38,3 +38,21 @@ func TestCompareFindsKeysValuesAndOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestCompareReportsOneDroppedMessageOnce: the messages after a dropped one
+// still pair up.
+func TestCompareReportsOneDroppedMessageOnce(t *testing.T) {
+	msg := func(typ, text string) Msg {
+		return Of("from_cli", []byte(`{"type":"`+typ+`","message":{"content":[{"type":"text","text":"`+text+`"}]}}`))
+	}
+	want := []Msg{msg("assistant", "a"), msg("user", "b"), msg("assistant", "c"), msg("result", "")}
+	got := []Msg{msg("assistant", "a"), msg("assistant", "c"), msg("result", "")}
+	d := Compare(want, got)
+	if len(d) != 1 || d[0].String() != "#2: missing from_cli user" {
+		t.Errorf("Compare = %v, want the one missing user message", d)
+	}
+	d = Compare(got, want)
+	if len(d) != 1 || d[0].String() != "#2: extra from_cli user" {
+		t.Errorf("Compare reversed = %v, want the one extra user message", d)
+	}
+}

@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"io"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/askctl/askctl/internal/testenv"
 	"github.com/rogpeppe/go-internal/testscript"
@@ -99,5 +103,58 @@ func TestRecordShimAsClaude(t *testing.T) {
 		if !strings.Contains(string(data), w) {
 			t.Errorf("recording lacks %s:\n%s", w, data)
 		}
+	}
+}
+
+// TestModelServes: askctl model prints the environment for the CLI, serves
+// the scenario's model turns, and stops cleanly when interrupted.
+func TestModelServes(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	outR, outW := io.Pipe()
+	var stderr bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"askctl", "model", "ask-single"}, func(string) string { return "" }, strings.NewReader(""), outW, &stderr)
+		outW.Close()
+	}()
+	br := bufio.NewReader(outR)
+	line, err := br.ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	url, ok := strings.CutPrefix(strings.TrimSpace(line), "ANTHROPIC_BASE_URL=")
+	if !ok || !strings.HasPrefix(url, "http://127.0.0.1:") {
+		t.Fatalf("first line %q, want ANTHROPIC_BASE_URL=http://127.0.0.1:…", line)
+	}
+	go io.Copy(io.Discard, br)
+	resp, err := http.Post(url+"/v1/messages", "application/json", strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"name":"AskUserQuestion"`) {
+		t.Errorf("POST /v1/messages = %d %s", resp.StatusCode, body)
+	}
+	resp, err = http.Post(url+"/v2/other", "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 404 {
+		t.Errorf("POST /v2/other = %d, want 404", resp.StatusCode)
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("exit %d after interrupt, want 0", code)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("askctl model did not stop")
+	}
+	if !strings.Contains(stderr.String(), "not POST /v2/other") {
+		t.Errorf("the bad request was not logged: %s", stderr.String())
 	}
 }
