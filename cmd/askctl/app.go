@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"strings"
 
@@ -31,6 +32,17 @@ Start with:
 		OnUsageError: func(_ context.Context, _ *cli.Command, err error, _ bool) error {
 			return usageError{err}
 		},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.Args().Len() == 0 {
+				return cli.ShowRootCommandHelp(cmd)
+			}
+			name := cmd.Args().First()
+			msg := fmt.Sprintf("unknown command %q", name)
+			if near := nearest(name, cmd.Commands); near != "" {
+				msg += fmt.Sprintf(": did you mean %q?", near)
+			}
+			return usagef("%s (askctl --help lists the commands)", msg)
+		},
 		Commands: []*cli.Command{
 			newReplayCmd(getenv),
 			newRecordCmd(getenv),
@@ -39,6 +51,37 @@ Start with:
 			newFidelityCmd(),
 		},
 	}
+}
+
+// nearest is the command whose name is closest to name, if it is close.
+func nearest(name string, cmds []*cli.Command) string {
+	best, bestD := "", 3
+	for _, c := range cmds {
+		if d := editDistance(name, c.Name); d < bestD {
+			best, bestD = c.Name, d
+		}
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
 
 // isFlagError recognises urfave/cli's own complaints about arguments.

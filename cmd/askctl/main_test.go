@@ -58,6 +58,9 @@ func TestExitStatus(t *testing.T) {
 		{args: []string{"record", "--", "true"}, want: 2, wantStderr: "record: -o FILE is required"},
 		{args: []string{"replay", "--agent", "real", "--claude", dir + "/nope"}, want: 3, wantStderr: "--claude: stat"},
 		{args: []string{"scenarios"}, want: 0},
+		{args: []string{"replya"}, want: 2, wantStderr: `unknown command "replya": did you mean "replay"?`},
+		{args: []string{"frobnicate"}, want: 2, wantStderr: `unknown command "frobnicate" (askctl --help lists the commands)`},
+		{args: nil, want: 0},
 		{args: []string{"--version"}, want: 2, wantStderr: "flag provided but not defined"},
 	}
 	for _, tt := range tests {
