@@ -59,7 +59,8 @@ var SDKArgs = []string{"--output-format=stream-json", "--verbose", "--input-form
 type Process struct {
 	Stdin  io.WriteCloser
 	Stdout io.Reader
-	// Version is the agent's claude_code_version.
+	// Version names the agent when it is not a claude CLI ("fakeclaude");
+	// empty for the real CLI, whose version is in its system/init message.
 	Version string
 
 	cmd     *exec.Cmd
@@ -333,8 +334,6 @@ func (r Real) Start(ctx context.Context, sc *scenarios.Scenario, opts Options) (
 	srv := &http.Server{Handler: fakeapi.New(sc, opts.Log), ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	p.cleanup = append(p.cleanup, func() { srv.Close() })
-	out, _ := exec.CommandContext(ctx, r.Claude, "--version").Output()
-	p.Version, _, _ = strings.Cut(strings.TrimSpace(string(out)), " ")
 	args := opts.Args
 	if args == nil {
 		args = SDKArgs

@@ -111,7 +111,6 @@ type fake struct {
 	lastText    string
 	denials     []denial
 	resultIndex int
-	msgID       int
 
 	requests map[string]*request // requests fakeclaude sent, by request_id
 	queued   []protocol.Line     // prompts that came mid-turn
@@ -351,7 +350,6 @@ func (f *fake) beginResponse() {
 	if !f.inResponse {
 		f.modelCalls++
 		f.turnCalls++
-		f.msgID++
 		f.inResponse = true
 	}
 }

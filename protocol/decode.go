@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 )
 
 // DefaultMaxLineBytes bounds one line. The CLI's lines can exceed 1 MiB (the
@@ -159,7 +160,7 @@ func fieldError(n int, prefix string, err error) error {
 		} else if prefix != "" {
 			field = prefix
 		}
-		return &LineError{Line: n, Field: field, Err: fmt.Errorf("want %s, got %s", goKind(te.Type.Kind().String()), te.Value)}
+		return &LineError{Line: n, Field: field, Err: fmt.Errorf("want %s, got %s", KindName(te.Type.Kind()), te.Value)}
 	}
 	var le *LineError
 	if errors.As(err, &le) {
@@ -182,21 +183,24 @@ func joinPath(a, b string) string {
 	return a + "." + b
 }
 
-// goKind names a Go kind the way JSON people say it.
-func goKind(k string) string {
+// KindName names the JSON type a Go kind decodes from, for messages about
+// a value of the wrong type ("want object, got number").
+func KindName(k reflect.Kind) string {
 	switch k {
-	case "struct", "map":
+	case reflect.Struct, reflect.Map, reflect.Pointer:
 		return "object"
-	case "slice", "array":
+	case reflect.Slice, reflect.Array:
 		return "array"
-	case "bool":
+	case reflect.Bool:
 		return "boolean"
-	case "string":
+	case reflect.String:
 		return "string"
-	case "int", "int64", "int32", "float64", "float32", "uint", "uint64":
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64:
 		return "number"
 	}
-	return k
+	return k.String()
 }
 
 func jsonErrText(err error) string {

@@ -168,13 +168,12 @@ func Steps(recs []transcript.Record) ([]scenarios.StepLine, error) {
 				steps[i].User.After = scenarios.Duration(d.Round(time.Millisecond))
 			}
 		case r.Dir == transcript.ToCLI && typ == "control_request" && m.Get("request.subtype").String() == "interrupt":
-			for id, i := range byRequest {
+			for _, i := range byRequest {
 				if !answered[i] {
 					answered[i] = true
 					d := scenarios.Duration(max(r.T.Sub(askedAt[i]).Round(time.Millisecond), time.Millisecond))
 					steps[i].User = &scenarios.User{Silent: true}
 					steps[i].CancelAfter = &d
-					_ = id
 				}
 			}
 		case r.Dir == transcript.FromCLI && typ == "user":

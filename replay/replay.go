@@ -10,6 +10,7 @@ import (
 	"github.com/askctl/askctl/agent"
 	"github.com/askctl/askctl/scenarios"
 	"github.com/askctl/askctl/transcript"
+	"github.com/tidwall/gjson"
 )
 
 // Report is how one scenario replayed.
@@ -74,6 +75,9 @@ func Replay(ctx context.Context, sc *scenarios.Scenario, ag agent.Agent, opts Op
 	}
 	code, waitErr := p.Wait()
 	rep.Exit, rep.Records, rep.PeakRSS = code, recs, p.PeakRSS()
+	if rep.Version == "" {
+		rep.Version = cliVersion(recs)
+	}
 	mu.Lock()
 	rep.Notes = append([]transcript.Record(nil), notes...)
 	mu.Unlock()
@@ -101,4 +105,15 @@ func Replay(ctx context.Context, sc *scenarios.Scenario, ag agent.Agent, opts Op
 	rep.Match = rep.Error == "" && len(rep.Diffs) == 0
 	rep.Duration = time.Since(start)
 	return rep
+}
+
+// cliVersion is the claude_code_version the agent announced in its first
+// system/init, or "".
+func cliVersion(recs []transcript.Record) string {
+	for _, r := range recs {
+		if r.Dir == transcript.FromCLI && gjson.GetBytes(r.Msg, "subtype").String() == "init" {
+			return gjson.GetBytes(r.Msg, "claude_code_version").String()
+		}
+	}
+	return ""
 }

@@ -710,7 +710,7 @@ func describeJSONError(err error) (field, msg string) {
 	var se *json.SyntaxError
 	switch {
 	case errors.As(err, &te):
-		return te.Field, fmt.Sprintf("want %s, got %s", kindName(te.Type.Kind().String()), te.Value)
+		return te.Field, fmt.Sprintf("want %s, got %s", protocol.KindName(te.Type.Kind()), te.Value)
 	case errors.As(err, &se):
 		return "", fmt.Sprintf("invalid JSON at byte %d: %v", se.Offset, se)
 	}
@@ -721,20 +721,6 @@ func describeJSONError(err error) (field, msg string) {
 		return "", "invalid JSON: unexpected end of line"
 	}
 	return "", err.Error()
-}
-
-func kindName(k string) string {
-	switch k {
-	case "struct", "map", "ptr":
-		return "object"
-	case "slice", "array":
-		return "array"
-	case "bool":
-		return "boolean"
-	case "int", "int64", "float64":
-		return "number"
-	}
-	return k
 }
 
 // ParseFile reads and parses the named scenario file.
