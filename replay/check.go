@@ -40,7 +40,7 @@ func Expected(sc *scenarios.Scenario) []Want {
 			case scenarios.KindText:
 				add(n, why, protocol.TypeAssistant, "", map[string]string{"content[0].type": "text", "content[0].text": st.Text})
 			case scenarios.KindAsk, scenarios.KindTool:
-				name, input, output := protocol.ToolAskUserQuestion, askInput(st), ""
+				name, input, output := protocol.ToolAskUserQuestion, canonicalJSON(st.Input()), ""
 				if st.Kind == scenarios.KindTool {
 					name, input, output = st.Tool.Name, canonicalJSON(st.Tool.Input), st.Tool.Output
 					if output == "" && name == "Bash" {
@@ -85,11 +85,6 @@ func Expected(sc *scenarios.Scenario) []Want {
 		add(n, "turn end", protocol.TypeResult, protocol.ResultSuccess, nil)
 	}
 	return out
-}
-
-func askInput(st *scenarios.Step) string {
-	b, _ := json.Marshal(map[string]any{"questions": st.Questions})
-	return canonicalJSON(b)
 }
 
 func canonicalJSON(raw []byte) string {

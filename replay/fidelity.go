@@ -7,6 +7,7 @@ import (
 
 	"github.com/askctl/askctl/agent"
 	"github.com/askctl/askctl/scenarios"
+	"github.com/askctl/askctl/sdk"
 	"github.com/askctl/askctl/shape"
 	"github.com/askctl/askctl/transcript"
 	"github.com/tidwall/gjson"
@@ -53,7 +54,7 @@ func Normalize(recs []transcript.Record) []shape.Msg {
 		if r.Dir != transcript.FromCLI {
 			continue
 		}
-		if strings.HasPrefix(gjson.GetBytes(r.Msg, "response.request_id").String(), interruptIDPrefix) {
+		if strings.HasPrefix(gjson.GetBytes(r.Msg, "response.request_id").String(), sdk.InterruptIDPrefix) {
 			continue
 		}
 		out = append(out, shape.Of(r.Dir, r.Msg))

@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/askctl/askctl/internal/clip"
 	"github.com/askctl/askctl/protocol"
 	"github.com/askctl/askctl/transcript"
 	"github.com/rogpeppe/go-internal/txtar"
@@ -30,6 +31,11 @@ const (
 	RouteSDK = "sdk" // can_use_tool over the SDK control protocol
 	RouteMCP = "mcp" // an MCP ask_user tool served by the bridge
 )
+
+// ErrRouteMCP is why a route "mcp" scenario cannot be played yet: the header
+// accepts the route so scenarios can be written ahead, and every player
+// refuses it rather than play it as route "sdk".
+var ErrRouteMCP = errors.New(`route "mcp" is not supported yet: fakeclaude cannot play MCP tool calls (only route "sdk")`)
 
 // Section names of a scenario archive.
 const (
@@ -82,6 +88,7 @@ const (
 
 // Step is one line of steps.jsonl.
 type Step struct {
+	N    int  // 1-based position among the scenario's steps, set once by Parse
 	Line int  // line in the scenario file
 	Kind Kind //
 
@@ -161,6 +168,42 @@ type User struct {
 	After Duration `json:"after,omitempty"`
 }
 
+// Reply is the person's part as a [protocol.Reply]: the one mapping from a
+// scenario's user part to what goes on the wire.
+func (u *User) Reply() protocol.Reply {
+	r := protocol.Reply{Annotations: u.Annotations, Allow: u.Allow, Interrupt: u.Interrupt}
+	if u.Skip != nil {
+		r.Skip, r.Message = true, *u.Skip
+	}
+	if len(u.Answers) > 0 {
+		r.Answers = make(map[string]string, len(u.Answers))
+		for q, a := range u.Answers {
+			r.Answers[q] = a.String()
+		}
+	}
+	return r
+}
+
+// UserOf is a reply read back from the wire as a scenario's user part
+// (recordings). An error response becomes a skip that names the error.
+func UserOf(r protocol.Reply, tool bool) *User {
+	switch {
+	case r.Error != "":
+		msg := "error response: " + r.Error
+		return &User{Skip: &msg}
+	case r.Skip:
+		msg := r.Message
+		return &User{Skip: &msg, Interrupt: r.Interrupt}
+	case tool || len(r.Answers) == 0:
+		return &User{Allow: true}
+	}
+	u := &User{Answers: make(map[string]Answer, len(r.Answers)), Annotations: r.Annotations}
+	for q, a := range r.Answers {
+		u.Answers[q] = Answer{Labels: []string{a}}
+	}
+	return u
+}
+
 // Answer is one answer as the person gives it: a string, or a list of labels.
 type Answer struct {
 	Labels []string
@@ -222,45 +265,57 @@ func (s *Step) Expected() *Expect {
 	if s.Expect != nil || s.User == nil {
 		return s.Expect
 	}
-	u := s.User
-	switch {
-	case u.Silent:
+	if s.User.Silent {
 		return &Expect{NoAnswer: true}
-	case u.Skip != nil:
-		return &Expect{Behavior: protocol.BehaviorDeny, Interrupt: &u.Interrupt}
-	case s.Kind == KindAsk && len(u.Answers) > 0:
-		e := &Expect{Behavior: protocol.BehaviorAllow, Answers: map[string]string{}}
-		for q, a := range u.Answers {
-			e.Answers[q] = a.String()
-		}
-		return e
-	case u.Allow || s.Kind == KindAsk:
+	}
+	r := s.User.Reply()
+	switch {
+	case r.Skip:
+		return &Expect{Behavior: protocol.BehaviorDeny, Interrupt: &r.Interrupt}
+	case s.Kind == KindAsk && len(r.Answers) > 0:
+		return &Expect{Behavior: protocol.BehaviorAllow, Answers: r.Answers}
+	case r.Allow || s.Kind == KindAsk:
 		return &Expect{Behavior: protocol.BehaviorAllow}
 	}
 	return nil
 }
 
-// ToolUseID is the step's tool_use id: ID, or one made from n, the step's
-// 1-based position, when ID is empty. fakeclaude and the fake model API make
-// the same one.
-func (s *Step) ToolUseID(n int) string {
+// ToolUseID is the step's tool_use id: ID, or one made from the step's
+// number when ID is empty. fakeclaude and the fake model API make the same
+// one.
+func (s *Step) ToolUseID() string {
 	if s.ID != "" {
 		return s.ID
 	}
-	return fmt.Sprintf("toolu_askctl%02d", n)
+	return fmt.Sprintf("toolu_askctl%02d", s.N)
+}
+
+// Input is the input of the step's tool_use: {"questions": …} for an ask
+// step, the tool's input for a tool step.
+func (s *Step) Input() json.RawMessage {
+	switch s.Kind {
+	case KindAsk:
+		b, _ := json.Marshal(struct {
+			Questions []protocol.Question `json:"questions"`
+		}{s.Questions})
+		return b
+	case KindTool:
+		return s.Tool.Input
+	}
+	return nil
 }
 
 // Describe is a one-line description of the step, for messages about it.
 func (s *Step) Describe() string {
 	switch s.Kind {
 	case KindPrompt:
-		return fmt.Sprintf("prompt %q", clip(s.Prompt))
+		return "prompt " + clip.Quote(s.Prompt, 40)
 	case KindText:
-		return fmt.Sprintf("text %q", clip(s.Text))
+		return "text " + clip.Quote(s.Text, 40)
 	case KindAsk:
 		qs := make([]string, len(s.Questions))
 		for i, q := range s.Questions {
-			qs[i] = fmt.Sprintf("%q", q.Question)
+			qs[i] = clip.Quote(q.Question, 60)
 		}
 		return "ask " + strings.Join(qs, ", ")
 	case KindTool:
@@ -269,12 +324,6 @@ func (s *Step) Describe() string {
 	return string(s.Kind)
 }
 
-func clip(s string) string {
-	if utf8.RuneCountInString(s) <= 40 {
-		return s
-	}
-	return string([]rune(s)[:39]) + "…"
-}
 
 // Turns splits the steps into turns, each beginning with its prompt step.
 func (sc *Scenario) Turns() [][]Step {
@@ -451,6 +500,7 @@ func (p *parser) parseSteps(sc *Scenario, start int, data []byte) {
 			continue
 		}
 		if st, ok := p.step(n, sl); ok {
+			st.N = len(sc.Steps) + 1
 			sc.Steps = append(sc.Steps, st)
 		}
 	}

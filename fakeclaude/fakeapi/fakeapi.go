@@ -24,6 +24,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/askctl/askctl/protocol"
 	"github.com/askctl/askctl/scenarios"
 	"github.com/askctl/askctl/transcript"
 	"github.com/tidwall/gjson"
@@ -52,23 +53,19 @@ type Model struct {
 // plays them: text steps followed by a tool call form one response.
 func ModelFor(sc *scenarios.Scenario) Model {
 	m := Model{Name: "claude-sonnet-4-5"}
-	n := 0
 	for _, turn := range sc.Turns() {
 		var rs []Response
 		var cur Response
-		n++ // the prompt step
 		for i := 1; i < len(turn); i++ {
-			n++
 			st := &turn[i]
 			switch st.Kind {
 			case scenarios.KindText:
 				cur.Text = append(cur.Text, st.Text)
 			case scenarios.KindAsk:
-				in, _ := json.Marshal(map[string]any{"questions": st.Questions})
-				cur.Tool = &Tool{ID: st.ToolUseID(n), Name: "AskUserQuestion", Input: in}
+				cur.Tool = &Tool{ID: st.ToolUseID(), Name: protocol.ToolAskUserQuestion, Input: st.Input()}
 				rs, cur = append(rs, cur), Response{}
 			case scenarios.KindTool:
-				cur.Tool = &Tool{ID: st.ToolUseID(n), Name: st.Tool.Name, Input: st.Tool.Input}
+				cur.Tool = &Tool{ID: st.ToolUseID(), Name: st.Tool.Name, Input: st.Input()}
 				rs, cur = append(rs, cur), Response{}
 			}
 		}
