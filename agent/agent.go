@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/askctl/askctl/events"
 	"github.com/askctl/askctl/fakeclaude/fakeapi"
 	"github.com/askctl/askctl/scenarios"
 	"github.com/askctl/askctl/transcript"
@@ -50,6 +51,19 @@ type Options struct {
 	// Dir is the working directory and HOME for the agent; a temporary
 	// directory when empty.
 	Dir string
+	// WaitTimeout is the agent's own deadline for each wait on the SDK side
+	// (fakeclaude's FAKECLAUDE_TIMEOUT), so a silent SDK side gets the
+	// agent's verdict ("no answer … within", exit 5) rather than a kill.
+	// Zero leaves the agent's default. The real CLI has no such deadline.
+	WaitTimeout time.Duration
+}
+
+// Command is how to start an agent process: no scenario, just a program.
+type Command struct {
+	Path string
+	Args []string
+	Env  []string // nil: this process's environment
+	Dir  string
 }
 
 // SDKArgs are the flags the official TypeScript SDK passes with canUseTool.
@@ -107,11 +121,17 @@ func (p *Process) Kill() {
 // Stderr is what the process wrote on stderr so far.
 func (p *Process) Stderr() string { return p.stderr.String() }
 
-func start(ctx context.Context, cmd *exec.Cmd, p *Process) (*Process, error) {
+// Launch starts c with its stdin and stdout connected to the returned
+// Process, and its stderr kept. ctx ends the process.
+func Launch(ctx context.Context, c Command) (*Process, error) {
+	return launch(ctx, c, &Process{})
+}
+
+func launch(ctx context.Context, c Command, p *Process) (*Process, error) {
+	cmd := exec.CommandContext(ctx, c.Path, c.Args...)
+	cmd.Env, cmd.Dir = c.Env, c.Dir
 	fail := func(err error) (*Process, error) {
-		for _, c := range p.cleanup {
-			c()
-		}
+		p.Wait0()
 		return nil, err
 	}
 	stdin, err := cmd.StdinPipe()
@@ -131,7 +151,7 @@ func start(ctx context.Context, cmd *exec.Cmd, p *Process) (*Process, error) {
 	if err := cmd.Start(); err != nil {
 		outR.Close()
 		outW.Close()
-		return fail(err)
+		return fail(fmt.Errorf("%w: %w", ErrStart, err))
 	}
 	outW.Close()
 	p.cmd, p.Stdin, p.Stdout = cmd, stdin, outR
@@ -179,9 +199,10 @@ type Fake struct {
 	// itself); empty means this process's executable.
 	Exe   string
 	RunAs string
-	// Timeout is fakeclaude's wait deadline (FAKECLAUDE_TIMEOUT); 0 for its default.
-	Timeout time.Duration
 }
+
+// ErrStart is wrapped by every error of an agent that could not be started.
+var ErrStart = errors.New("the agent could not be started")
 
 // RunAsEnv switches a multi-call binary (askctl, a test binary) into fakeclaude.
 const RunAsEnv = "_ASKCTL_RUN_AS"
@@ -191,7 +212,8 @@ func (Fake) CancelsItself() bool { return true }
 
 // Start runs fakeclaude with the scenario. The scenario file, or the built-in
 // name, is passed in FAKECLAUDE_SCENARIO; a scenario parsed from elsewhere is
-// written to a temporary file first.
+// written to a temporary file first. With opts.Log, fakeclaude's records
+// reach it live, over FAKECLAUDE_EVENTS.
 func (f Fake) Start(ctx context.Context, sc *scenarios.Scenario, opts Options) (*Process, error) {
 	exe := f.Exe
 	if exe == "" {
@@ -205,34 +227,38 @@ func (f Fake) Start(ctx context.Context, sc *scenarios.Scenario, opts Options) (
 		return nil, err
 	}
 	p := &Process{Version: "fakeclaude", cleanup: []func(){cleanup}}
-	args := opts.Args
-	if args == nil {
-		args = SDKArgs
+	c := Command{Path: exe, Args: opts.Args, Dir: dir, Env: os.Environ()}
+	if c.Args == nil {
+		c.Args = SDKArgs
 	}
 	ref, err := scenarioRef(sc, dir)
 	if err != nil {
 		p.Wait0()
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, exe, args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "FAKECLAUDE_SCENARIO="+ref)
+	c.Env = append(c.Env, "FAKECLAUDE_SCENARIO="+ref)
 	if f.RunAs != "" {
-		cmd.Env = append(cmd.Env, RunAsEnv+"="+f.RunAs)
+		c.Env = append(c.Env, RunAsEnv+"="+f.RunAs)
 	}
-	if f.Timeout > 0 {
-		cmd.Env = append(cmd.Env, "FAKECLAUDE_TIMEOUT="+f.Timeout.String())
+	if opts.WaitTimeout > 0 {
+		c.Env = append(c.Env, "FAKECLAUDE_TIMEOUT="+opts.WaitTimeout.String())
 	}
 	if opts.Log != nil {
-		sock, stop, err := eventListener(dir, opts.Log)
+		hub, err := events.Listen("unix", filepath.Join(dir, "events.sock"))
 		if err != nil {
-			cleanup()
+			p.Wait0()
 			return nil, err
 		}
-		p.cleanup = append(p.cleanup, stop)
-		cmd.Env = append(cmd.Env, "FAKECLAUDE_EVENTS=unix:"+sock)
+		hub.Subscribe("", transcript.Func(func(r transcript.Record) error {
+			if r.IsWire() {
+				return nil // the SDK side sees those itself
+			}
+			return opts.Log.Write(r)
+		}))
+		p.cleanup = append(p.cleanup, func() { hub.Close() })
+		c.Env = append(c.Env, "FAKECLAUDE_EVENTS="+hub.Addr())
 	}
-	return start(ctx, cmd, p)
+	return launch(ctx, c, p)
 }
 
 // scenarioRef is how fakeclaude finds sc: its built-in name, its file, or,
@@ -259,33 +285,6 @@ func (p *Process) Wait0() {
 		p.cleanup[i]()
 	}
 	p.cleanup = nil
-}
-
-// eventListener accepts fakeclaude's live events and forwards the non-wire
-// ones (notes, failures, expectation checks) to log.
-func eventListener(dir string, log transcript.Sink) (string, func(), error) {
-	sock := filepath.Join(dir, "events.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		return "", nil, err
-	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		conn, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer conn.Close()
-		recs, _ := transcript.Read(conn)
-		for _, r := range recs {
-			if !r.IsWire() {
-				_ = log.Write(r)
-			}
-		}
-	}()
-	return sock, func() { ln.Close(); wg.Wait() }, nil
 }
 
 // Real runs the real claude CLI against the fake model API.
@@ -334,14 +333,11 @@ func (r Real) Start(ctx context.Context, sc *scenarios.Scenario, opts Options) (
 	srv := &http.Server{Handler: fakeapi.New(sc, opts.Log), ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	p.cleanup = append(p.cleanup, func() { srv.Close() })
-	args := opts.Args
-	if args == nil {
-		args = SDKArgs
+	c := Command{Path: r.Claude, Args: opts.Args, Dir: dir, Env: RealEnv("http://"+ln.Addr().String(), dir)}
+	if c.Args == nil {
+		c.Args = SDKArgs
 	}
-	cmd := exec.CommandContext(ctx, r.Claude, args...)
-	cmd.Dir = dir
-	cmd.Env = RealEnv("http://"+ln.Addr().String(), dir)
-	return start(ctx, cmd, p)
+	return launch(ctx, c, p)
 }
 
 // RealEnv is the environment the real CLI runs in against a fake model API

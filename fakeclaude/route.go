@@ -35,10 +35,10 @@ const (
 )
 
 type outcome struct {
-	kind     outcomeKind
+	kind      outcomeKind
 	requestID string
-	line     protocol.Line
-	response *protocol.ControlResponse
+	line      protocol.Line
+	response  *protocol.ControlResponse
 }
 
 type route interface {

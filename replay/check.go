@@ -3,8 +3,10 @@ package replay
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 
+	"github.com/askctl/askctl/internal/clip"
 	"github.com/askctl/askctl/protocol"
 	"github.com/askctl/askctl/scenarios"
 	"github.com/askctl/askctl/shape"
@@ -130,43 +132,74 @@ func (d Diff) String() string {
 	return strings.Join(where, ", ") + ": " + d.Text
 }
 
-// CheckSteps matches the agent's messages against Expected in order. A message
-// of the expected type with other values is a difference; significant messages
-// nobody expected, and expected ones that never came, are differences too.
+// CheckSteps lines the agent's messages up with Expected the way
+// shape.Compare does, along the longest common subsequence of their labels,
+// so one dropped message is one difference. A paired message with other
+// values is a difference; significant messages nobody expected, and expected
+// ones that never came, are differences too.
 func CheckSteps(want []Want, got []shape.Msg) []Diff {
-	var diffs []Diff
-	j := 0
-	for _, w := range want {
-		found := false
-		for ; j < len(got); j++ {
-			g := got[j]
-			if g.Type != w.Msg.Type || g.Subtype != w.Msg.Subtype {
-				if significant(g) {
-					diffs = append(diffs, Diff{Step: w.Step, Msg: j + 1, Text: fmt.Sprintf("unexpected %s while waiting for %s (%s)", g.Label(), w.Msg.Label(), w.Reason)})
-				}
-				continue
-			}
-			for k, v := range w.Msg.Values {
-				if gv, ok := g.Values[k]; !ok {
-					diffs = append(diffs, Diff{Step: w.Step, Msg: j + 1, Text: fmt.Sprintf("%s: %s missing, want %q", g.Label(), k, clip(v))})
-				} else if gv != v {
-					diffs = append(diffs, Diff{Step: w.Step, Msg: j + 1, Text: fmt.Sprintf("%s: %s is %q, want %q", g.Label(), k, clip(gv), clip(v))})
-				}
-			}
-			j++
-			found = true
-			break
-		}
-		if !found {
-			diffs = append(diffs, Diff{Step: w.Step, Text: fmt.Sprintf("missing %s (%s)", w.Msg.Label(), w.Reason)})
+	// Informational frames take no part in the alignment.
+	var idx []int
+	var sig []shape.Msg
+	for j, g := range got {
+		if significant(g) || g.Type == protocol.TypeControlResponse {
+			idx = append(idx, j)
+			sig = append(sig, g)
 		}
 	}
-	for ; j < len(got); j++ {
-		if significant(got[j]) {
-			diffs = append(diffs, Diff{Msg: j + 1, Text: "unexpected " + got[j].Label() + " after the scenario ended"})
+	wm := make([]shape.Msg, len(want))
+	for i, w := range want {
+		wm[i] = w.Msg
+		wm[i].Dir = transcript.FromCLI
+	}
+	var diffs []Diff
+	lastStep, lastW := 0, -1
+	alike := func(w, g int) int {
+		for k, v := range wm[w].Values {
+			if sig[g].Values[k] != v {
+				return 0
+			}
+		}
+		return 1
+	}
+	for _, p := range shape.Align(wm, sig, alike) {
+		switch {
+		case p.G < 0:
+			w := want[p.W]
+			diffs = append(diffs, Diff{Step: w.Step, Text: fmt.Sprintf("missing %s (%s)", w.Msg.Label(), w.Reason)})
+		case p.W < 0:
+			g := sig[p.G]
+			if !significant(g) {
+				continue
+			}
+			d := Diff{Step: lastStep, Msg: idx[p.G] + 1, Text: "unexpected " + g.Label()}
+			if lastW == len(want)-1 {
+				d.Text += " after the scenario ended"
+			}
+			diffs = append(diffs, d)
+		default:
+			w, g := want[p.W], sig[p.G]
+			lastStep, lastW = w.Step, p.W
+			for _, k := range sortedKeys(w.Msg.Values) {
+				v := w.Msg.Values[k]
+				if gv, ok := g.Values[k]; !ok {
+					diffs = append(diffs, Diff{Step: w.Step, Msg: idx[p.G] + 1, Text: fmt.Sprintf("%s: %s missing, want %q", g.Label(), k, clip.String(v, 160))})
+				} else if gv != v {
+					diffs = append(diffs, Diff{Step: w.Step, Msg: idx[p.G] + 1, Text: fmt.Sprintf("%s: %s is %q, want %q", g.Label(), k, clip.String(gv, 160), clip.String(v, 160))})
+				}
+			}
 		}
 	}
 	return diffs
+}
+
+func sortedKeys(m map[string]string) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
 }
 
 // CheckWire compares the agent's messages with a recording's, message by
@@ -189,13 +222,6 @@ func keep(ms []shape.Msg) []shape.Msg {
 		out = append(out, m)
 	}
 	return out
-}
-
-func clip(s string) string {
-	if len(s) <= 160 {
-		return s
-	}
-	return s[:160] + "…"
 }
 
 // Shapes returns the shapes of the messages going dir.

@@ -2,12 +2,14 @@ package replay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/askctl/askctl/agent"
+	"github.com/askctl/askctl/internal/clip"
 	"github.com/askctl/askctl/scenarios"
 	"github.com/askctl/askctl/transcript"
 	"github.com/tidwall/gjson"
@@ -15,26 +17,59 @@ import (
 
 // Report is how one scenario replayed.
 type Report struct {
-	Scenario string              `json:"scenario"`
-	File     string              `json:"file"`
-	Agent    string              `json:"agent"`
-	Version  string              `json:"agent_version,omitempty"`
-	Mode     string              `json:"mode"` // "steps" or "recording"
-	Match    bool                `json:"match"`
-	Messages int                 `json:"messages"` // messages the agent wrote
-	Exit     int                 `json:"exit"`
-	Duration time.Duration       `json:"duration_ns"`
-	PeakRSS  int64               `json:"agent_peak_rss_bytes"`
-	Diffs    []Diff              `json:"diffs,omitempty"`
-	Error    string              `json:"error,omitempty"`
-	Records  []transcript.Record `json:"-"`
-	Notes    []transcript.Record `json:"-"` // the agent's own notes and failures
+	Scenario string        `json:"scenario"`
+	File     string        `json:"file"`
+	Agent    string        `json:"agent"`
+	Version  string        `json:"agent_version,omitempty"`
+	Mode     string        `json:"mode"` // "steps" or "recording"
+	Match    bool          `json:"match"`
+	Messages int           `json:"messages"` // messages the agent wrote
+	Exit     int           `json:"exit"`
+	Duration time.Duration `json:"duration_ns"`
+	PeakRSS  int64         `json:"agent_peak_rss_bytes"`
+	Diffs    []Diff        `json:"diffs,omitempty"`
+	Error    string        `json:"error,omitempty"`
+	// Err is why the session did not play through, when it did not: it
+	// wraps agent.ErrStart, ErrPlan, ErrAgentTimeout or ErrSessionTimeout
+	// (errors.Is), or an error from the agent's process. Error is its text.
+	Err     error               `json:"-"`
+	Records []transcript.Record `json:"-"`
+	Notes   []transcript.Record `json:"-"` // the agent's own notes and failures
 }
 
 // Options tune Replay.
 type Options struct {
-	Timeout time.Duration // the whole session; zero means one minute
+	// Timeout bounds each wait of the agent on the SDK side, and, with a
+	// grace period for the agent's own verdict, the whole session. Zero
+	// means one minute; a sooner deadline on ctx shortens it.
+	Timeout time.Duration
 	Log     transcript.Sink
+}
+
+// Why a session did not play through; a Report's Err wraps one of them, or
+// agent.ErrStart.
+var (
+	ErrPlan         = errors.New("the scenario cannot be played")
+	ErrAgentTimeout = errors.New("the agent's wait for the SDK side passed its deadline")
+)
+
+// verdictGrace is how long the session outlives the agent's own wait
+// deadline, so the agent's verdict ("no answer … within", exit 5) is what is
+// reported rather than a kill.
+const verdictGrace = 3 * time.Second
+
+// waitTimeout is the agent's per-wait deadline: opts.Timeout, shortened to
+// fit ctx's deadline with the grace period.
+func waitTimeout(ctx context.Context, timeout time.Duration) time.Duration {
+	if timeout <= 0 {
+		timeout = time.Minute
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		if left := time.Until(dl) - verdictGrace; left < timeout {
+			timeout = max(left, 100*time.Millisecond)
+		}
+	}
+	return timeout
 }
 
 // Replay plays sc's SDK side against a fresh agent and checks what the agent
@@ -46,11 +81,16 @@ func Replay(ctx context.Context, sc *scenarios.Scenario, ag agent.Agent, opts Op
 		rep.Mode = "recording"
 	}
 	start := time.Now()
-	plan, err := PlanFor(sc, ag.CancelsItself())
-	if err != nil {
-		rep.Error = err.Error()
+	fail := func(err error) Report {
+		rep.Err, rep.Error = err, err.Error()
+		rep.Duration = time.Since(start)
 		return rep
 	}
+	plan, err := PlanFor(sc, ag.CancelsItself())
+	if err != nil {
+		return fail(fmt.Errorf("%w: %w", ErrPlan, err))
+	}
+	wait := waitTimeout(ctx, opts.Timeout)
 	var (
 		mu    sync.Mutex
 		notes []transcript.Record
@@ -63,13 +103,12 @@ func Replay(ctx context.Context, sc *scenarios.Scenario, ag agent.Agent, opts Op
 		}
 		return nil
 	})}
-	p, err := ag.Start(ctx, sc, agent.Options{Log: transcript.Func(func(r transcript.Record) error { return sink.Write(r) })})
+	p, err := ag.Start(ctx, sc, agent.Options{Log: sink, WaitTimeout: wait})
 	if err != nil {
-		rep.Error = fmt.Sprintf("starting the %s agent: %v", ag.Name(), err)
-		return rep
+		return fail(fmt.Errorf("starting the %s agent: %w", ag.Name(), err))
 	}
 	rep.Version = p.Version
-	recs, playErr := Play(ctx, plan, p.Stdin, p.Stdout, PlayOptions{Timeout: opts.Timeout, Kill: p.Kill, Sink: opts.Log})
+	recs, playErr := Play(ctx, plan, p.Stdin, p.Stdout, PlayOptions{Timeout: wait + verdictGrace, Kill: p.Kill, Sink: opts.Log})
 	if playErr != nil {
 		p.Kill()
 	}
@@ -88,21 +127,30 @@ func Replay(ctx context.Context, sc *scenarios.Scenario, ag agent.Agent, opts Op
 	} else {
 		rep.Diffs = CheckSteps(Expected(sc), got)
 	}
+	var agentTimeout string
 	for _, n := range rep.Notes {
 		if n.Event == transcript.EventError {
 			rep.Diffs = append(rep.Diffs, Diff{Step: n.Step, Text: fmt.Sprintf("%s agent reports %s: %s", ag.Name(), n.Kind, n.Text)})
+			if n.Kind == "timeout" && agentTimeout == "" {
+				agentTimeout = n.Text
+			}
 		}
 	}
 	switch {
+	case agentTimeout != "":
+		rep.Err = fmt.Errorf("%w: %s", ErrAgentTimeout, agentTimeout)
 	case playErr != nil:
-		rep.Error = fmt.Sprintf("playing the session: %v", playErr)
+		rep.Err = fmt.Errorf("playing the session: %w", playErr)
 	case waitErr != nil:
-		rep.Error = fmt.Sprintf("waiting for the agent: %v", waitErr)
+		rep.Err = fmt.Errorf("waiting for the agent: %w", waitErr)
 	}
-	if rep.Error != "" && p.Stderr() != "" {
-		rep.Error += "; agent stderr: " + clip(strings.TrimSpace(p.Stderr()))
+	if rep.Err != nil {
+		rep.Error = rep.Err.Error()
+		if stderr := strings.TrimSpace(p.Stderr()); stderr != "" && agentTimeout == "" {
+			rep.Error += "; agent stderr: " + clip.String(stderr, 300)
+		}
 	}
-	rep.Match = rep.Error == "" && len(rep.Diffs) == 0
+	rep.Match = rep.Err == nil && len(rep.Diffs) == 0
 	rep.Duration = time.Since(start)
 	return rep
 }

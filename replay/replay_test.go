@@ -8,6 +8,8 @@ import (
 
 	"github.com/askctl/askctl/replay"
 	"github.com/askctl/askctl/scenarios"
+	"github.com/askctl/askctl/shape"
+	"github.com/askctl/askctl/transcript"
 )
 
 var opts = replay.Options{Timeout: 30 * time.Second}
@@ -56,5 +58,34 @@ func TestReplayCatchesADriftingAgent(t *testing.T) {
 				t.Errorf("diffs:\n%s\nwant one containing %q", strings.Join(all, "\n"), tt.want)
 			}
 		})
+	}
+}
+
+// TestCheckStepsAligns: one dropped message is one difference, and one
+// message too many is one difference, not a cascade.
+func TestCheckStepsAligns(t *testing.T) {
+	sc, err := scenarios.Builtin("ask-sequential")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := replay.Expected(sc)
+	var msgs []shape.Msg
+	for _, w := range want {
+		m := w.Msg
+		m.Dir = transcript.FromCLI
+		msgs = append(msgs, m)
+	}
+	if d := replay.CheckSteps(want, msgs); len(d) != 0 {
+		t.Fatalf("CheckSteps(expected, expected) = %v, want none", d)
+	}
+	for i := 1; i < len(msgs)-1; i++ {
+		dropped := append(append([]shape.Msg(nil), msgs[:i]...), msgs[i+1:]...)
+		if d := replay.CheckSteps(want, dropped); len(d) != 1 || !strings.Contains(d[0].Text, "missing") {
+			t.Errorf("with message %d dropped: %d differences %v, want 1 missing", i+1, len(d), d)
+		}
+		extra := append(append(append([]shape.Msg(nil), msgs[:i]...), shape.Msg{Dir: transcript.FromCLI, Type: "assistant"}), msgs[i:]...)
+		if d := replay.CheckSteps(want, extra); len(d) != 1 || !strings.Contains(d[0].Text, "unexpected from_cli assistant") {
+			t.Errorf("with an extra message at %d: %d differences %v, want 1 unexpected", i+1, len(d), d)
+		}
 	}
 }

@@ -324,7 +324,6 @@ func (s *Step) Describe() string {
 	return string(s.Kind)
 }
 
-
 // Turns splits the steps into turns, each beginning with its prompt step.
 func (sc *Scenario) Turns() [][]Step {
 	var turns [][]Step

@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/askctl/askctl/internal/clip"
 	"github.com/tidwall/gjson"
 )
 
@@ -194,59 +195,80 @@ func (d Difference) String() string {
 // cascade; paired messages are compared by keys and salient values.
 func Compare(want, got []Msg) []Difference {
 	var diffs []Difference
-	for _, p := range align(want, got) {
+	alike := func(w, g int) int {
+		if compareMsg(want[w], got[g]) == "" {
+			return 1
+		}
+		return 0
+	}
+	for _, p := range Align(want, got, alike) {
 		switch {
-		case p.w < 0:
-			diffs = append(diffs, Difference{Index: p.g, Got: &got[p.g]})
-		case p.g < 0:
-			diffs = append(diffs, Difference{Index: p.w, Want: &want[p.w]})
+		case p.W < 0:
+			diffs = append(diffs, Difference{Index: p.G, Got: &got[p.G]})
+		case p.G < 0:
+			diffs = append(diffs, Difference{Index: p.W, Want: &want[p.W]})
 		default:
-			if what := compareMsg(want[p.w], got[p.g]); what != "" {
-				diffs = append(diffs, Difference{Index: p.g, Want: &want[p.w], Got: &got[p.g], What: what})
+			if what := compareMsg(want[p.W], got[p.G]); what != "" {
+				diffs = append(diffs, Difference{Index: p.G, Want: &want[p.W], Got: &got[p.G], What: what})
 			}
 		}
 	}
 	return diffs
 }
 
-type pair struct{ w, g int } // -1: no partner
+// Pair is one step of an alignment: want[W] paired with got[G], or either
+// alone (-1 for no partner).
+type Pair struct{ W, G int }
 
-// align pairs equal labels along a longest common subsequence, in order.
-func align(want, got []Msg) []pair {
+// Align pairs two message lists in order, along the longest common
+// subsequence of their labels (direction, type, subtype): one missing or
+// extra message is one unpaired entry, not a cascade. score(w, g) is 0 when
+// want[w] and got[g] cannot pair; among alignments of equal length it
+// prefers the pairs scoring higher (messages that are alike in more than
+// their label), so an extra message of the same type is the one left out.
+func Align(want, got []Msg, score func(w, g int) int) []Pair {
 	n, m := len(want), len(got)
-	lcs := make([][]int, n+1)
-	for i := range lcs {
-		lcs[i] = make([]int, m+1)
+	pairScore := func(i, j int) int {
+		if want[i].Label() != got[j].Label() {
+			return 0
+		}
+		// A label match always outweighs any number of better-scoring
+		// ties, so the alignment stays a longest common subsequence.
+		return 1<<20 + score(i, j)
+	}
+	best := make([][]int, n+1)
+	for i := range best {
+		best[i] = make([]int, m+1)
 	}
 	for i := n - 1; i >= 0; i-- {
 		for j := m - 1; j >= 0; j-- {
-			if want[i].Label() == got[j].Label() {
-				lcs[i][j] = lcs[i+1][j+1] + 1
-			} else {
-				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
+			b := max(best[i+1][j], best[i][j+1])
+			if sc := pairScore(i, j); sc > 0 {
+				b = max(b, best[i+1][j+1]+sc)
 			}
+			best[i][j] = b
 		}
 	}
-	var out []pair
+	var out []Pair
 	i, j := 0, 0
 	for i < n && j < m {
-		switch {
-		case want[i].Label() == got[j].Label():
-			out = append(out, pair{i, j})
+		switch sc := pairScore(i, j); {
+		case sc > 0 && best[i][j] == best[i+1][j+1]+sc:
+			out = append(out, Pair{i, j})
 			i, j = i+1, j+1
-		case lcs[i+1][j] >= lcs[i][j+1]:
-			out = append(out, pair{i, -1})
+		case best[i+1][j] >= best[i][j+1]:
+			out = append(out, Pair{i, -1})
 			i++
 		default:
-			out = append(out, pair{-1, j})
+			out = append(out, Pair{-1, j})
 			j++
 		}
 	}
 	for ; i < n; i++ {
-		out = append(out, pair{i, -1})
+		out = append(out, Pair{i, -1})
 	}
 	for ; j < m; j++ {
-		out = append(out, pair{-1, j})
+		out = append(out, Pair{-1, j})
 	}
 	return out
 }
@@ -279,11 +301,11 @@ func compareMsg(w, g Msg) string {
 		gv, gok := g.Values[k]
 		switch {
 		case !gok:
-			what = append(what, fmt.Sprintf("%s missing, want %s", k, clip(wv)))
+			what = append(what, fmt.Sprintf("%s missing, want %s", k, clip.Quote(wv, 160)))
 		case !wok:
-			what = append(what, fmt.Sprintf("%s is %s, want none", k, clip(gv)))
+			what = append(what, fmt.Sprintf("%s is %s, want none", k, clip.Quote(gv, 160)))
 		case wv != gv:
-			what = append(what, fmt.Sprintf("%s is %s, want %s", k, clip(gv), clip(wv)))
+			what = append(what, fmt.Sprintf("%s is %s, want %s", k, clip.Quote(gv, 160), clip.Quote(wv, 160)))
 		}
 	}
 	return strings.Join(what, "; ")
@@ -308,12 +330,4 @@ func setDiff(want, got []string) (missing, extra []string) {
 		}
 	}
 	return missing, extra
-}
-
-func clip(s string) string {
-	const n = 160
-	if len(s) <= n {
-		return fmt.Sprintf("%q", s)
-	}
-	return fmt.Sprintf("%q", s[:n]+"…")
 }

@@ -17,11 +17,13 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // Directions of a wire record, named from the CLI's side as in the captures.
@@ -87,6 +89,9 @@ func (w *Writer) Write(r Record) error {
 		r.T = w.now()
 	}
 	r.T = r.T.UTC()
+	if !utf8.Valid(r.Msg) {
+		r.Msg = escapeInvalidUTF8(r.Msg)
+	}
 	b, err := json.Marshal(r)
 	if err != nil {
 		w.err = err
@@ -96,25 +101,76 @@ func (w *Writer) Write(r Record) error {
 	return w.err
 }
 
+// MaxLineBytes bounds one record when reading; protocol lines can be large.
+const MaxLineBytes = 64 << 20
+
+// Reader reads records one at a time, as they are written: a transcript file
+// that is still growing, or a live-events connection.
+type Reader struct {
+	br *bufio.Reader
+	n  int
+}
+
+// NewReader returns a Reader on r.
+func NewReader(r io.Reader) *Reader { return &Reader{br: bufio.NewReaderSize(r, 1<<16)} }
+
+// Next returns the next record; io.EOF after the last. Errors name the line;
+// a line too long or not a record is an error the reader can go on after.
+func (r *Reader) Next() (Record, error) {
+	for {
+		line, err := r.readLine()
+		if err != nil {
+			return Record{}, err
+		}
+		r.n++
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var rec Record
+		if jerr := json.Unmarshal(line, &rec); jerr != nil {
+			return Record{}, fmt.Errorf("line %d: %v", r.n, jerr)
+		}
+		return rec, nil
+	}
+}
+
+func (r *Reader) readLine() ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := r.br.ReadSlice('\n')
+		if len(line)+len(chunk) > MaxLineBytes {
+			for errors.Is(err, bufio.ErrBufferFull) {
+				_, err = r.br.ReadSlice('\n')
+			}
+			r.n++
+			return nil, fmt.Errorf("line %d: over %d bytes", r.n, MaxLineBytes)
+		}
+		line = append(line, chunk...)
+		switch {
+		case err == nil:
+			return line, nil
+		case errors.Is(err, bufio.ErrBufferFull):
+		case errors.Is(err, io.EOF) && len(line) > 0:
+			return line, nil
+		default:
+			return nil, err
+		}
+	}
+}
+
 // Read reads every record of a transcript. Errors name the line.
 func Read(r io.Reader) ([]Record, error) {
 	var out []Record
-	br := bufio.NewReaderSize(r, 1<<16)
-	for n := 1; ; n++ {
-		line, err := br.ReadBytes('\n')
-		if len(line) > 0 && len(bytes.TrimSpace(line)) > 0 {
-			var rec Record
-			if jerr := json.Unmarshal(line, &rec); jerr != nil {
-				return out, fmt.Errorf("line %d: %v", n, jerr)
-			}
-			out = append(out, rec)
-		}
-		if err == io.EOF {
+	rd := NewReader(r)
+	for {
+		rec, err := rd.Next()
+		if errors.Is(err, io.EOF) {
 			return out, nil
 		}
 		if err != nil {
 			return out, err
 		}
+		out = append(out, rec)
 	}
 }
 
@@ -130,6 +186,24 @@ func ReadFile(name string) ([]Record, error) {
 		return recs, fmt.Errorf("%s: %w", name, err)
 	}
 	return recs, nil
+}
+
+// escapeInvalidUTF8 replaces each byte of msg that is not UTF-8 with the JSON
+// escape \ufffd. In a valid JSON text such bytes can only sit inside strings,
+// so the result is still the same JSON, now valid UTF-8 as every transcript
+// line must be.
+func escapeInvalidUTF8(msg []byte) []byte {
+	out := make([]byte, 0, len(msg)+16)
+	for len(msg) > 0 {
+		r, size := utf8.DecodeRune(msg)
+		if r == utf8.RuneError && size == 1 {
+			out = append(out, `\ufffd`...)
+		} else {
+			out = append(out, msg[:size]...)
+		}
+		msg = msg[size:]
+	}
+	return out
 }
 
 // Multi fans records out to several sinks; nil sinks are skipped. It returns
