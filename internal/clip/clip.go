@@ -14,7 +14,13 @@ import (
 // String returns s cut to at most n bytes of printable text: cut at a rune
 // boundary with "…" appended when it was longer, control characters and
 // invalid bytes escaped as Go does in a quoted string (\n, \x00, \u2028).
-func String(s string, n int) string {
+func String(s string, n int) string { return clip(s, n, false) }
+
+// Quote is String in double quotes, with quotes and backslashes inside
+// escaped as well, for a value inside a sentence.
+func Quote(s string, n int) string { return `"` + clip(s, n, true) + `"` }
+
+func clip(s string, n int, quoted bool) string {
 	var b strings.Builder
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
@@ -25,6 +31,8 @@ func String(s string, n int) string {
 			if s[i] < 0x10 {
 				piece = `\x0` + strconv.FormatUint(uint64(s[i]), 16)
 			}
+		case quoted && (r == '"' || r == '\\'):
+			piece = `\` + string(r)
 		case unicode.IsPrint(r) || r == ' ':
 			piece = s[i : i+size]
 		default:
@@ -40,6 +48,3 @@ func String(s string, n int) string {
 	}
 	return b.String()
 }
-
-// Quote is String in double quotes, for a value inside a sentence.
-func Quote(s string, n int) string { return `"` + String(s, n) + `"` }

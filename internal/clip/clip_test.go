@@ -38,3 +38,9 @@ func TestStringBounded(t *testing.T) {
 		t.Errorf("String of 4 MiB = %d bytes, valid UTF-8 %v: %q", len(got), utf8.ValidString(got), got)
 	}
 }
+
+func TestQuote(t *testing.T) {
+	if got, want := Quote(`say "hi" \ now`+"\n", 40), `"say \"hi\" \\ now\n"`; got != want {
+		t.Errorf("Quote = %s, want %s", got, want)
+	}
+}
