@@ -70,9 +70,11 @@ Exit status:
        request, an allow after cancel, an invalid permission result or
        updatedInput
   4    an answer broke the scenario's expectations, or an unscripted prompt
-  5    a wait passed its deadline (no prompt, no answer)
-  6    stdin closed before the scenario was played through
-  143  terminated by a signal
+  5    a wait passed its deadline (no prompt, no answer, stdout not read)
+  6    stdin closed, or the SDK side closed its end of stdout or died,
+       before the scenario was played through
+  143  terminated by a signal (SIGTERM, SIGINT, SIGHUP), even while blocked
+       writing to a SDK side that does not read
 Failures are printed on stderr, one line each, and written to the transcript.
 `
 
@@ -145,8 +147,14 @@ func Command(args []string, getenv func(string) string, stdin io.Reader, stdout,
 	if len(sinks) > 0 {
 		opts.Sink = sinks
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	// A write to a closed stdout is an error to report (exit 6), not a
+	// SIGPIPE death (141).
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer stop()
+	if f, ok := stdout.(*os.File); ok {
+		opts.OutputGone = watchReaderGone(f)
+	}
 	return Run(ctx, opts, stdin, stdout).Code
 }
 

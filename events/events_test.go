@@ -1,0 +1,197 @@
+package events_test
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/askctl/askctl/agent"
+	"github.com/askctl/askctl/events"
+	"github.com/askctl/askctl/internal/testenv"
+	"github.com/askctl/askctl/protocol"
+	"github.com/askctl/askctl/sdk"
+	"github.com/askctl/askctl/transcript"
+)
+
+func TestMain(m *testing.M) {
+	testenv.RunAsFakeclaude()
+	os.Exit(m.Run())
+}
+
+// collector keeps the records of each session, and signals each arrival.
+type collector struct {
+	mu   sync.Mutex
+	recs map[string][]transcript.Record
+	ch   chan struct{}
+}
+
+func (c *collector) Write(r transcript.Record) error {
+	c.mu.Lock()
+	c.recs[r.Session] = append(c.recs[r.Session], r)
+	c.mu.Unlock()
+	select {
+	case c.ch <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// await waits until some session has a record satisfying ok.
+func (c *collector) await(t *testing.T, what string, ok func(transcript.Record) bool) string {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		c.mu.Lock()
+		for s, recs := range c.recs {
+			for _, r := range recs {
+				if ok(r) {
+					c.mu.Unlock()
+					return s
+				}
+			}
+		}
+		c.mu.Unlock()
+		select {
+		case <-c.ch:
+		case <-deadline:
+			t.Fatalf("no live event: %s", what)
+		}
+	}
+}
+
+// TestEventSeenWhileAgentWaits: two fakeclaude sessions share one hub; each
+// one's can_use_tool request reaches the hub while fakeclaude is still
+// blocked waiting for the answer, and records are routed by session.
+func TestEventSeenWhileAgentWaits(t *testing.T) {
+	dir := t.TempDir()
+	hub, err := events.Listen("unix", filepath.Join(dir, "ev.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hub.Close()
+	all := &collector{recs: map[string][]transcript.Record{}, ch: make(chan struct{}, 1)}
+	hub.Subscribe("", all)
+
+	exe, _ := os.Executable()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	type run struct {
+		p       *agent.Process
+		s       *sdk.Session
+		asked   chan sdk.Request
+		session string
+	}
+	var runs []*run
+	for _, sc := range []string{"ask-single", "ask-skip"} {
+		p, err := agent.Launch(ctx, agent.Command{Path: exe, Args: agent.SDKArgs, Dir: dir,
+			Env: append(os.Environ(), agent.RunAsEnv+"=fakeclaude", "FAKECLAUDE_SCENARIO="+sc, "FAKECLAUDE_EVENTS="+hub.Addr(), "FAKECLAUDE_TIMEOUT=20s")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := &run{p: p, asked: make(chan sdk.Request, 1)}
+		r.s, err = sdk.Start(ctx, p.Stdin, p.Stdout, sdk.SourceFunc(func(_ *sdk.Session, req sdk.Request) { r.asked <- req }),
+			sdk.Options{OnResult: func(s *sdk.Session, _ protocol.Line) { s.CloseInput() }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.s.Prompt("go"); err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, r)
+	}
+	for _, r := range runs {
+		req := <-r.asked
+		// The request is pending: fakeclaude is blocked on it. The hub has
+		// already routed the request to a session.
+		r.session = all.await(t, "can_use_tool "+req.ID, func(rec transcript.Record) bool {
+			return rec.Dir == transcript.FromCLI && strings.Contains(string(rec.Msg), req.ID)
+		})
+		if !r.s.Pending(req.ID) {
+			t.Fatalf("request %s is no longer pending", req.ID)
+		}
+		select {
+		case <-r.s.Done():
+			t.Fatal("the agent ended before it was answered")
+		default:
+		}
+		reply := protocol.Reply{Answers: map[string]string{"Which database should I use?": "Postgres"}}
+		if req.ToolName == protocol.ToolAskUserQuestion && strings.Contains(string(req.Input), "How should I format") {
+			reply = protocol.Reply{Skip: true, Message: "User skipped this question"}
+		}
+		if err := r.s.Respond(req.ID, reply); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, r := range runs {
+		if err := r.s.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		code, _ := r.p.Wait()
+		if code != 0 {
+			t.Errorf("fakeclaude exited %d, stderr %s", code, r.p.Stderr())
+		}
+	}
+	if runs[0].session == runs[1].session || runs[0].session == "" {
+		t.Fatalf("sessions %q and %q, want two distinct ones", runs[0].session, runs[1].session)
+	}
+	if got := hub.Sessions(); len(got) != 2 {
+		t.Errorf("Sessions() = %v, want 2", got)
+	}
+	// A subscriber of one session sees only that session's records.
+	for _, r := range runs {
+		all.await(t, "exit of "+r.session, func(rec transcript.Record) bool { return rec.Session == r.session && rec.Event == transcript.EventExit })
+		all.mu.Lock()
+		for _, rec := range all.recs[r.session] {
+			if rec.Session != r.session {
+				t.Errorf("record of %s routed to %s", rec.Session, r.session)
+			}
+		}
+		all.mu.Unlock()
+	}
+}
+
+// TestSubscribeOneSession: records of other sessions do not reach a
+// subscriber of one session, and cancel stops delivery.
+func TestSubscribeOneSession(t *testing.T) {
+	hub, err := events.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hub.Close()
+	got := make(chan transcript.Record, 10)
+	cancel := hub.Subscribe("a", transcript.Func(func(r transcript.Record) error { got <- r; return nil }))
+	conn, err := dial(hub.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := transcript.NewWriter(conn)
+	w.Write(transcript.Record{Session: "b", Event: transcript.EventNote, Text: "not for a"})
+	w.Write(transcript.Record{Session: "a", Event: transcript.EventNote, Text: "for a"})
+	select {
+	case r := <-got:
+		if r.Text != "for a" {
+			t.Errorf("got %+v, want the record of session a", r)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no record")
+	}
+	cancel()
+	w.Write(transcript.Record{Session: "a", Event: transcript.EventNote, Text: "after cancel"})
+	conn.Close()
+	hub.Close()
+	select {
+	case r := <-got:
+		t.Errorf("record after cancel: %+v", r)
+	default:
+	}
+}
+
+func dial(addr string) (net.Conn, error) {
+	network, address, _ := strings.Cut(addr, ":")
+	return net.Dial(network, address)
+}

@@ -1,0 +1,124 @@
+package sdk_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/askctl/askctl/fakeclaude"
+	"github.com/askctl/askctl/protocol"
+	"github.com/askctl/askctl/scenarios"
+	"github.com/askctl/askctl/sdk"
+	"github.com/askctl/askctl/transcript"
+)
+
+// agent runs fakeclaude in-process on pipes and returns its ends.
+func agent(t *testing.T, scenario string) (io.WriteCloser, io.Reader, <-chan fakeclaude.Outcome) {
+	t.Helper()
+	sc, err := scenarios.Load(scenario)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flags, _ := fakeclaude.ParseArgs([]string{"--output-format=stream-json", "--verbose", "--input-format=stream-json", "--permission-prompt-tool=stdio"})
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan fakeclaude.Outcome, 1)
+	go func() {
+		done <- fakeclaude.Run(context.Background(), fakeclaude.Options{Scenario: sc, Flags: flags, Timeout: 10 * time.Second}, inR, outW)
+		outW.Close()
+		inR.Close()
+	}()
+	return inW, outR, done
+}
+
+// TestFirstAnswerWins: many answers race for one request; exactly one is
+// sent, the others get ErrAlreadyAnswered, and the agent sees one response.
+func TestFirstAnswerWins(t *testing.T) {
+	in, out, done := agent(t, "ask-single")
+	asked := make(chan sdk.Request, 1)
+	s, err := sdk.Start(context.Background(), in, out, sdk.SourceFunc(func(_ *sdk.Session, r sdk.Request) { asked <- r }),
+		sdk.Options{OnResult: func(s *sdk.Session, _ protocol.Line) { s.CloseInput() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Prompt("go")
+	r := <-asked
+	reply := protocol.Reply{Answers: map[string]string{"Which database should I use?": "Postgres"}}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	won, lost := 0, 0
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := s.Respond(r.ID, reply)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				won++
+			case errors.Is(err, sdk.ErrAlreadyAnswered):
+				lost++
+			default:
+				t.Errorf("Respond: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if won != 1 || lost != 19 {
+		t.Errorf("%d answers sent, %d refused; want 1 and 19", won, lost)
+	}
+	if err := s.Respond("no-such-id", reply); !errors.Is(err, sdk.ErrUnknownRequest) {
+		t.Errorf("Respond(unknown) = %v, want ErrUnknownRequest", err)
+	}
+	if err := s.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if o := <-done; o.Code != 0 {
+		t.Errorf("fakeclaude: %+v", o)
+	}
+}
+
+// TestWithdrawnRequest: after the agent withdraws a request, an answer to it
+// is refused and nothing reaches the agent.
+func TestWithdrawnRequest(t *testing.T) {
+	in, out, done := agent(t, "cancel-pending")
+	asked := make(chan sdk.Request, 1)
+	cancelled := make(chan string, 1)
+	var sent []transcript.Record
+	var mu sync.Mutex
+	s, err := sdk.Start(context.Background(), in, out, sdk.SourceFunc(func(_ *sdk.Session, r sdk.Request) { asked <- r }),
+		sdk.Options{
+			OnCancel: func(_ *sdk.Session, id string) { cancelled <- id },
+			OnResult: func(s *sdk.Session, _ protocol.Line) { s.CloseInput() },
+			Sink: transcript.Func(func(r transcript.Record) error {
+				mu.Lock()
+				defer mu.Unlock()
+				if r.Dir == transcript.ToCLI {
+					sent = append(sent, r)
+				}
+				return nil
+			}),
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Prompt("go")
+	r := <-asked
+	if id := <-cancelled; id != r.ID {
+		t.Fatalf("cancelled %s, want %s", id, r.ID)
+	}
+	if err := s.Respond(r.ID, protocol.Reply{Skip: true, Message: "late"}); !errors.Is(err, sdk.ErrWithdrawn) {
+		t.Errorf("Respond(withdrawn) = %v, want ErrWithdrawn", err)
+	}
+	s.Wait()
+	<-done
+	mu.Lock()
+	defer mu.Unlock()
+	if len(sent) != 2 { // initialize and the prompt
+		t.Errorf("sent %d lines to the agent, want 2 (initialize, prompt): %v", len(sent), sent)
+	}
+}
