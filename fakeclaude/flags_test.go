@@ -64,7 +64,7 @@ func TestHelpAndVersion(t *testing.T) {
 	if code := fakeclaude.Command([]string{"--help"}, func(string) string { return "" }, strings.NewReader(""), &out, &errOut); code != 0 {
 		t.Fatalf("--help exit %d", code)
 	}
-	for _, w := range []string{"FAKECLAUDE_SCENARIO", "FAKECLAUDE_TRANSCRIPT", "FAKECLAUDE_EVENTS", "FAKECLAUDE_TIMEOUT", "Exit status:", "6    stdin closed before", "ask-multi"} {
+	for _, w := range []string{"FAKECLAUDE_SCENARIO", "FAKECLAUDE_TRANSCRIPT", "FAKECLAUDE_EVENTS", "FAKECLAUDE_TIMEOUT", "Exit status:", "6    stdin closed, or the SDK side closed its end of stdout", "ask-multi"} {
 		if !strings.Contains(out.String(), w) {
 			t.Errorf("--help lacks %q", w)
 		}
