@@ -3,6 +3,7 @@ package fakeclaude_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -160,6 +161,20 @@ func TestBehaviour(t *testing.T) {
 				s.until("result")
 			},
 			wantCode: fakeclaude.ExitExpectation, wantStderr: `no answer keyed "Which database should I use?" (answers are keyed by the full question text; got keys ["q_0"])`,
+		},
+		{
+			name: "an extra answer keyed by no question", scenario: "ask-single",
+			drive: func(s *session) {
+				s.init()
+				id := s.until("control_request/can_use_tool").Get("request_id").String()
+				s.send(respond(id, `{"behavior":"allow","updatedInput":{"questions":`+dbQ+`,"answers":{"Which database should I use?":"Postgres","Database":"Postgres"}}}`))
+				// The CLI ignores the extra key: the text names the real answer only.
+				if got := s.until("user").Get("message.content.0.content").String(); got != `Your questions have been answered: "Which database should I use?"="Postgres". You can now continue with these answers in mind.` {
+					s.t.Errorf("tool_result = %q", got)
+				}
+				s.until("result/success")
+			},
+			wantCode: fakeclaude.ExitExpectation, wantStderr: `fakeclaude: bridge: step 2: stdin line 3: answers keyed by no question asked: "Database"`,
 		},
 		{
 			name: "empty allow", scenario: "ask-single",
@@ -485,5 +500,22 @@ func TestExpectMatch(t *testing.T) {
 				t.Errorf("stderr %q, want %q", s.stderr.String(), tt.stderr)
 			}
 		})
+	}
+}
+
+// TestRouteMCPRefused: a route "mcp" scenario is refused with a clear error,
+// not played as route "sdk".
+func TestRouteMCPRefused(t *testing.T) {
+	sc, err := scenarios.Parse("m.txtar", []byte("-- scenario.json --\n{\"name\":\"m\",\"route\":\"mcp\"}\n-- steps.jsonl --\n{\"prompt\":\"hi\"}\n{\"text\":\"x\"}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startScenario(t, sc, sdk, fakeclaude.Options{})
+	o := s.finish()
+	if o.Code != fakeclaude.ExitUsage || !strings.Contains(s.stderr.String(), `route "mcp" is not supported yet`) {
+		t.Errorf("exit %d, stderr %q; want %d and the route named", o.Code, s.stderr.String(), fakeclaude.ExitUsage)
+	}
+	if _, err := replay.PlanFor(sc, true); err == nil || !errors.Is(err, scenarios.ErrRouteMCP) {
+		t.Errorf("replay.PlanFor = %v, want ErrRouteMCP", err)
 	}
 }

@@ -401,8 +401,11 @@ type AskLine struct {
 // Parse reads a scenario archive. file names it in errors. Every problem found
 // is reported, each with the file, line and field.
 func Parse(file string, data []byte) (*Scenario, error) {
-	p := parser{file: file}
+	p := parser{file: file, ids: map[string]int{}}
 	sc := p.parse(data)
+	if p.more > 0 {
+		p.errs = append(p.errs, &Error{File: p.file, Msg: fmt.Sprintf("and %d more problems", p.more)})
+	}
 	if len(p.errs) > 0 {
 		return nil, p.errs
 	}
@@ -410,12 +413,24 @@ func Parse(file string, data []byte) (*Scenario, error) {
 }
 
 type parser struct {
-	file string
-	errs ErrorList
+	file      string
+	errs      ErrorList
+	more      int            // problems found past MaxErrors
+	stepsSeen int            // steps parsed
+	ids       map[string]int // tool_use id → line
 }
 
+// MaxErrors bounds the problems Parse reports one by one; past it they are
+// counted ("and N more problems"), so a huge file of bad lines costs no more
+// than a small one to report.
+const MaxErrors = 100
+
 func (p *parser) errorf(line int, field, format string, args ...any) {
-	p.errs = append(p.errs, &Error{File: p.file, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)})
+	if len(p.errs) >= MaxErrors {
+		p.more++
+		return
+	}
+	p.errs = append(p.errs, &Error{File: p.file, Line: line, Field: field, Msg: clip.String(fmt.Sprintf(format, args...), 300)})
 }
 
 func (p *parser) parse(data []byte) *Scenario {
@@ -470,6 +485,9 @@ func (p *parser) parseHeader(sc *Scenario, line int, data []byte) {
 		p.errorf(line, field, "%s", msg)
 		return
 	}
+	if k := duplicateKey(data); k != "" {
+		p.errorf(line, k, "key appears twice")
+	}
 	sc.Name, sc.Route, sc.CLIVersion, sc.Origin = h.Name, h.Route, h.CLIVersion, h.Origin
 	if sc.Route == "" {
 		sc.Route = RouteSDK
@@ -498,9 +516,19 @@ func (p *parser) parseSteps(sc *Scenario, start int, data []byte) {
 			p.errorf(n, field, "%s", msg)
 			continue
 		}
+		if k := duplicateKey(raw); k != "" {
+			p.errorf(n, k, "key appears twice")
+			continue
+		}
 		if st, ok := p.step(n, sl); ok {
-			st.N = len(sc.Steps) + 1
-			sc.Steps = append(sc.Steps, st)
+			p.stepsSeen++
+			st.N = p.stepsSeen
+			p.validateStep(sc, &st)
+			// Past the error bound the scenario is rejected anyway: keep no
+			// more steps, so a huge bad file costs little memory.
+			if len(p.errs) < MaxErrors {
+				sc.Steps = append(sc.Steps, st)
+			}
 		}
 	}
 }
@@ -580,38 +608,40 @@ func (p *parser) parseWire(sc *Scenario, start int, data []byte) {
 	}
 }
 
-// validate checks the steps as a whole and each step's content.
+// validate checks the steps as a whole.
 func (p *parser) validate(sc *Scenario) {
-	if len(sc.Steps) == 0 {
+	if sc.Steps == nil && p.stepsSeen == 0 {
 		if len(p.errs) == 0 {
 			p.errorf(0, "", "no steps")
 		}
 		return
 	}
-	if sc.Steps[0].Kind != KindPrompt {
-		p.errorf(sc.Steps[0].Line, "", "the first step must be a prompt (a turn starts with the user's message), got %s", sc.Steps[0].Kind)
+}
+
+// validateStep checks one step's content, and what it shares with the steps
+// before it (the first is a prompt; tool_use ids are unique).
+func (p *parser) validateStep(sc *Scenario, st *Step) {
+	if p.stepsSeen == 1 && st.Kind != KindPrompt {
+		p.errorf(st.Line, "", "the first step must be a prompt (a turn starts with the user's message), got %s", st.Kind)
 	}
-	ids := map[string]int{}
-	for i := range sc.Steps {
-		st := &sc.Steps[i]
-		if st.ID != "" {
-			if prev, dup := ids[st.ID]; dup {
-				p.errorf(st.Line, "id", "tool_use id %q is already used on line %d", st.ID, prev)
-			}
-			ids[st.ID] = st.Line
+	if st.ID != "" {
+		if prev, dup := p.ids[st.ID]; dup {
+			p.errorf(st.Line, "id", "tool_use id %q is already used on line %d", st.ID, prev)
+		} else {
+			p.ids[st.ID] = st.Line
 		}
-		switch st.Kind {
-		case KindAsk:
-			p.validateQuestions(sc, st)
-		case KindTool:
-			p.validateTool(st)
-		}
-		if st.User != nil {
-			p.validateUser(st)
-		}
-		if e := st.Expect; e != nil {
-			p.validateExpect(st, e)
-		}
+	}
+	switch st.Kind {
+	case KindAsk:
+		p.validateQuestions(sc, st)
+	case KindTool:
+		p.validateTool(st)
+	}
+	if st.User != nil {
+		p.validateUser(st)
+	}
+	if e := st.Expect; e != nil {
+		p.validateExpect(st, e)
 	}
 }
 
@@ -707,6 +737,11 @@ func (p *parser) validateExpect(st *Step, e *Expect) {
 			p.errorf(st.Line, "expect.answers", "no question %q in this step", q)
 		}
 	}
+	if st.User != nil {
+		for _, c := range contradictions(e, st.User) {
+			p.errorf(st.Line, c.field, "contradicts user: %s", c.msg)
+		}
+	}
 	paths := make([]string, 0, len(e.Match))
 	for path := range e.Match {
 		paths = append(paths, path)
@@ -720,6 +755,83 @@ func (p *parser) validateExpect(st *Step, e *Expect) {
 	if e.NoAnswer && (e.Behavior != "" || len(e.Answers) > 0 || len(e.Match) > 0) {
 		p.errorf(st.Line, "expect.no_answer", "no_answer cannot go with other expectations")
 	}
+}
+
+type contradiction struct{ field, msg string }
+
+// contradictions lists where an explicit expect says the opposite of what
+// the step's own user part does: askctl replay would play the user part, and
+// the expectation could never hold.
+func contradictions(e *Expect, u *User) []contradiction {
+	var out []contradiction
+	r := u.Reply()
+	switch {
+	case u.Silent && !e.NoAnswer && (e.Behavior != "" || len(e.Answers) > 0):
+		out = append(out, contradiction{"expect", "the user is silent, and expect wants an answer"})
+	case e.NoAnswer && !u.Silent:
+		out = append(out, contradiction{"expect.no_answer", "expect wants no answer, and the user answers"})
+	}
+	if r.Skip && e.Behavior == protocol.BehaviorAllow {
+		out = append(out, contradiction{"expect.behavior", `the user skips (a deny), and expect wants "allow"`})
+	}
+	if (len(r.Answers) > 0 || r.Allow) && e.Behavior == protocol.BehaviorDeny {
+		out = append(out, contradiction{"expect.behavior", `the user answers (an allow), and expect wants "deny"`})
+	}
+	if r.Skip && e.Interrupt != nil && *e.Interrupt != r.Interrupt {
+		out = append(out, contradiction{"expect.interrupt", fmt.Sprintf("the user's skip has interrupt %v, and expect wants %v", r.Interrupt, *e.Interrupt)})
+	}
+	for _, q := range sortedKeys(e.Answers) {
+		if a, ok := r.Answers[q]; ok && a != e.Answers[q] {
+			out = append(out, contradiction{"expect.answers", fmt.Sprintf("the user answers %q with %q, and expect wants %q", q, a, e.Answers[q])})
+		}
+	}
+	return out
+}
+
+// duplicateKey returns the path of the first key that appears twice in one
+// JSON object of data, or "". encoding/json keeps the last silently; in a
+// hand-written scenario a repeated key is a mistake.
+func duplicateKey(data []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var walk func(path string) string
+	walk = func(path string) string {
+		t, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		switch t {
+		case json.Delim('{'):
+			seen := map[string]bool{}
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return ""
+				}
+				k, _ := kt.(string)
+				at := k
+				if path != "" {
+					at = path + "." + k
+				}
+				if seen[k] {
+					return at
+				}
+				seen[k] = true
+				if d := walk(at); d != "" {
+					return d
+				}
+			}
+			dec.Token() // }
+		case json.Delim('['):
+			for i := 0; dec.More(); i++ {
+				if d := walk(fmt.Sprintf("%s[%d]", path, i)); d != "" {
+					return d
+				}
+			}
+			dec.Token() // ]
+		}
+		return ""
+	}
+	return walk("")
 }
 
 func hasQuestion(qs []protocol.Question, text string) bool {

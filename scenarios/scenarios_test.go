@@ -61,6 +61,18 @@ func TestParseErrors(t *testing.T) {
 			`t.txtar:6: id: tool_use id "t1" is already used on line 5`},
 		{"tool without input", hdr + `{"prompt":"hi"}` + "\n" + `{"tool":{"name":"Bash"}}` + "\n", "t.txtar:5: tool.input: want an object"},
 		{"tool named AskUserQuestion", hdr + `{"prompt":"hi"}` + "\n" + `{"tool":{"name":"AskUserQuestion","input":{}}}` + "\n", "t.txtar:5: tool.name: use an ask step for AskUserQuestion"},
+		{"duplicate key", hdr + `{"prompt":"hi","prompt":"again"}` + "\n", "t.txtar:4: prompt: key appears twice"},
+		{"duplicate nested key", hdr + `{"prompt":"hi"}` + "\n" + `{"ask":{"questions":[` + q1 + `]},"user":{"answers":{"Which?":"A","Which?":"B"}}}` + "\n",
+			"t.txtar:5: user.answers.Which?: key appears twice"},
+		{"duplicate header key", "-- scenario.json --\n{\"name\":\"a\",\"name\":\"b\"}\n-- steps.jsonl --\n{\"prompt\":\"hi\"}\n", "t.txtar:2: name: key appears twice"},
+		{"expect contradicts answer", hdr + `{"prompt":"hi"}` + "\n" + `{"ask":{"questions":[` + q1 + `]},"user":{"answers":{"Which?":"A"}},"expect":{"answers":{"Which?":"B"}}}` + "\n",
+			`t.txtar:5: expect.answers: contradicts user: the user answers "Which?" with "A", and expect wants "B"`},
+		{"expect allow on skip", hdr + `{"prompt":"hi"}` + "\n" + `{"ask":{"questions":[` + q1 + `]},"user":{"skip":"no"},"expect":{"behavior":"allow"}}` + "\n",
+			`t.txtar:5: expect.behavior: contradicts user: the user skips (a deny), and expect wants "allow"`},
+		{"expect deny on answer", hdr + `{"prompt":"hi"}` + "\n" + `{"ask":{"questions":[` + q1 + `]},"user":{"answers":{"Which?":"A"}},"expect":{"behavior":"deny"}}` + "\n",
+			`t.txtar:5: expect.behavior: contradicts user: the user answers (an allow), and expect wants "deny"`},
+		{"expect no answer on answer", hdr + `{"prompt":"hi"}` + "\n" + `{"ask":{"questions":[` + q1 + `]},"user":{"answers":{"Which?":"A"}},"expect":{"no_answer":true}}` + "\n",
+			`t.txtar:5: expect.no_answer: contradicts user: expect wants no answer, and the user answers`},
 		{"wire bad dir", hdr + `{"prompt":"hi"}` + "\n-- wire.jsonl --\n" + `{"dir":"sideways","msg":{}}` + "\n", `t.txtar:6: dir: want "to_cli" or "from_cli", got "sideways"`},
 	}
 	for _, tt := range tests {
@@ -85,6 +97,20 @@ func TestParseReportsEveryError(t *testing.T) {
 	}
 	if len(list) != 4 {
 		t.Errorf("got %d errors, want 4:\n%v", len(list), err)
+	}
+}
+
+// TestParseBoundsErrors: a file of many bad lines reports the first
+// MaxErrors problems and counts the rest.
+func TestParseBoundsErrors(t *testing.T) {
+	text := hdr + `{"prompt":"hi"}` + "\n" + strings.Repeat(`{"bogus":1}`+"\n", 5000)
+	_, err := Parse("t.txtar", []byte(text))
+	list, ok := err.(ErrorList)
+	if !ok {
+		t.Fatalf("error %T, want ErrorList", err)
+	}
+	if len(list) != MaxErrors+1 || list[MaxErrors].Msg != "and 4900 more problems" {
+		t.Errorf("%d errors, last %v; want %d and a count of the rest", len(list), list[len(list)-1], MaxErrors+1)
 	}
 }
 

@@ -33,7 +33,7 @@ const wrongScenario = `The person answers Postgres, and the scenario expects SQL
 {"name":"wrong"}
 -- steps.jsonl --
 {"prompt":"Set up storage."}
-{"ask":{"questions":[{"question":"Which database should I use?","header":"Database","options":[{"label":"Postgres","description":"a"},{"label":"SQLite","description":"b"}],"multiSelect":false}]},"user":{"answers":{"Which database should I use?":"Postgres"}},"expect":{"answers":{"Which database should I use?":"SQLite"}}}
+{"ask":{"questions":[{"question":"Which database should I use?","header":"Database","options":[{"label":"Postgres","description":"a"},{"label":"SQLite","description":"b"}],"multiSelect":false}]},"user":{"answers":{"Which database should I use?":"Postgres"}},"expect":{"match":{"updatedInput.answers.Which database should I use\\?":"SQLite"}}}
 {"text":"Done."}
 `
 
