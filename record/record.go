@@ -12,13 +12,17 @@ package record
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -38,12 +42,31 @@ type Options struct {
 	Stderr  io.Writer
 }
 
+// EnvRecording marks the environment of a command askctl record runs. Seen
+// in askctl record's own environment, it means askctl is recording itself:
+// the shim installed as "claude" found itself again as the command.
+const EnvRecording = "_ASKCTL_RECORDING"
+
+// ErrRecordsItself is returned when the command to record is askctl record
+// itself, which would start itself again and again.
+var ErrRecordsItself = errors.New("askctl record would run itself: the command to record is askctl (the shim installed as claude?); point ASKCTL_RECORD_COMMAND, or the command after --, at the real claude by its full path")
+
 // Run runs the command, passes stdin and stdout through, records both
 // directions, and writes the scenario. It returns the command's exit status.
+// The session is always written: when steps cannot be derived from it, the
+// file keeps the wire section and the reason is written to Stderr.
 func Run(ctx context.Context, o Options) (int, error) {
 	if len(o.Command) == 0 {
 		return 0, errors.New("no command to record")
 	}
+	env := o.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	if err := checkNotSelf(o.Command[0], env); err != nil {
+		return 0, err
+	}
+	paths := newPlaceholders(o.Dir)
 	partial := o.Out + ".partial"
 	pf, err := os.Create(partial)
 	if err != nil {
@@ -53,9 +76,15 @@ func Run(ctx context.Context, o Options) (int, error) {
 	var mu sync.Mutex
 	var recs []transcript.Record
 	add := func(dir string, line []byte) {
-		r := transcript.Record{T: time.Now().UTC(), Dir: dir, Msg: Redact(trimNewline(line))}
-		if !validJSON(r.Msg) {
-			r = transcript.Record{T: r.T, Event: transcript.EventNote, Kind: "non-json " + dir, Text: string(r.Msg)}
+		msg := paths.apply(Redact(trimNewline(line)))
+		r := transcript.Record{T: time.Now().UTC(), Dir: dir, Msg: msg}
+		switch {
+		case !validJSON(msg):
+			r = transcript.Record{T: r.T, Event: transcript.EventNote, Kind: "non-json " + dir, Text: string(msg)}
+		case !json.Valid(msg):
+			// JSON that Go's decoder refuses (nesting deeper than its
+			// limit) passed through all the same: keep it byte-exact.
+			r.Msg, r.Raw = nil, string(msg)
 		}
 		mu.Lock()
 		recs = append(recs, r)
@@ -64,9 +93,7 @@ func Run(ctx context.Context, o Options) (int, error) {
 	}
 
 	cmd := exec.Command(o.Command[0], o.Command[1:]...)
-	if o.Env != nil {
-		cmd.Env = o.Env
-	}
+	cmd.Env = append(env[:len(env):len(env)], EnvRecording+"=1")
 	cmd.Dir = o.Dir
 	cmd.Stderr = o.Stderr
 	childIn, err := cmd.StdinPipe()
@@ -112,9 +139,9 @@ func Run(ctx context.Context, o Options) (int, error) {
 	all := append([]transcript.Record(nil), recs...)
 	mu.Unlock()
 	all = append(all, transcript.Record{T: time.Now().UTC(), Event: transcript.EventExit, Code: transcript.Int(code)})
-	data, err := Scenario(o.Name, o.Out, o.Command, all)
-	if err != nil {
-		return code, fmt.Errorf("the session is kept in %s: %w", partial, err)
+	data, problem := Scenario(o.Name, o.Out, paths.args(o.Command), all)
+	if problem != nil && o.Stderr != nil {
+		fmt.Fprintf(o.Stderr, "askctl record: %s: %v; the file keeps every line in its wire section\n", o.Out, problem)
 	}
 	if err := writeAtomic(o.Out, data); err != nil {
 		return code, fmt.Errorf("the session is kept in %s: %w", partial, err)
@@ -152,6 +179,70 @@ func pass(r io.Reader, w io.Writer, rec func([]byte)) {
 			return
 		}
 	}
+}
+
+// checkNotSelf refuses to record askctl itself: a command that resolves to
+// this executable, or a recording started by a recording.
+func checkNotSelf(command string, env []string) error {
+	for _, kv := range env {
+		if strings.HasPrefix(kv, EnvRecording+"=") {
+			return ErrRecordsItself
+		}
+	}
+	path, err := exec.LookPath(command)
+	if err != nil {
+		return nil // exec reports it
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil
+	}
+	a, err1 := os.Stat(path)
+	b, err2 := os.Stat(self)
+	if err1 == nil && err2 == nil && os.SameFile(a, b) {
+		return ErrRecordsItself
+	}
+	return nil
+}
+
+// placeholders keep local paths out of a recording: the working directory
+// becomes ${CWD} and the home directory ${HOME}.
+type placeholders struct{ cwd, home string }
+
+func newPlaceholders(dir string) placeholders {
+	var p placeholders
+	if dir == "" {
+		dir, _ = os.Getwd()
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		p.cwd = abs
+	}
+	p.home, _ = os.UserHomeDir()
+	return p
+}
+
+func (p placeholders) apply(b []byte) []byte {
+	// The longer path first: the working directory is often inside home.
+	pairs := [][2]string{{p.cwd, "${CWD}"}, {p.home, "${HOME}"}}
+	if len(p.home) > len(p.cwd) {
+		pairs[0], pairs[1] = pairs[1], pairs[0]
+	}
+	for _, pr := range pairs {
+		if len(pr[0]) > 1 { // never "/" or ""
+			b = bytes.ReplaceAll(b, []byte(pr[0]), []byte(pr[1]))
+		}
+	}
+	return b
+}
+
+// args is the command as a recording names it: the program's base name, and
+// the arguments with paths and secrets replaced.
+func (p placeholders) args(command []string) []string {
+	out := []string{filepath.Base(command[0])}
+	for _, a := range command[1:] {
+		out = append(out, string(Redact(p.apply([]byte(a)))))
+	}
+	return out
 }
 
 func trimNewline(b []byte) []byte {

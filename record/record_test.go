@@ -3,6 +3,8 @@ package record_test
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net/http/httptest"
 	"os"
@@ -203,5 +205,142 @@ func TestRecordKeepsEverythingWhenTheCommandDiesEarly(t *testing.T) {
 	}
 	if sc.CLIVersion != "9.9.9" || len(sc.Wire) != 5 || len(sc.Steps) != 2 {
 		t.Errorf("cli_version %q, %d wire records, %d steps; want 9.9.9, 5 (4 lines and the exit), 2", sc.CLIVersion, len(sc.Wire), len(sc.Steps))
+	}
+}
+
+func TestRedactMore(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{`{"x":"AKIAIOSFODNN7EXAMPLE"}`, `{"x":"[REDACTED]"}`},
+		{`{"cmd":"curl -H 'Authorization: Basic dXNlcjpwYXNz' x"}`, `{"cmd":"curl -H 'Authorization: [REDACTED]"}`},
+		{`{"log":"authorization: token abc123"}`, `{"log":"authorization: [REDACTED]"}`},
+		{`{"url":"https://h/db?user=a&password=hunter2&x=1"}`, `{"url":"https://h/db?user=a&password=[REDACTED]&x=1"}`},
+		{`{"cmd":"mysql --password=s3cret -u root"}`, `{"cmd":"mysql --password=[REDACTED] -u root"}`},
+		{`{"text":"the password field"}`, `{"text":"the password field"}`},
+	}
+	for _, tt := range tests {
+		if got := string(record.Redact([]byte(tt.in))); got != tt.want {
+			t.Errorf("Redact(%s) = %s, want %s", tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestRecordRefusesItself: recording a command that is askctl record itself
+// (the same executable, or a recording inside a recording) stops at once.
+func TestRecordRefusesItself(t *testing.T) {
+	self, _ := os.Executable()
+	out := filepath.Join(t.TempDir(), "x.txtar")
+	for name, o := range map[string]record.Options{
+		"same executable":       {Out: out, Command: []string{self}},
+		"recording a recording": {Out: out, Command: []string{"true"}, Env: []string{record.EnvRecording + "=1"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			o.Stdin, o.Stdout, o.Stderr = strings.NewReader(""), io.Discard, io.Discard
+			if _, err := record.Run(context.Background(), o); !errors.Is(err, record.ErrRecordsItself) {
+				t.Errorf("Run = %v, want ErrRecordsItself", err)
+			}
+		})
+	}
+}
+
+// TestRecordAlwaysSaves: a session whose steps cannot be derived (no prompt
+// at all; an answer keyed by a question never asked) is still written, with
+// its wire section and the reason on stderr; the command's status is kept.
+func TestRecordAlwaysSaves(t *testing.T) {
+	tests := []struct {
+		name, script, stdin, wantStderr string
+		wantCode                        int
+	}{
+		{"nothing passed", "exit 0", "", "has no prompt", 0},
+		{"command fails", "exit 7", "", "has no prompt", 7},
+		{"answer keyed by no question",
+			`read l; read l; echo '{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t1","name":"AskUserQuestion","input":{"questions":[{"question":"Q?","header":"H","options":[{"label":"A","description":"a"},{"label":"B","description":"b"}],"multiSelect":false}]}}]}}'; echo '{"type":"control_request","request_id":"r1","request":{"subtype":"can_use_tool","tool_name":"AskUserQuestion","input":{},"tool_use_id":"t1"}}'; read l; exit 0`,
+			`{"type":"control_request","request_id":"req_1","request":{"subtype":"initialize"}}` + "\n" + `{"type":"user","message":{"role":"user","content":"hi"}}` + "\n" + "WAIT" + `{"type":"control_response","response":{"subtype":"success","request_id":"r1","response":{"behavior":"allow","updatedInput":{"answers":{"q_0":"A"}}}}}` + "\n",
+			`user.answers: no question "q_0"`, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "s.txtar")
+			var stderr bytes.Buffer
+			// The bridge answers only after the request was asked ("WAIT").
+			inR, inW := io.Pipe()
+			go func() {
+				before, after, _ := strings.Cut(tt.stdin, "WAIT")
+				io.WriteString(inW, before)
+				if after != "" {
+					time.Sleep(300 * time.Millisecond)
+					io.WriteString(inW, after)
+				}
+				inW.Close()
+			}()
+			code, err := record.Run(context.Background(), record.Options{Out: out, Command: []string{"sh", "-c", tt.script}, Stdin: inR, Stdout: io.Discard, Stderr: &stderr})
+			if err != nil || code != tt.wantCode {
+				t.Fatalf("Run = %d, %v; want %d, nil", code, err, tt.wantCode)
+			}
+			if !strings.Contains(stderr.String(), tt.wantStderr) || !strings.Contains(stderr.String(), "wire section") {
+				t.Errorf("stderr %q, want the reason (%q) and that the wire is kept", stderr.String(), tt.wantStderr)
+			}
+			data, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatalf("no file written: %v", err)
+			}
+			if !strings.Contains(string(data), "-- wire.jsonl --") || !strings.Contains(string(data), `"event":"exit"`) || !strings.Contains(string(data), "This recording does not replay") {
+				t.Errorf("file lacks the wire section or the reason:\n%s", data)
+			}
+		})
+	}
+}
+
+// TestRecordKeepsLinesGoRejects: a line nested deeper than Go's decoder
+// allows passes through, is kept byte for byte, and recording goes on after
+// it (in the partial file too).
+func TestRecordKeepsLinesGoRejects(t *testing.T) {
+	deep := `{"type":"assistant","x":` + strings.Repeat("[", 10050) + strings.Repeat("]", 10050) + "}"
+	dir := t.TempDir()
+	out := filepath.Join(dir, "deep.txtar")
+	script := fmt.Sprintf(`read l; read l; printf '%%s\n' '%s'; echo '{"type":"result","subtype":"success"}'`, deep)
+	in := `{"type":"control_request","request_id":"req_1","request":{"subtype":"initialize"}}` + "\n" + `{"type":"user","message":{"role":"user","content":"hi"}}` + "\n"
+	var stdout bytes.Buffer
+	code, err := record.Run(context.Background(), record.Options{Out: out, Command: []string{"sh", "-c", script}, Stdin: strings.NewReader(in), Stdout: &stdout, Stderr: io.Discard})
+	if err != nil || code != 0 {
+		t.Fatalf("Run = %d, %v", code, err)
+	}
+	if !strings.Contains(stdout.String(), deep+"\n") {
+		t.Error("the deep line did not pass through")
+	}
+	sc, err := scenarios.ParseFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw, after bool
+	for _, r := range sc.Wire {
+		raw = raw || r.Raw == deep
+		after = after || strings.Contains(string(r.Msg), `"result"`)
+	}
+	if !raw || !after {
+		t.Errorf("deep line kept byte-exact: %v; the line after it recorded: %v", raw, after)
+	}
+}
+
+// TestRecordHasNoLocalPaths: the working directory and home become
+// placeholders in the header comment and the wire.
+func TestRecordHasNoLocalPaths(t *testing.T) {
+	dir := t.TempDir()
+	home, _ := os.UserHomeDir()
+	out := filepath.Join(dir, "p.txtar")
+	script := `read l; read l; echo "{\"type\":\"system\",\"subtype\":\"init\",\"cwd\":\"$PWD\",\"home\":\"$HOME/.claude\",\"claude_code_version\":\"1\"}"; echo '{"type":"result","subtype":"success"}'`
+	in := `{"type":"control_request","request_id":"req_1","request":{"subtype":"initialize"}}` + "\n" + `{"type":"user","message":{"role":"user","content":"hi"}}` + "\n"
+	if _, err := record.Run(context.Background(), record.Options{Out: out, Dir: dir, Command: []string{"/bin/sh", "-c", script, dir}, Stdin: strings.NewReader(in), Stdout: io.Discard, Stderr: io.Discard}); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(out)
+	for _, p := range []string{dir, home, "/bin/sh"} {
+		if strings.Contains(string(data), p) {
+			t.Errorf("recording holds the local path %s:\n%s", p, data)
+		}
+	}
+	for _, w := range []string{`"cwd":"${CWD}"`, `"home":"${HOME}/.claude"`, "from: sh -c"} {
+		if !strings.Contains(string(data), w) {
+			t.Errorf("recording lacks %s:\n%s", w, data)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package record
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/askctl/askctl/internal/clip"
 	"github.com/askctl/askctl/protocol"
 	"github.com/askctl/askctl/scenarios"
 	"github.com/askctl/askctl/transcript"
@@ -21,7 +23,10 @@ const Redacted = "[REDACTED]"
 
 var (
 	// Values that look like credentials wherever they appear.
-	secretValue = regexp.MustCompile(`sk-ant-[A-Za-z0-9_\-]{8,}|sk-[A-Za-z0-9_\-]{20,}|(?i:bearer)\s+[A-Za-z0-9._~+/\-=]{8,}|gh[pousr]_[A-Za-z0-9]{20,}|xox[abposr]-[A-Za-z0-9\-]{10,}|eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}`)
+	secretValue = regexp.MustCompile(`sk-ant-[A-Za-z0-9_\-]{8,}|sk-[A-Za-z0-9_\-]{20,}|(?i:bearer|basic)\s+[A-Za-z0-9._~+/\-=]{8,}|gh[pousr]_[A-Za-z0-9]{20,}|xox[abposr]-[A-Za-z0-9\-]{10,}|eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}|\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`)
+	// "Authorization: …" headers, and key=value pairs whose key says secret,
+	// inside any string (a command line, a URL, a log line).
+	secretPair = regexp.MustCompile(`(?i)(\b(?:authorization|proxy-authorization|x-api-key)\s*:\s*)[^"\\\n]+|(\b(?:password|passwd|pwd|secret|token|access_token|api_key|apikey|client_secret)\s*=\s*)[^\s&"'\\;]+`)
 	// JSON members whose names say they hold a secret: "key": "value".
 	secretMember = regexp.MustCompile(`(?i)("(?:[a-z_\-]*(?:api[_\-]?key|token|secret|password|passwd|authorization|auth[_\-]?header|cookie|credential)[a-z_\-]*)"\s*:\s*)"(?:[^"\\]|\\.)*"`)
 )
@@ -36,14 +41,25 @@ func Redact(line []byte) []byte {
 		}
 		return append(append([]byte(nil), sub[1]...), []byte(`"`+Redacted+`"`)...)
 	})
-	return secretValue.ReplaceAll(out, []byte(Redacted))
+	out = secretValue.ReplaceAll(out, []byte(Redacted))
+	return secretPair.ReplaceAllFunc(out, func(m []byte) []byte {
+		sub := secretPair.FindSubmatch(m)
+		prefix := sub[1]
+		if len(prefix) == 0 {
+			prefix = sub[2]
+		}
+		return append(append([]byte(nil), prefix...), Redacted...)
+	})
 }
 
 func validJSON(b []byte) bool { return len(b) > 0 && b[0] == '{' && gjson.ValidBytes(b) }
 
 // Scenario turns a recording into a scenario archive: a header with the CLI
-// version, steps derived from the messages, and the recording itself.
-func Scenario(name, out string, command []string, recs []transcript.Record) ([]byte, error) {
+// version, steps derived from the messages, and the recording itself. It
+// always returns the archive; problem says why its steps could not be
+// derived or do not validate, in which case the archive keeps the wire
+// section and says so in its comment.
+func Scenario(name, out string, command []string, recs []transcript.Record) (data []byte, problem error) {
 	if name == "" {
 		name = strings.TrimSuffix(filepath.Base(out), filepath.Ext(out))
 	}
@@ -54,16 +70,14 @@ func Scenario(name, out string, command []string, recs []transcript.Record) ([]b
 			break
 		}
 	}
-	steps, err := Steps(recs)
-	if err != nil {
-		return nil, err
-	}
+	steps, problem := Steps(recs)
 	hdr, _ := json.Marshal(map[string]string{"name": name, "route": "sdk", "cli_version": version, "origin": scenarios.Recorded})
 	var sb, wb bytes.Buffer
 	for _, s := range steps {
 		b, err := json.Marshal(s)
 		if err != nil {
-			return nil, err
+			problem = cmp.Or(problem, err)
+			continue
 		}
 		sb.Write(b)
 		sb.WriteByte('\n')
@@ -73,26 +87,24 @@ func Scenario(name, out string, command []string, recs []transcript.Record) ([]b
 		wb.Write(b)
 		wb.WriteByte('\n')
 	}
-	comment := fmt.Sprintf("Recorded by askctl record on %s from: %s\nclaude_code_version %s. Steps are derived from the wire section below, which holds\nevery line both ways as captured (secrets redacted).\n",
-		time.Now().UTC().Format("2006-01-02"), strings.Join(redactArgs(command), " "), version)
-	ar := &txtar.Archive{Comment: []byte(comment), Files: []txtar.File{
-		{Name: "scenario.json", Data: append(hdr, '\n')},
-		{Name: "steps.jsonl", Data: sb.Bytes()},
-		{Name: "wire.jsonl", Data: wb.Bytes()},
-	}}
-	data := txtar.Format(ar)
-	if _, err := scenarios.Parse(out, data); err != nil {
-		return nil, fmt.Errorf("the recording does not make a valid scenario: %w", err)
+	comment := fmt.Sprintf("Recorded by askctl record on %s from: %s\nclaude_code_version %s. Steps are derived from the wire section below, which holds\nevery line both ways as captured (secrets redacted, local paths as ${CWD} and ${HOME}).\n",
+		time.Now().UTC().Format("2006-01-02"), strings.Join(command, " "), version)
+	build := func() []byte {
+		return txtar.Format(&txtar.Archive{Comment: []byte(comment), Files: []txtar.File{
+			{Name: "scenario.json", Data: append(hdr, '\n')},
+			{Name: "steps.jsonl", Data: sb.Bytes()},
+			{Name: "wire.jsonl", Data: wb.Bytes()},
+		}})
 	}
-	return data, nil
-}
-
-func redactArgs(args []string) []string {
-	out := make([]string, len(args))
-	for i, a := range args {
-		out[i] = string(Redact([]byte(a)))
+	if problem == nil {
+		if _, err := scenarios.Parse(out, build()); err != nil {
+			problem = fmt.Errorf("the derived steps do not make a valid scenario: %w", err)
+		}
 	}
-	return out
+	if problem != nil {
+		comment += "\nThis recording does not replay: " + clip.String(problem.Error(), 2000) + "\n"
+	}
+	return build(), problem
 }
 
 // Steps derives scenario steps from a recording: prompts from the SDK side's
@@ -163,7 +175,7 @@ func Steps(recs []transcript.Record) ([]scenarios.StepLine, error) {
 				continue
 			}
 			answered[i] = true
-			steps[i].User = userPart(m.Get("response"), steps[i].Tool != nil)
+			steps[i].User = userPart(r.Msg, steps[i].Tool != nil)
 			if d := r.T.Sub(askedAt[i]); !r.T.IsZero() && !askedAt[i].IsZero() && d > time.Millisecond {
 				steps[i].User.After = scenarios.Duration(d.Round(time.Millisecond))
 			}
@@ -246,33 +258,17 @@ func requestExtras(req gjson.Result, cwd string) json.RawMessage {
 	return json.RawMessage(s)
 }
 
-// userPart reads the person's part from a control_response body.
-func userPart(resp gjson.Result, tool bool) *scenarios.User {
-	if resp.Get("subtype").String() == "error" {
-		msg := "error response: " + resp.Get("error").String()
-		return &scenarios.User{Skip: &msg}
+// userPart reads the person's part from a recorded control_response.
+func userPart(msg json.RawMessage, tool bool) *scenarios.User {
+	l, err := protocol.DecodeLine(0, msg)
+	if err != nil {
+		return nil
 	}
-	pr := resp.Get("response")
-	if pr.Get("behavior").String() != "allow" {
-		msg := pr.Get("message").String()
-		return &scenarios.User{Skip: &msg, Interrupt: pr.Get("interrupt").Bool()}
+	reply, _, err := protocol.ReadReply(l)
+	if err != nil {
+		// The CLI denies an invalid permission result; so does the step.
+		reason := "invalid permission result: " + err.Error()
+		return &scenarios.User{Skip: &reason}
 	}
-	if tool {
-		return &scenarios.User{Allow: true}
-	}
-	u := &scenarios.User{Answers: map[string]scenarios.Answer{}}
-	pr.Get("updatedInput.answers").ForEach(func(k, v gjson.Result) bool {
-		var a scenarios.Answer
-		if err := json.Unmarshal([]byte(v.Raw), &a); err == nil {
-			u.Answers[k.String()] = a
-		}
-		return true
-	})
-	if len(u.Answers) == 0 {
-		// An allow without answers is still an allow; the scenario keeps it
-		// as the answer of the first question being empty is not expressible.
-		u.Answers = nil
-		u.Allow = true
-	}
-	return u
+	return scenarios.UserOf(reply, tool)
 }

@@ -4,22 +4,41 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/askctl/askctl/fakeclaude"
 	"github.com/askctl/askctl/internal/testenv"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
+// envTestAsAskctl makes the test binary askctl whatever its name, so a test
+// can run it as the recording shim named claude.
+const envTestAsAskctl = "_ASKCTL_TEST_AS_ASKCTL"
+
+func askctlMain() {
+	os.Exit(run(context.Background(), os.Args, os.Getenv, os.Stdin, os.Stdout, os.Stderr))
+}
+
 func TestMain(m *testing.M) {
 	// The fake agent re-executes this binary as fakeclaude.
 	testenv.RunAsFakeclaude()
+	if os.Getenv(envTestAsAskctl) != "" {
+		askctlMain()
+	}
 	testscript.Main(m, map[string]func(){
-		"askctl": func() { os.Exit(run(context.Background(), os.Args, os.Getenv, os.Stdin, os.Stdout, os.Stderr)) },
+		"askctl":     askctlMain,
+		"fakeclaude": fakeclaude.Main,
+		// Scripts find fakeclaude first on PATH as claude, where a bridge
+		// under test looks for the CLI.
+		"claude": fakeclaude.Main,
 	})
 }
 
@@ -106,6 +125,50 @@ func TestRecordShimAsClaude(t *testing.T) {
 		if !strings.Contains(string(data), w) {
 			t.Errorf("recording lacks %s:\n%s", w, data)
 		}
+	}
+}
+
+// TestRecordShimFindsItself: askctl installed as "claude" first on PATH,
+// told to record "claude", would find itself; it stops at once with a clear
+// error instead of spawning itself until killed. Linked or copied.
+func TestRecordShimFindsItself(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, how := range []string{"symlink", "copy"} {
+		t.Run(how, func(t *testing.T) {
+			dir := t.TempDir()
+			shim := filepath.Join(dir, "claude")
+			if how == "symlink" {
+				err = os.Symlink(self, shim)
+			} else {
+				var b []byte
+				if b, err = os.ReadFile(self); err == nil {
+					err = os.WriteFile(shim, b, 0o755)
+				}
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, shim, "--verbose")
+			cmd.Env = append(os.Environ(), envTestAsAskctl+"=1", "PATH="+dir+":"+os.Getenv("PATH"),
+				envRecordCommand+"=claude", envRecordOut+"="+filepath.Join(dir, "rec.txtar"))
+			cmd.Stdin = strings.NewReader("")
+			out, err := cmd.CombinedOutput()
+			if ctx.Err() != nil {
+				t.Fatalf("the shim was still running after 20s: %s", out)
+			}
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() == 0 || !strings.Contains(string(out), "askctl record would run itself") {
+				t.Errorf("shim exited %v with %q; want a failure saying it would run itself", err, out)
+			}
+			if n := strings.Count(string(out), "would run itself"); n > 2 {
+				t.Errorf("the error was printed %d times: it ran itself more than once", n)
+			}
+		})
 	}
 }
 
