@@ -15,19 +15,20 @@ build: ## build bin/askctl and bin/fakeclaude
 replay: build ## the main job: replay every built-in scenario against fakeclaude
 	./bin/askctl replay
 
-test: npm build ## install what the tests need, vet, run every test, and show the fidelity summary (CI runs this)
+test: npm real-cli ## install what the tests need, vet, run every test, and show the fidelity summary (CI runs this)
 	$(GO) vet ./...
 	ASKCTL_REQUIRE_NPM=1 $(GO) test ./...
 	@out=$$(./bin/askctl fidelity 2>&1) || { echo "$$out"; exit 1; }; echo "$$out" | tail -1
 
-race: npm ## run the tests with the race detector
+race: npm real-cli ## run the tests with the race detector
 	ASKCTL_REQUIRE_NPM=1 $(GO) test -race ./...
 
-npm: $(NPM_STAMP) ## install the pinned npm packages (TypeScript Agent SDK, real claude CLI)
+npm: $(NPM_STAMP) ## install the pinned TypeScript Agent SDK the tests drive fakeclaude with
 
-real-cli: npm ## install the pinned real claude CLI (2.1.330) for --agent real
+real-cli: build ## install the pinned real claude CLI (2.1.330) into your cache, once (askctl claude install)
+	./bin/askctl claude install
 
-fidelity: build npm ## play every built-in with fakeclaude and the real CLI, and diff them
+fidelity: real-cli ## play every built-in with fakeclaude and the real CLI, and diff them
 	./bin/askctl fidelity
 
 $(NPM_STAMP): $(NPM_DIR)/package.json $(NPM_DIR)/package-lock.json

@@ -296,27 +296,6 @@ type Real struct {
 func (Real) Name() string        { return "real" }
 func (Real) CancelsItself() bool { return false }
 
-// FindClaude returns the claude CLI: path if set, else claude on PATH, else
-// the copy make npm installs under dir (the repository's testdata/sdk).
-func FindClaude(path, dir string) (string, error) {
-	if path != "" {
-		if _, err := os.Stat(path); err != nil {
-			return "", fmt.Errorf("--claude: %w", err)
-		}
-		return filepath.Abs(path)
-	}
-	if p, err := exec.LookPath("claude"); err == nil {
-		return p, nil
-	}
-	if dir != "" {
-		p := filepath.Join(dir, "node_modules", "@anthropic-ai", "claude-code-linux-x64", "claude")
-		if _, err := os.Stat(p); err == nil {
-			return filepath.Abs(p)
-		}
-	}
-	return "", errors.New("the real claude CLI was not found: pass --claude PATH, put claude on PATH, or run make npm (installs the pinned @anthropic-ai/claude-code)")
-}
-
 // Start serves the scenario's model turns on a loopback port and starts the
 // CLI against it, offline, with a throwaway HOME.
 func (r Real) Start(ctx context.Context, sc *scenarios.Scenario, opts Options) (*Process, error) {

@@ -21,7 +21,16 @@ type FidelityReport struct {
 	Real        Report `json:"real"`
 	Diffs       []Diff `json:"diffs,omitempty"` // where fakeclaude's messages differ from the real CLI's
 	Equal       bool   `json:"equal"`
+	// LeftOut counts, per agent and reason, the messages the comparison
+	// leaves out (see Normalize).
+	LeftOut map[string]map[string]int `json:"left_out,omitempty"`
 }
+
+// Reasons a message is left out of the comparison.
+const (
+	LeftOutInformational = "informational frame (system other than init, keep_alive, stream_event, rate_limit_event), present or not by timing"
+	LeftOutInterrupt     = "reply to askctl's interrupt (the real CLI withdraws a pending question only when interrupted; fakeclaude withdraws it itself)"
+)
 
 // Fidelity plays sc with both agents and compares their normalized
 // transcripts: message types and order, key sets, can_use_tool fields,
@@ -41,6 +50,14 @@ func Fidelity(ctx context.Context, sc *scenarios.Scenario, fake, real agent.Agen
 		fr.Diffs = append(fr.Diffs, Diff{Msg: d.Index + 1, Text: strings.Replace(d.String(), "want", "real", -1)})
 	}
 	fr.Equal = len(fr.Diffs) == 0 && fr.Fake.Match && fr.Real.Match
+	for _, r := range []Report{fr.Fake, fr.Real} {
+		if lo := LeftOut(r.Records); len(lo) > 0 {
+			if fr.LeftOut == nil {
+				fr.LeftOut = map[string]map[string]int{}
+			}
+			fr.LeftOut[r.Agent] = lo
+		}
+	}
 	return fr
 }
 
@@ -51,13 +68,35 @@ func Fidelity(ctx context.Context, sc *scenarios.Scenario, fake, real agent.Agen
 func Normalize(recs []transcript.Record) []shape.Msg {
 	var out []shape.Msg
 	for _, r := range recs {
-		if r.Dir != transcript.FromCLI {
-			continue
+		if r.Dir == transcript.FromCLI && leftOut(r) == "" {
+			out = append(out, shape.Of(r.Dir, r.Msg))
 		}
-		if strings.HasPrefix(gjson.GetBytes(r.Msg, "response.request_id").String(), sdk.InterruptIDPrefix) {
-			continue
-		}
-		out = append(out, shape.Of(r.Dir, r.Msg))
 	}
-	return keep(out)
+	return out
+}
+
+// LeftOut counts the agent's messages Normalize leaves out, by reason.
+func LeftOut(recs []transcript.Record) map[string]int {
+	out := map[string]int{}
+	for _, r := range recs {
+		if r.Dir == transcript.FromCLI {
+			if why := leftOut(r); why != "" {
+				out[why]++
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+func leftOut(r transcript.Record) string {
+	if strings.HasPrefix(gjson.GetBytes(r.Msg, "response.request_id").String(), sdk.InterruptIDPrefix) {
+		return LeftOutInterrupt
+	}
+	if len(keep([]shape.Msg{shape.Of(r.Dir, r.Msg)})) == 0 {
+		return LeftOutInformational
+	}
+	return ""
 }

@@ -4,34 +4,51 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"strings"
 
+	"github.com/askctl/askctl/protocol"
 	"github.com/urfave/cli/v3"
 )
 
-// newApp builds the command tree. All output goes through the writers given.
-func newApp(getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) *cli.Command {
-	return &cli.Command{
-		Name:  "askctl",
-		Usage: "test and script Claude Code's ask-user protocol, with no model and no person",
+// stdio is what every command reads and writes: nothing reaches os.Stdout or
+// the process environment except through it.
+type stdio struct {
+	getenv func(string) string
+	in     io.Reader
+	out    io.Writer
+	err    io.Writer
+	// current is the command being run, for the hint after a usage error.
+	current string
+}
+
+// Every command has the same shape, one file each: an options struct filled
+// from its flags, validate() called before it runs, and runXxx(ctx, opts).
+// newXxxCmd takes the run function so tests can check flag parsing apart from
+// behaviour; nil means the real one.
+
+// newApp builds the command tree.
+func newApp(s *stdio) *cli.Command {
+	app := &cli.Command{
+		Name:    "askctl",
+		Usage:   "test and script Claude Code's ask-user protocol, with no model and no person",
+		Version: version(),
 		Description: `askctl plays Claude Code sessions that ask the user questions (AskUserQuestion
 over the SDK control protocol) from scenarios: hand-written or recorded, played
 by fakeclaude or by the real claude CLI against a scripted model API.
 
 Start with:
   askctl replay                 replay every built-in scenario against fakeclaude
+  askctl claude install         install the pinned real claude CLI (once)
   askctl replay --agent real    … against the real claude CLI (offline, free)
-  askctl scenarios              list the built-in scenarios`,
-		Suggest:         true,
-		HideHelpCommand: true,
-		Reader:          stdin,
-		Writer:          stdout,
-		ErrWriter:       stderr,
+  askctl scenarios              list the built-in scenarios
+  askctl help COMMAND           what a command does, its flags and exit statuses`,
+		Suggest:   true,
+		Reader:    s.in,
+		Writer:    s.out,
+		ErrWriter: s.err,
 		// Errors are mapped to exit statuses in run, never by os.Exit here.
 		ExitErrHandler: func(context.Context, *cli.Command, error) {},
-		OnUsageError: func(_ context.Context, _ *cli.Command, err error, _ bool) error {
-			return usageError{err}
-		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() == 0 {
 				return cli.ShowRootCommandHelp(cmd)
@@ -41,16 +58,55 @@ Start with:
 			if near := nearest(name, cmd.Commands); near != "" {
 				msg += fmt.Sprintf(": did you mean %q?", near)
 			}
-			return usagef("%s (askctl --help lists the commands)", msg)
+			return usagef("%s", msg)
 		},
 		Commands: []*cli.Command{
-			newReplayCmd(getenv),
-			newRecordCmd(getenv),
-			newModelCmd(),
-			newScenariosCmd(),
-			newFidelityCmd(),
+			newReplayCmd(s, nil),
+			newRecordCmd(s, nil),
+			newFidelityCmd(s, nil),
+			newScenariosCmd(s, nil),
+			newModelCmd(s, nil),
+			newClaudeCmd(s, nil, nil),
 		},
 	}
+	shapeCommands(app, s)
+	return app
+}
+
+// shapeCommands gives every command the same usage-error handling: a flag
+// mistake is one line and a hint (printed by run), never the whole help.
+func shapeCommands(cmd *cli.Command, s *stdio) {
+	cmd.OnUsageError = func(_ context.Context, c *cli.Command, err error, _ bool) error {
+		s.current = c.FullName()
+		return usageError{err}
+	}
+	before := cmd.Before
+	cmd.Before = func(ctx context.Context, c *cli.Command) (context.Context, error) {
+		s.current = c.FullName()
+		if before != nil {
+			return before(ctx, c)
+		}
+		return ctx, nil
+	}
+	for _, sub := range cmd.Commands {
+		shapeCommands(sub, s)
+	}
+}
+
+// version names askctl's build and the claude release it plays.
+func version() string {
+	v := "(devel)"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Version != "" {
+			v = bi.Main.Version
+		}
+		for _, st := range bi.Settings {
+			if st.Key == "vcs.revision" && len(st.Value) >= 12 {
+				v += " " + st.Value[:12]
+			}
+		}
+	}
+	return v + "; fakeclaude plays claude " + protocol.CLIVersion
 }
 
 // nearest is the command whose name is closest to name, if it is close.

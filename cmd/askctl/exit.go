@@ -17,8 +17,8 @@ import (
 // Exit statuses of askctl.
 const (
 	exitOK       = 0
-	exitMismatch = 1 // replay: an agent's session differs from the scenario
-	exitUsage    = 2 // bad flags or arguments, unreadable scenario
+	exitMismatch = 1 // replay, fidelity: a session differs from what it should be
+	exitUsage    = 2 // bad flags or arguments, an unreadable or invalid scenario
 	exitError    = 3 // something failed to run (an agent would not start, …)
 )
 
@@ -55,8 +55,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	app := newApp(getenv, stdin, stdout, stderr)
-	err := app.Run(ctx, args)
+	s := &stdio{getenv: getenv, in: stdin, out: stdout, err: stderr, current: "askctl"}
+	err := newApp(s).Run(ctx, args)
 	var ue usageError
 	var ec exitCoder
 	switch {
@@ -67,7 +67,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	case errors.As(err, &ec):
 		return ec.ExitCode()
 	case errors.As(err, &ue) || isFlagError(err):
-		fmt.Fprintf(stderr, "askctl: %v\n", err)
+		fmt.Fprintf(stderr, "askctl: %v\nRun '%s --help' for usage.\n", err, s.current)
 		return exitUsage
 	default:
 		fmt.Fprintf(stderr, "askctl: %v\n", err)

@@ -4,15 +4,28 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/askctl/askctl/agent"
+	"github.com/askctl/askctl/claudecli"
 	"github.com/askctl/askctl/replay"
 	"github.com/urfave/cli/v3"
 )
 
-func newFidelityCmd() *cli.Command {
-	var o replayOptions
+type fidelityOptions struct {
+	claude  string
+	json    bool
+	timeout time.Duration
+	names   []string
+	io      *stdio
+}
+
+func newFidelityCmd(s *stdio, runF func(context.Context, *fidelityOptions) error) *cli.Command {
+	o := &fidelityOptions{io: s}
+	if runF == nil {
+		runF = runFidelity
+	}
 	return &cli.Command{
 		Name:      "fidelity",
 		Usage:     "play scenarios with fakeclaude and with the real claude CLI, and diff the two",
@@ -21,62 +34,114 @@ func newFidelityCmd() *cli.Command {
 once with the real claude CLI against askctl's fake model API, and compares the
 two normalized transcripts: message types and order, key sets, can_use_tool
 fields, tool_result texts, result subtypes. Any difference is printed with the
-message it is in. Exit status 1 if anything differs.`,
+message it is in. Each agent must also match the scenario on its own.
+
+Left out of the comparison, and counted per scenario:
+  - values that change from run to run: ids, uuids, timestamps, durations,
+    costs, local paths, and the installation's catalogues in the initialize
+    response (commands, models, agents);
+  - informational frames whose presence depends on timing (system messages
+    other than init, keep_alive, stream_event, rate_limit_event);
+  - the real CLI's reply to askctl's interrupt: the real CLI withdraws a
+    pending question only when interrupted, where fakeclaude withdraws it by
+    itself (cancel_after), so cancel-pending shows one message more for the
+    real CLI than for fakeclaude.
+
+The real CLI is the one --claude names, else the pinned one askctl claude
+install put in your cache, else claude on PATH. Exit status 1 if anything
+differs.`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "claude", Usage: "the real claude executable", Destination: &o.claude, Sources: cli.EnvVars("ASKCTL_CLAUDE")},
+			&cli.StringFlag{Name: "claude", Usage: "the real claude executable", Destination: &o.claude, Sources: cli.EnvVars(claudecli.EnvClaude)},
 			&cli.BoolFlag{Name: "json", Usage: "print the reports as JSON", Destination: &o.json},
-			&cli.DurationFlag{Name: "timeout", Value: time.Minute, Usage: "deadline for each session", Destination: &o.timeout},
+			&cli.DurationFlag{Name: "timeout", Value: time.Minute, Usage: "deadline of each wait for the SDK side", Destination: &o.timeout},
 		},
-		Action: func(ctx context.Context, cmd *cli.Command) error {
-			w, ew := cmd.Root().Writer, cmd.Root().ErrWriter
-			scs, err := loadScenarios(cmd.Args().Slice())
-			if err != nil {
-				return err
-			}
-			real, err := chooseAgent("real", o.claude)
-			if err != nil {
-				return err
-			}
-			var reps []replay.FidelityReport
-			equal := 0
-			for i, sc := range scs {
-				fr := replay.Fidelity(ctx, sc, agent.Fake{RunAs: "fakeclaude"}, real, replay.Options{Timeout: o.timeout})
-				reps = append(reps, fr)
-				status := "equal"
-				if !fr.Equal {
-					status = fmt.Sprintf("%d difference(s)", len(fr.Diffs))
-				} else {
-					equal++
-				}
-				if !o.json {
-					fmt.Fprintf(ew, "[%d/%d] %s: %s (fake %v, real %v)\n", i+1, len(scs), sc.Name, status, fr.Fake.Duration.Round(time.Millisecond), fr.Real.Duration.Round(time.Millisecond))
-				}
-			}
-			if o.json {
-				b, _ := json.MarshalIndent(reps, "", "  ")
-				fmt.Fprintf(w, "%s\n", b)
-			} else {
-				for _, fr := range reps {
-					if fr.Equal {
-						continue
-					}
-					fmt.Fprintf(w, "\n%s:\n", fr.Scenario)
-					for _, d := range append(append(fr.Diffs, prefixed("fake vs scenario", fr.Fake.Diffs)...), prefixed("real vs scenario", fr.Real.Diffs)...) {
-						fmt.Fprintf(w, "  - %s\n", d)
-					}
-				}
-				v := "?"
-				if len(reps) > 0 {
-					v = reps[0].RealVersion
-				}
-				fmt.Fprintf(w, "fidelity: %d of %d scenarios equal between fakeclaude and claude %s\n", equal, len(reps), v)
-			}
-			if equal != len(reps) {
-				return errMismatch
-			}
-			return nil
+		Before: func(ctx context.Context, cmd *cli.Command) (context.Context, error) {
+			o.names = cmd.Args().Slice()
+			return ctx, o.validate()
 		},
+		Action: func(ctx context.Context, cmd *cli.Command) error { return runF(ctx, o) },
 	}
+}
+
+func (o *fidelityOptions) validate() error {
+	if o.timeout <= 0 {
+		return usagef("--timeout: want a positive duration, got %v", o.timeout)
+	}
+	return nil
+}
+
+func runFidelity(ctx context.Context, o *fidelityOptions) error {
+	w, ew := o.io.out, o.io.err
+	scs, err := loadScenarios(o.names)
+	if err != nil {
+		return err
+	}
+	real, err := chooseAgent(ctx, "real", o.claude, ew)
+	if err != nil {
+		return err
+	}
+	var reps []replay.FidelityReport
+	equal := 0
+	for i, sc := range scs {
+		fr := replay.Fidelity(ctx, sc, agent.Fake{RunAs: "fakeclaude"}, real, replay.Options{Timeout: o.timeout})
+		reps = append(reps, fr)
+		status := "equal"
+		if !fr.Equal {
+			status = fmt.Sprintf("%d difference(s)", len(fr.Diffs))
+		} else {
+			equal++
+		}
+		if !o.json {
+			fmt.Fprintf(ew, "[%d/%d] %s: %s (fake %d messages in %v, real %d in %v%s)\n", i+1, len(scs), sc.Name, status,
+				fr.Fake.Messages, fr.Fake.Duration.Round(time.Millisecond), fr.Real.Messages, fr.Real.Duration.Round(time.Millisecond), leftOutNote(fr))
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if o.json {
+		b, _ := json.MarshalIndent(reps, "", "  ")
+		fmt.Fprintf(w, "%s\n", b)
+	} else {
+		for _, fr := range reps {
+			if fr.Equal {
+				continue
+			}
+			fmt.Fprintf(w, "\n%s:\n", fr.Scenario)
+			for _, d := range append(append(fr.Diffs, prefixed("fake vs scenario", fr.Fake.Diffs)...), prefixed("real vs scenario", fr.Real.Diffs)...) {
+				fmt.Fprintf(w, "  - %s\n", d)
+			}
+		}
+		v := "?"
+		if len(reps) > 0 {
+			v = reps[0].RealVersion
+		}
+		fmt.Fprintf(w, "fidelity: %d of %d scenarios equal between fakeclaude and claude %s\n", equal, len(reps), v)
+	}
+	if equal != len(reps) {
+		return errMismatch
+	}
+	return nil
+}
+
+// leftOutNote says what the comparison left out of a scenario's sessions.
+func leftOutNote(fr replay.FidelityReport) string {
+	var agents []string
+	for a := range fr.LeftOut {
+		agents = append(agents, a)
+	}
+	sort.Strings(agents)
+	note := ""
+	for _, a := range agents {
+		for why, n := range fr.LeftOut[a] {
+			if why == replay.LeftOutInterrupt {
+				note += fmt.Sprintf("; %s: %d left out, the reply to askctl's interrupt", a, n)
+			} else {
+				note += fmt.Sprintf("; %s: %d informational frame(s) left out", a, n)
+			}
+		}
+	}
+	return note
 }
 
 func prefixed(p string, ds []replay.Diff) []replay.Diff {

@@ -16,7 +16,9 @@ import (
 
 	"github.com/askctl/askctl/fakeclaude"
 	"github.com/askctl/askctl/internal/testenv"
+	"github.com/askctl/askctl/scenarios"
 	"github.com/rogpeppe/go-internal/testscript"
+	"github.com/rogpeppe/go-internal/txtar"
 )
 
 // envTestAsAskctl makes the test binary askctl whatever its name, so a test
@@ -74,13 +76,19 @@ func TestExitStatus(t *testing.T) {
 		{args: []string{"replay", "--agent", "robot"}, want: 2, wantStderr: `--agent: want fake or real, got "robot"`},
 		{args: []string{"replay", "no-such"}, want: 2, wantStderr: `no built-in scenario or file "no-such"`},
 		{args: []string{"replay", "--bogus"}, want: 2, wantStderr: "flag provided but not defined"},
-		{args: []string{"record", "--", "true"}, want: 2, wantStderr: "record: -o FILE is required"},
+		{args: []string{"record", "--", "true"}, want: 2, wantStderr: "askctl: -o FILE is required (or ASKCTL_RECORD_OUT)\nRun 'askctl record --help' for usage.\n"},
+		{args: []string{"record", "-o", dir + "/true.txtar", "--", "true"}, want: 0, wantStderr: "has no prompt"},
+		{args: []string{"record", "-o", dir + "/false.txtar", "--", "false"}, want: 1, wantStderr: "has no prompt"},
 		{args: []string{"replay", "--agent", "real", "--claude", dir + "/nope"}, want: 3, wantStderr: "--claude: stat"},
 		{args: []string{"scenarios"}, want: 0},
+		{args: []string{"scenarios", "ask-single"}, want: 0},
+		{args: []string{"scenarios", "ask-singel"}, want: 2, wantStderr: `no built-in scenario or file "ask-singel"`},
 		{args: []string{"replya"}, want: 2, wantStderr: `unknown command "replya": did you mean "replay"?`},
-		{args: []string{"frobnicate"}, want: 2, wantStderr: `unknown command "frobnicate" (askctl --help lists the commands)`},
+		{args: []string{"frobnicate"}, want: 2, wantStderr: "askctl: unknown command \"frobnicate\"\nRun 'askctl --help' for usage.\n"},
 		{args: nil, want: 0},
-		{args: []string{"--version"}, want: 2, wantStderr: "flag provided but not defined"},
+		{args: []string{"--version"}, want: 0},
+		{args: []string{"help", "replay"}, want: 0},
+		{args: []string{"fidelity", "--timeout", "0s"}, want: 2, wantStderr: "--timeout: want a positive duration, got 0s"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -92,6 +100,9 @@ func TestExitStatus(t *testing.T) {
 			}
 			if !strings.Contains(stderr.String(), tt.wantStderr) {
 				t.Errorf("stderr = %q, want it to contain %q", stderr.String(), tt.wantStderr)
+			}
+			if tt.want == exitUsage && strings.Count(stderr.String(), "\n") > 2 {
+				t.Errorf("a usage error printed %d lines, want the error and a hint:\n%s", strings.Count(stderr.String(), "\n"), stderr.String())
 			}
 		})
 	}
@@ -222,5 +233,32 @@ func TestModelServes(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "not POST /v2/other") {
 		t.Errorf("the bad request was not logged: %s", stderr.String())
+	}
+}
+
+// TestShowSeveralParsesBack: askctl scenarios --show with several names
+// prints one archive whose files are the scenarios, each parsing back whole.
+func TestShowSeveralParsesBack(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"askctl", "scenarios", "--show", "ask-single", "ask-skip"}, func(string) string { return "" }, strings.NewReader(""), &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	ar := txtar.Parse(stdout.Bytes())
+	if len(ar.Files) != 2 {
+		t.Fatalf("%d files in the archive, want 2", len(ar.Files))
+	}
+	for _, f := range ar.Files {
+		data, err := txtar.Unquote(f.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc, err := scenarios.Parse(f.Name, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := scenarios.FS.ReadFile(f.Name)
+		if sc.Name+".txtar" != f.Name || !bytes.Equal(data, want) {
+			t.Errorf("%s parsed back as %s, or differs from the built-in", f.Name, sc.Name)
+		}
 	}
 }

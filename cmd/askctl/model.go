@@ -14,8 +14,17 @@ import (
 	"github.com/urfave/cli/v3"
 )
 
-func newModelCmd() *cli.Command {
-	var addr string
+type modelOptions struct {
+	addr     string
+	scenario string
+	io       *stdio
+}
+
+func newModelCmd(s *stdio, runF func(context.Context, *modelOptions) error) *cli.Command {
+	o := &modelOptions{io: s}
+	if runF == nil {
+		runF = runModel
+	}
 	return &cli.Command{
 		Name:      "model",
 		Usage:     "serve a scenario's model turns as a fake Anthropic Messages API",
@@ -30,27 +39,40 @@ Example:
   ANTHROPIC_BASE_URL=http://127.0.0.1:PORT ANTHROPIC_API_KEY=any \
   CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 claude -p --input-format stream-json \
     --output-format stream-json --verbose --permission-prompt-tool stdio`,
-		Flags: []cli.Flag{&cli.StringFlag{Name: "addr", Value: "127.0.0.1:0", Usage: "address to listen on (loopback)", Destination: &addr}},
-		Action: func(ctx context.Context, cmd *cli.Command) error {
+		Flags: []cli.Flag{&cli.StringFlag{Name: "addr", Value: "127.0.0.1:0", Usage: "address to listen on (loopback)", Destination: &o.addr}},
+		Before: func(ctx context.Context, cmd *cli.Command) (context.Context, error) {
 			if cmd.Args().Len() != 1 {
-				return usagef("model: want one scenario, got %d", cmd.Args().Len())
+				return ctx, usagef("want one scenario, got %d", cmd.Args().Len())
 			}
-			sc, err := scenarios.Load(cmd.Args().First())
-			if err != nil {
-				return usageError{err}
-			}
-			ln, err := net.Listen("tcp", addr)
-			if err != nil {
-				return err
-			}
-			log := transcript.NewWriter(cmd.Root().ErrWriter)
-			srv := &http.Server{Handler: fakeapi.New(sc, log), ReadHeaderTimeout: 10 * time.Second}
-			fmt.Fprintf(cmd.Root().Writer, "ANTHROPIC_BASE_URL=http://%s\nANTHROPIC_API_KEY=sk-askctl-fake-key\nCLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1\n", ln.Addr())
-			go func() { <-ctx.Done(); srv.Close() }()
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				return err
-			}
-			return nil
+			o.scenario = cmd.Args().First()
+			return ctx, o.validate()
 		},
+		Action: func(ctx context.Context, cmd *cli.Command) error { return runF(ctx, o) },
 	}
+}
+
+func (o *modelOptions) validate() error {
+	if _, _, err := net.SplitHostPort(o.addr); err != nil {
+		return usagef("--addr: %v", err)
+	}
+	return nil
+}
+
+func runModel(ctx context.Context, o *modelOptions) error {
+	sc, err := scenarios.Load(o.scenario)
+	if err != nil {
+		return usageError{err}
+	}
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return err
+	}
+	log := transcript.NewWriter(o.io.err)
+	srv := &http.Server{Handler: fakeapi.New(sc, log), ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(o.io.out, "ANTHROPIC_BASE_URL=http://%s\nANTHROPIC_API_KEY=sk-askctl-fake-key\nCLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1\n", ln.Addr())
+	go func() { <-ctx.Done(); srv.Close() }()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
 }

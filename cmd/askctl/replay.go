@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/askctl/askctl/agent"
+	"github.com/askctl/askctl/claudecli"
 	"github.com/askctl/askctl/replay"
 	"github.com/askctl/askctl/scenarios"
 	"github.com/urfave/cli/v3"
@@ -21,11 +23,15 @@ type replayOptions struct {
 	json    bool
 	timeout time.Duration
 	verbose bool
-	files   []string
+	names   []string
+	io      *stdio
 }
 
-func newReplayCmd(getenv func(string) string) *cli.Command {
-	var o replayOptions
+func newReplayCmd(s *stdio, runF func(context.Context, *replayOptions) error) *cli.Command {
+	o := &replayOptions{io: s}
+	if runF == nil {
+		runF = runReplay
+	}
 	return &cli.Command{
 		Name:      "replay",
 		Usage:     "replay scenarios against an agent and report where it differs",
@@ -42,11 +48,15 @@ or the recording. Then it checks what the agent wrote:
     the real CLI's texts.
 
 --agent fake (the default) runs fakeclaude; --agent real runs the real claude
-CLI against askctl's scripted model API, offline and free (found with --claude,
-on PATH, or where make npm installs it).
+CLI against askctl's scripted model API, offline and free: the one --claude
+names, else the pinned one askctl claude install put in your cache, else claude
+on PATH.
 
-Exit status: 0 every scenario matched, 1 some differed, 2 usage, 3 an agent
-could not be run.
+--timeout is each wait's deadline: fakeclaude gets it as its own, so a session
+where nobody answers ends with fakeclaude's verdict ("no answer … within").
+
+Exit status: 0 every scenario matched, 1 some differed, 2 usage (or a scenario
+that cannot be played), 3 an agent could not be run.
 
 Examples:
   askctl replay
@@ -54,18 +64,16 @@ Examples:
   askctl replay --json my-session.txtar | jq '.[].diffs'`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "agent", Value: "fake", Usage: "who plays the agent: fake (fakeclaude) or real (the claude CLI + fake model API)", Destination: &o.agent, Sources: cli.EnvVars("ASKCTL_AGENT")},
-			&cli.StringFlag{Name: "claude", Usage: "the real claude executable, for --agent real", Destination: &o.claude, Sources: cli.EnvVars("ASKCTL_CLAUDE")},
+			&cli.StringFlag{Name: "claude", Usage: "the real claude executable, for --agent real", Destination: &o.claude, Sources: cli.EnvVars(claudecli.EnvClaude)},
 			&cli.BoolFlag{Name: "json", Usage: "print the reports as a JSON array", Destination: &o.json},
-			&cli.DurationFlag{Name: "timeout", Value: time.Minute, Usage: "deadline for each scenario's session", Destination: &o.timeout},
+			&cli.DurationFlag{Name: "timeout", Value: time.Minute, Usage: "deadline of each wait for the SDK side (and, with a grace period, of each session)", Destination: &o.timeout},
 			&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "print every message both ways for scenarios that differ", Destination: &o.verbose},
 		},
 		Before: func(ctx context.Context, cmd *cli.Command) (context.Context, error) {
-			o.files = cmd.Args().Slice()
+			o.names = cmd.Args().Slice()
 			return ctx, o.validate()
 		},
-		Action: func(ctx context.Context, cmd *cli.Command) error {
-			return runReplay(ctx, o, cmd.Root().Writer, cmd.Root().ErrWriter)
-		},
+		Action: func(ctx context.Context, cmd *cli.Command) error { return runF(ctx, o) },
 	}
 }
 
@@ -74,15 +82,15 @@ func (o *replayOptions) validate() error {
 		return usagef("--agent: want fake or real, got %q", o.agent)
 	}
 	if o.timeout <= 0 {
-		return usagef("--timeout: want a positive duration")
+		return usagef("--timeout: want a positive duration, got %v", o.timeout)
 	}
 	return nil
 }
 
 // chooseAgent builds the agent the options name.
-func chooseAgent(name, claude string) (agent.Agent, error) {
+func chooseAgent(ctx context.Context, name, claude string, warn io.Writer) (agent.Agent, error) {
 	if name == "real" {
-		path, err := agent.FindClaude(claude, "testdata/sdk")
+		path, err := claudecli.Find(ctx, claude, warn)
 		if err != nil {
 			return nil, err
 		}
@@ -106,12 +114,13 @@ func loadScenarios(names []string) ([]*scenarios.Scenario, error) {
 	return out, nil
 }
 
-func runReplay(ctx context.Context, o replayOptions, stdout, stderr io.Writer) error {
-	scs, err := loadScenarios(o.files)
+func runReplay(ctx context.Context, o *replayOptions) error {
+	stdout, stderr := o.io.out, o.io.err
+	scs, err := loadScenarios(o.names)
 	if err != nil {
 		return err
 	}
-	ag, err := chooseAgent(o.agent, o.claude)
+	ag, err := chooseAgent(ctx, o.agent, o.claude, stderr)
 	if err != nil {
 		return err
 	}
@@ -136,8 +145,11 @@ func runReplay(ctx context.Context, o replayOptions, stdout, stderr io.Writer) e
 		printReports(stdout, reports, o.verbose)
 	}
 	for _, r := range reports {
-		if r.Error != "" && r.Messages == 0 {
+		switch {
+		case errors.Is(r.Err, agent.ErrStart):
 			return exitStatus(exitError)
+		case errors.Is(r.Err, replay.ErrPlan):
+			return exitStatus(exitUsage)
 		}
 	}
 	for _, r := range reports {
@@ -150,7 +162,7 @@ func runReplay(ctx context.Context, o replayOptions, stdout, stderr io.Writer) e
 
 func verdict(r replay.Report) string {
 	switch {
-	case r.Error != "":
+	case r.Err != nil:
 		return "error"
 	case r.Match:
 		return "match"

@@ -8,6 +8,8 @@
 package testenv
 
 import (
+	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/askctl/askctl/agent"
+	"github.com/askctl/askctl/claudecli"
 	"github.com/askctl/askctl/fakeclaude"
 )
 
@@ -36,16 +39,16 @@ func SDKDir() string {
 func missing(t testing.TB, err error) {
 	t.Helper()
 	if os.Getenv("ASKCTL_REQUIRE_NPM") != "" {
-		t.Fatalf("%v (make npm installs it)", err)
+		t.Fatalf("%v (make test installs it)", err)
 	}
-	t.Skipf("%v; make test installs it (make npm)", err)
+	t.Skipf("%v; make test installs it", err)
 }
 
-// RealClaude returns the real claude CLI: ASKCTL_CLAUDE, claude on PATH, or
-// the copy make npm installs.
+// RealClaude returns the real claude CLI as askctl finds it: ASKCTL_CLAUDE,
+// the pinned CLI askctl claude install put in the cache, or claude on PATH.
 func RealClaude(t testing.TB) string {
 	t.Helper()
-	path, err := agent.FindClaude(os.Getenv("ASKCTL_CLAUDE"), SDKDir())
+	path, err := claudecli.Find(context.Background(), os.Getenv(claudecli.EnvClaude), io.Discard)
 	if err != nil {
 		missing(t, err)
 	}
