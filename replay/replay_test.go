@@ -2,6 +2,7 @@ package replay_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -87,5 +88,35 @@ func TestCheckStepsAligns(t *testing.T) {
 		if d := replay.CheckSteps(want, extra); len(d) != 1 || !strings.Contains(d[0].Text, "unexpected from_cli assistant") {
 			t.Errorf("with an extra message at %d: %d differences %v, want 1 unexpected", i+1, len(d), d)
 		}
+	}
+}
+
+// TestTimeoutReachesTheAgent: replay's timeout is fakeclaude's own wait
+// deadline, so a person who takes too long gets fakeclaude's verdict (exit 5,
+// "no answer … within") as a typed error, not a kill.
+func TestTimeoutReachesTheAgent(t *testing.T) {
+	sc, err := scenarios.Parse("slow.txtar", []byte("The person answers after ten seconds.\n-- scenario.json --\n{\"name\":\"slow\"}\n-- steps.jsonl --\n"+
+		`{"prompt":"Set up storage."}`+"\n"+
+		`{"ask":{"questions":[{"question":"Which database should I use?","header":"Database","options":[{"label":"Postgres","description":"a"},{"label":"SQLite","description":"b"}],"multiSelect":false}]},"user":{"answers":{"Which database should I use?":"Postgres"},"after":"10s"}}`+"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	rep := replay.Replay(context.Background(), sc, fake, replay.Options{Timeout: 500 * time.Millisecond})
+	if !errors.Is(rep.Err, replay.ErrAgentTimeout) || rep.Exit != 5 {
+		t.Fatalf("Err = %v, exit %d; want ErrAgentTimeout and fakeclaude's exit 5", rep.Err, rep.Exit)
+	}
+	if !strings.Contains(rep.Error, "no answer to AskUserQuestion request") || !strings.Contains(rep.Error, "within 500ms") {
+		t.Errorf("Error = %q, want fakeclaude's own verdict", rep.Error)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("took %v, want about the timeout", d)
+	}
+	// A context deadline shortens the wait the same way.
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+	defer cancel()
+	rep = replay.Replay(ctx, sc, fake, replay.Options{Timeout: time.Minute})
+	if !errors.Is(rep.Err, replay.ErrAgentTimeout) {
+		t.Errorf("with a context deadline: Err = %v, want ErrAgentTimeout", rep.Err)
 	}
 }

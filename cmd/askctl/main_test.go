@@ -46,7 +46,15 @@ func TestMain(m *testing.M) {
 
 // TestScripts runs the CLI behaviour scripts in testdata.
 func TestScripts(t *testing.T) {
-	testscript.Run(t, testscript.Params{Dir: "testdata", RequireExplicitExec: true, RequireUniqueNames: true})
+	examples, err := filepath.Abs("../../examples")
+	if err != nil {
+		t.Fatal(err)
+	}
+	testscript.Run(t, testscript.Params{Dir: "testdata", RequireExplicitExec: true, RequireUniqueNames: true,
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("EXAMPLES", examples)
+			return nil
+		}})
 }
 
 const wrongScenario = `The person answers Postgres, and the scenario expects SQLite.
