@@ -34,7 +34,7 @@ func TestString(t *testing.T) {
 func TestStringBounded(t *testing.T) {
 	in := strings.Repeat("\xff\x01é", 1<<20) // 4 MiB of the worst input
 	got := String(in, 200)
-	if len(got) > 200+len("…") || !utf8.ValidString(got) || strings.ContainsAny(got, "\x01\xff") {
+	if len(got) > 200+len("…") || !utf8.ValidString(got) || strings.Contains(got, "\x01") || strings.Contains(got, "\xff") {
 		t.Errorf("String of 4 MiB = %d bytes, valid UTF-8 %v: %q", len(got), utf8.ValidString(got), got)
 	}
 }
