@@ -1,0 +1,641 @@
+package bridge
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/askctl/askctl/agent"
+	"github.com/askctl/askctl/protocol"
+	"github.com/askctl/askctl/sdk"
+)
+
+// Config configures a Bridge. Zero values are the defaults.
+type Config struct {
+	// DB is the SQLite file of sessions, questions and events.
+	DB string
+	// Claude is the CLI each session spawns, with the SDK flags.
+	Claude string
+	// Args are extra arguments for the CLI.
+	Args []string
+	// Env is added to each agent's environment (this process's, inherited).
+	Env []string
+	// Dir is the agents' working directory; empty means this process's.
+	Dir string
+	// Timeout is how long a question waits for the person; then the agent
+	// gets a deny saying it timed out. Default 300s.
+	Timeout time.Duration
+	// TimeoutInterrupt makes that deny also abort the agent's turn.
+	TimeoutInterrupt bool
+	// OtherTools decides can_use_tool for tools other than AskUserQuestion:
+	// "allow" (default: run with the original input) or "deny".
+	OtherTools string
+	// StopGrace is how long a stopped session's agent has to exit after its
+	// stdin closes before it is killed. Default 5s.
+	StopGrace time.Duration
+	// Logf receives one line per thing worth knowing; nil discards.
+	Logf func(format string, args ...any)
+}
+
+// DefaultTimeout is how long a question waits for the person by default.
+const DefaultTimeout = 300 * time.Second
+
+// Bridge holds the agents' questions for people: it spawns agents, turns
+// their AskUserQuestion requests into pending questions, tells the surfaces,
+// and sends exactly one answer back to each request.
+type Bridge struct {
+	cfg Config
+	st  *store
+	ctx context.Context
+	end context.CancelFunc
+	wg  sync.WaitGroup
+
+	mu    sync.Mutex
+	live  map[string]*live      // running sessions, by id
+	timer map[string]*time.Timer // pending questions' deadlines, by question id
+	subs  map[*Subscription]bool
+
+	answerMu sync.Mutex // serializes answers, skips and expiries: first wins
+	pubMu    sync.Mutex // events are logged and delivered in one order
+}
+
+type live struct {
+	s    *sdk.Session
+	proc *agent.Process
+	done chan struct{}
+}
+
+// New opens (or creates) the database and returns a bridge. Sessions a
+// previous bridge left running are marked lost; their pending questions stay
+// pending, and an answer resumes them.
+func New(cfg Config) (*Bridge, error) {
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.OtherTools == "" {
+		cfg.OtherTools = "allow"
+	}
+	if cfg.OtherTools != "allow" && cfg.OtherTools != "deny" {
+		return nil, fmt.Errorf("other tools: want allow or deny, got %q", cfg.OtherTools)
+	}
+	if cfg.StopGrace <= 0 {
+		cfg.StopGrace = 5 * time.Second
+	}
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+	st, err := openStore(cfg.DB)
+	if err != nil {
+		return nil, err
+	}
+	ctx, end := context.WithCancel(context.Background())
+	b := &Bridge{cfg: cfg, st: st, ctx: ctx, end: end, live: map[string]*live{}, timer: map[string]*time.Timer{}, subs: map[*Subscription]bool{}}
+	if n, err := st.markLost(ctx, time.Now()); err != nil {
+		st.Close()
+		return nil, err
+	} else if n > 0 {
+		cfg.Logf("%d session(s) were running when the bridge last stopped: their pending questions stay listed, and answering one resumes its session", n)
+	}
+	return b, nil
+}
+
+// Close stops every session (closing their agents' stdin, then killing
+// them after the grace period), ends the subscriptions, and closes the
+// database.
+func (b *Bridge) Close() error {
+	b.mu.Lock()
+	ids := make([]string, 0, len(b.live))
+	for id := range b.live {
+		ids = append(ids, id)
+	}
+	b.mu.Unlock()
+	for _, id := range ids {
+		_ = b.StopSession(context.Background(), id)
+	}
+	b.end()
+	b.wg.Wait()
+	b.mu.Lock()
+	for _, t := range b.timer {
+		t.Stop()
+	}
+	for s := range b.subs {
+		s.close()
+	}
+	b.mu.Unlock()
+	return b.st.Close()
+}
+
+var idEncoding = base32.NewEncoding("abcdefghijkmnpqrstuvwxyz23456789").WithPadding(base32.NoPadding)
+
+func newID(prefix string) string {
+	var b [5]byte
+	_, _ = rand.Read(b[:])
+	return prefix + idEncoding.EncodeToString(b[:])
+}
+
+// StartOptions start a session.
+type StartOptions struct {
+	Prompt string `json:"prompt"`
+	// Scenario is passed to the agent as FAKECLAUDE_SCENARIO, for a bridge
+	// whose CLI is fakeclaude.
+	Scenario string `json:"scenario,omitempty"`
+}
+
+// StartSession spawns an agent with the SDK flags, sends the prompt, and
+// returns the session. The session ends when the agent exits: after its
+// turn (the prompt is one-shot, as in the SDKs' query with a string), or
+// when it is stopped.
+func (b *Bridge) StartSession(ctx context.Context, o StartOptions) (*Session, error) {
+	if strings.TrimSpace(o.Prompt) == "" {
+		return nil, fmt.Errorf("%w: a session needs a prompt", ErrInvalid)
+	}
+	if b.cfg.Claude == "" {
+		return nil, errors.New("no claude CLI configured")
+	}
+	ss := &Session{ID: newID("s_"), Prompt: o.Prompt, Scenario: o.Scenario, Claude: b.cfg.Claude, Status: StatusStarting, CreatedAt: time.Now()}
+	if err := b.st.insertSession(ctx, ss); err != nil {
+		return nil, err
+	}
+	if err := b.spawn(ss, "", o.Prompt); err != nil {
+		ss.Status, ss.Detail, ss.EndedAt = StatusExited, err.Error(), time.Now()
+		_ = b.st.updateSession(context.Background(), ss)
+		return nil, err
+	}
+	return b.Session(ctx, ss.ID)
+}
+
+// spawn starts the agent of ss and its SDK side; resume, when set, is the
+// CLI session to continue (--resume).
+func (b *Bridge) spawn(ss *Session, resume, prompt string) error {
+	args := append(append([]string(nil), agent.SDKArgs...), b.cfg.Args...)
+	if resume != "" {
+		args = append(args, "--resume", resume)
+	}
+	env := append(os.Environ(), b.cfg.Env...)
+	if ss.Scenario != "" {
+		env = append(env, "FAKECLAUDE_SCENARIO="+ss.Scenario)
+	}
+	proc, err := agent.Launch(b.ctx, agent.Command{Path: ss.Claude, Args: args, Env: env, Dir: b.cfg.Dir})
+	if err != nil {
+		return err
+	}
+	l := &live{proc: proc, done: make(chan struct{})}
+	src := sdk.SourceFunc(func(s *sdk.Session, r sdk.Request) { b.ask(ss.ID, s, r) })
+	s, err := sdk.Start(b.ctx, proc.Stdin, proc.Stdout, src, sdk.Options{
+		OnCancel: func(_ *sdk.Session, requestID string) { b.agentCancelled(ss.ID, requestID) },
+		OnResult: func(s *sdk.Session, _ protocol.Line) { s.CloseInput() },
+		OnMessage: func(s *sdk.Session, l protocol.Line) {
+			if l.Type == protocol.TypeSystem && l.Subtype == protocol.SubtypeInit {
+				b.sawInit(ss.ID, s.SessionID())
+			}
+		},
+	})
+	if err != nil {
+		proc.Kill()
+		proc.Wait()
+		return err
+	}
+	l.s = s
+	ss.Status = StatusRunning
+	if err := b.st.updateSession(b.ctx, ss); err != nil {
+		b.cfg.Logf("session %s: %v", ss.ID, err)
+	}
+	b.mu.Lock()
+	b.live[ss.ID] = l
+	b.mu.Unlock()
+	b.wg.Add(1)
+	go b.watch(ss.ID, l)
+	if err := s.Prompt(prompt); err != nil {
+		b.cfg.Logf("session %s: writing the prompt: %v", ss.ID, err)
+	}
+	b.publishStatus(ss.ID)
+	return nil
+}
+
+// watch waits for a session's agent to exit, then withdraws its pending
+// questions and records how it ended.
+func (b *Bridge) watch(id string, l *live) {
+	defer b.wg.Done()
+	defer close(l.done)
+	sdkErr := l.s.Wait()
+	l.s.CloseInput()
+	code, waitErr := l.proc.Wait()
+	b.mu.Lock()
+	delete(b.live, id)
+	b.mu.Unlock()
+	ctx := context.Background()
+	ss, err := b.st.session(ctx, id)
+	if err != nil {
+		b.cfg.Logf("session %s: %v", id, err)
+		return
+	}
+	ss.Status, ss.ExitCode, ss.EndedAt = StatusExited, &code, time.Now()
+	switch {
+	case waitErr != nil:
+		ss.Detail = waitErr.Error()
+	case sdkErr != nil && !errors.Is(sdkErr, context.Canceled):
+		ss.Detail = sdkErr.Error()
+	case code != 0:
+		ss.Detail = fmt.Sprintf("the agent exited with status %d", code)
+		if e := strings.TrimSpace(l.proc.Stderr()); e != "" {
+			ss.Detail += ": " + lastLine(e)
+		}
+	}
+	if err := b.st.updateSession(ctx, ss); err != nil {
+		b.cfg.Logf("session %s: %v", id, err)
+	}
+	qs, _ := b.st.questions(ctx, QuestionPending, id)
+	for _, q := range qs {
+		b.withdraw(q, QuestionWithdrawn, "the agent exited")
+	}
+	b.cfg.Logf("session %s ended: status %d %s", id, code, ss.Detail)
+	b.publishStatus(id)
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}
+
+func (b *Bridge) sawInit(id, claudeSession string) {
+	ctx := context.Background()
+	ss, err := b.st.session(ctx, id)
+	if err != nil || ss.ClaudeSessionID == claudeSession {
+		return
+	}
+	ss.ClaudeSessionID = claudeSession
+	if err := b.st.updateSession(ctx, ss); err != nil {
+		b.cfg.Logf("session %s: %v", id, err)
+	}
+}
+
+// StopSession closes the agent's stdin, and kills it if it has not exited
+// after the grace period. Its pending questions are withdrawn.
+func (b *Bridge) StopSession(ctx context.Context, id string) error {
+	b.mu.Lock()
+	l := b.live[id]
+	b.mu.Unlock()
+	if l == nil {
+		if _, err := b.st.session(ctx, id); err != nil {
+			return err
+		}
+		return nil // already ended
+	}
+	l.s.CloseInput()
+	select {
+	case <-l.done:
+	case <-time.After(b.cfg.StopGrace):
+		l.proc.Kill()
+		<-l.done
+	}
+	return nil
+}
+
+// ask is the bridge as the sessions' source of answers: AskUserQuestion
+// becomes a pending question; other tools follow the policy at once.
+func (b *Bridge) ask(sessionID string, s *sdk.Session, r sdk.Request) {
+	if r.ToolName != protocol.ToolAskUserQuestion {
+		reply := protocol.Reply{Allow: true}
+		if b.cfg.OtherTools == "deny" {
+			reply = protocol.Reply{Skip: true, Message: "The bridge's policy denies " + r.ToolName + "."}
+		}
+		if err := s.Respond(r.ID, reply); err != nil {
+			b.cfg.Logf("session %s: %s: %v", sessionID, r.ToolName, err)
+		}
+		return
+	}
+	in, err := protocol.ParseAskInput(r.Input)
+	if err != nil || len(in.Questions) == 0 {
+		_ = s.Respond(r.ID, protocol.Reply{Skip: true, Message: fmt.Sprintf("The bridge could not read the AskUserQuestion input: %v", err)})
+		return
+	}
+	now := time.Now()
+	q := &Question{ID: newID("q_"), SessionID: sessionID, RequestID: r.ID, ToolUseID: r.ToolUseID, Questions: in.Questions,
+		Status: QuestionPending, CreatedAt: now, Deadline: now.Add(b.cfg.Timeout), TimeoutSeconds: int(b.cfg.Timeout.Round(time.Second) / time.Second), input: r.Input}
+	if err := b.st.insertQuestion(b.ctx, q); err != nil {
+		b.cfg.Logf("session %s: storing a question: %v", sessionID, err)
+		_ = s.Respond(r.ID, protocol.Reply{Error: "the bridge could not store the question: " + err.Error()})
+		return
+	}
+	b.mu.Lock()
+	b.timer[q.ID] = time.AfterFunc(b.cfg.Timeout, func() { b.expire(q.ID) })
+	b.mu.Unlock()
+	b.publish(Event{Type: EventQuestion, SessionID: sessionID, QuestionID: q.ID, Questions: q.Questions, TimeoutSeconds: q.TimeoutSeconds})
+	b.publishStatus(sessionID)
+}
+
+func (b *Bridge) stopTimer(qid string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if t := b.timer[qid]; t != nil {
+		t.Stop()
+		delete(b.timer, qid)
+	}
+}
+
+func (b *Bridge) liveSession(id string) *live {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.live[id]
+}
+
+// AnswerResult is how an answer was taken.
+type AnswerResult struct {
+	Question *Question `json:"question"`
+	// Held: the answers are kept, and the request waits for the questions
+	// in Missing; nothing was sent to the agent yet.
+	Held    bool     `json:"held,omitempty"`
+	Missing []string `json:"missing,omitempty"`
+	// Resumed: the agent had died with a previous bridge; its session was
+	// resumed with the question and the answer.
+	Resumed bool `json:"resumed,omitempty"`
+}
+
+// Answer answers question id. Answers are keyed by question text or number;
+// a multi-question request answered in part is held until every question
+// has an answer. The first complete answer wins; any later one gets
+// ErrResolved, and a malformed one ErrInvalid, leaving the question pending.
+func (b *Bridge) Answer(ctx context.Context, id string, given map[string]Answer) (*AnswerResult, error) {
+	b.answerMu.Lock()
+	defer b.answerMu.Unlock()
+	q, err := b.st.question(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("question %s: %w", id, err)
+	}
+	if q.Status != QuestionPending {
+		return nil, resolvedError(q)
+	}
+	merged, missing, err := resolveAnswers(q, given)
+	if err != nil {
+		return nil, err
+	}
+	if len(missing) > 0 {
+		if err := b.st.saveDraft(ctx, id, merged); err != nil {
+			return nil, err
+		}
+		q.Draft = merged
+		b.publish(Event{Type: EventHeld, SessionID: q.SessionID, QuestionID: id, Answers: merged, Reason: fmt.Sprintf("waiting for %d more answer(s)", len(missing))})
+		return &AnswerResult{Question: q, Held: true, Missing: missing}, nil
+	}
+	l := b.liveSession(q.SessionID)
+	if l == nil && !q.Orphaned {
+		// The agent is gone and its exit has not been processed yet.
+		return nil, fmt.Errorf("%w: question %s: its agent has exited", ErrResolved, id)
+	}
+	won, err := b.st.resolve(ctx, id, QuestionAnswered, merged, "", time.Now())
+	if err != nil {
+		return nil, err
+	}
+	if !won {
+		q, _ = b.st.question(ctx, id)
+		return nil, resolvedError(q)
+	}
+	b.stopTimer(id)
+	res := &AnswerResult{}
+	if q.Orphaned {
+		if err := b.resume(q, merged); err != nil {
+			return nil, err
+		}
+		res.Resumed = true
+	} else if err := l.s.Respond(q.RequestID, protocol.Reply{Answers: merged}); err != nil {
+		// The agent withdrew it a moment before: nothing was sent.
+		_, _ = b.st.db.ExecContext(ctx, `UPDATE questions SET status=?, reason=? WHERE id=?`, QuestionCancelled, "withdrawn by the agent", id)
+		return nil, fmt.Errorf("%w: question %s: %v", ErrResolved, id, err)
+	}
+	res.Question, _ = b.st.question(ctx, id)
+	b.publish(Event{Type: EventAnswered, SessionID: q.SessionID, QuestionID: id, Answers: merged})
+	if res.Resumed {
+		b.publish(Event{Type: EventResumed, SessionID: q.SessionID, QuestionID: id, Answers: merged,
+			Reason: "the agent had stopped with the previous bridge: its session was resumed with the question and this answer"})
+	}
+	b.publishStatus(q.SessionID)
+	return res, nil
+}
+
+// DefaultSkipReason is the deny message when a person skips without saying why.
+const DefaultSkipReason = "The user skipped the question without answering."
+
+// Skip declines question id: the agent gets a deny with reason (never an
+// allow), and interrupt also aborts its turn.
+func (b *Bridge) Skip(ctx context.Context, id, reason string, interrupt bool) (*Question, error) {
+	b.answerMu.Lock()
+	defer b.answerMu.Unlock()
+	q, err := b.st.question(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("question %s: %w", id, err)
+	}
+	if q.Status != QuestionPending {
+		return nil, resolvedError(q)
+	}
+	if strings.TrimSpace(reason) == "" {
+		reason = DefaultSkipReason
+	}
+	l := b.liveSession(q.SessionID)
+	if l == nil && !q.Orphaned {
+		return nil, fmt.Errorf("%w: question %s: its agent has exited", ErrResolved, id)
+	}
+	won, err := b.st.resolve(ctx, id, QuestionSkipped, nil, reason, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	if !won {
+		q, _ = b.st.question(ctx, id)
+		return nil, resolvedError(q)
+	}
+	b.stopTimer(id)
+	if l != nil {
+		if err := l.s.Respond(q.RequestID, protocol.Reply{Skip: true, Message: reason, Interrupt: interrupt}); err != nil {
+			b.cfg.Logf("question %s: %v", id, err)
+		}
+	}
+	q, _ = b.st.question(ctx, id)
+	b.publish(Event{Type: EventSkipped, SessionID: q.SessionID, QuestionID: id, Reason: reason})
+	b.publishStatus(q.SessionID)
+	return q, nil
+}
+
+// TimeoutMessage is the deny an agent gets when nobody answered in time.
+func TimeoutMessage(d time.Duration) string {
+	return fmt.Sprintf("The user did not answer within %v: the question timed out. Continue without the answer, or ask again later.", d)
+}
+
+// expire answers a question nobody answered in time with a deny.
+func (b *Bridge) expire(id string) {
+	b.answerMu.Lock()
+	defer b.answerMu.Unlock()
+	ctx := context.Background()
+	q, err := b.st.question(ctx, id)
+	if err != nil || q.Status != QuestionPending {
+		return
+	}
+	won, err := b.st.resolve(ctx, id, QuestionExpired, nil, "timed out", time.Now())
+	if err != nil || !won {
+		return
+	}
+	b.stopTimer(id)
+	if l := b.liveSession(q.SessionID); l != nil {
+		if err := l.s.Respond(q.RequestID, protocol.Reply{Skip: true, Message: TimeoutMessage(b.cfg.Timeout), Interrupt: b.cfg.TimeoutInterrupt}); err != nil {
+			b.cfg.Logf("question %s: %v", id, err)
+		}
+	}
+	b.publish(Event{Type: EventTimeout, SessionID: q.SessionID, QuestionID: id, Error: "User response timed out"})
+	b.publishStatus(q.SessionID)
+}
+
+// agentCancelled withdraws the question of a request the agent withdrew.
+func (b *Bridge) agentCancelled(sessionID, requestID string) {
+	qs, _ := b.st.questions(context.Background(), QuestionPending, sessionID)
+	for _, q := range qs {
+		if q.RequestID == requestID {
+			b.withdraw(q, QuestionCancelled, "withdrawn by the agent (control_cancel_request)")
+		}
+	}
+}
+
+// withdraw takes a pending question off the surfaces; nothing is sent to
+// the agent, which withdrew it or is gone.
+func (b *Bridge) withdraw(q *Question, status, reason string) {
+	b.answerMu.Lock()
+	defer b.answerMu.Unlock()
+	won, err := b.st.resolve(context.Background(), q.ID, status, nil, reason, time.Now())
+	if err != nil || !won {
+		return
+	}
+	b.stopTimer(q.ID)
+	b.publish(Event{Type: EventWithdrawn, SessionID: q.SessionID, QuestionID: q.ID, Reason: reason})
+	b.publishStatus(q.SessionID)
+}
+
+// LateAnswerPrompt is the first message of a session resumed by a late
+// answer: the question the agent asked, and the answer (seed 004's path).
+func LateAnswerPrompt(qs []protocol.Question, answers map[string]string) string {
+	var parts []string
+	for _, q := range qs {
+		parts = append(parts, fmt.Sprintf("%q: %q", q.Question, answers[q.Question]))
+	}
+	return "You previously asked the user (AskUserQuestion), and the session stopped before the answer came. The user answered: " +
+		strings.Join(parts, "; ") + ". Continue with these answers in mind."
+}
+
+// resume restarts the session of an orphaned question with --resume and the
+// late answer as its first message.
+func (b *Bridge) resume(q *Question, answers map[string]string) error {
+	ss, err := b.st.session(b.ctx, q.SessionID)
+	if err != nil {
+		return err
+	}
+	if ss.ClaudeSessionID == "" {
+		return fmt.Errorf("session %s cannot be resumed: the agent never said its session id", ss.ID)
+	}
+	ss.Status, ss.ExitCode, ss.EndedAt, ss.Detail = StatusStarting, nil, time.Time{}, "resumed by a late answer to "+q.ID
+	return b.spawn(ss, ss.ClaudeSessionID, LateAnswerPrompt(q.Questions, answers))
+}
+
+// Session returns a session with its waiting state.
+func (b *Bridge) Session(ctx context.Context, id string) (*Session, error) {
+	ss, err := b.st.session(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("session %s: %w", id, err)
+	}
+	b.fillWaiting(ctx, ss)
+	return ss, nil
+}
+
+// Sessions lists every session, oldest first.
+func (b *Bridge) Sessions(ctx context.Context) ([]*Session, error) {
+	all, err := b.st.sessions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, ss := range all {
+		b.fillWaiting(ctx, ss)
+	}
+	return all, nil
+}
+
+func (b *Bridge) fillWaiting(ctx context.Context, ss *Session) {
+	qs, _ := b.st.questions(ctx, QuestionPending, ss.ID)
+	if len(qs) > 0 {
+		ss.WaitingForUser, ss.PendingQuestionID = true, qs[0].ID
+	}
+}
+
+// Question returns one question.
+func (b *Bridge) Question(ctx context.Context, id string) (*Question, error) {
+	q, err := b.st.question(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("question %s: %w", id, err)
+	}
+	b.fillTimeout(q)
+	return q, nil
+}
+
+// Pending lists the pending questions, oldest first; session filters.
+func (b *Bridge) Pending(ctx context.Context, session string) ([]*Question, error) {
+	qs, err := b.st.questions(ctx, QuestionPending, session)
+	for _, q := range qs {
+		b.fillTimeout(q)
+	}
+	return qs, err
+}
+
+// Questions lists questions of any status.
+func (b *Bridge) Questions(ctx context.Context, status, session string) ([]*Question, error) {
+	qs, err := b.st.questions(ctx, status, session)
+	for _, q := range qs {
+		b.fillTimeout(q)
+	}
+	return qs, err
+}
+
+func (b *Bridge) fillTimeout(q *Question) {
+	q.TimeoutSeconds = int(q.Deadline.Sub(q.CreatedAt).Round(time.Second) / time.Second)
+}
+
+// publishStatus tells the surfaces a session's state.
+func (b *Bridge) publishStatus(id string) {
+	ss, err := b.Session(context.Background(), id)
+	if err != nil {
+		return
+	}
+	pending := ss.PendingQuestionID
+	var pq *string
+	if pending != "" {
+		pq = &pending
+	}
+	waiting := ss.WaitingForUser
+	b.publish(Event{Type: EventStatus, SessionID: id, Status: ss.Status, WaitingForUser: &waiting, PendingQuestionID: pq})
+}
+
+// publish logs an event and hands it to every subscriber of its session.
+func (b *Bridge) publish(e Event) {
+	b.pubMu.Lock()
+	defer b.pubMu.Unlock()
+	e.Time = time.Now().UTC()
+	data, _ := json.Marshal(e)
+	seq, err := b.st.appendEvent(context.Background(), e.SessionID, data, e.Time)
+	if err != nil {
+		b.cfg.Logf("logging an event: %v", err)
+	}
+	e.Seq = seq
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for s := range b.subs {
+		if s.session == "" || s.session == e.SessionID {
+			s.deliver(e)
+		}
+	}
+}

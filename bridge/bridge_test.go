@@ -1,0 +1,170 @@
+package bridge_test
+
+import (
+	"context"
+	"errors"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/askctl/askctl/agent"
+	"github.com/askctl/askctl/bridge"
+	"github.com/askctl/askctl/internal/testenv"
+	"github.com/askctl/askctl/transcript"
+	"github.com/tidwall/gjson"
+)
+
+func TestMain(m *testing.M) {
+	testenv.RunAsFakeclaude()
+	os.Exit(m.Run())
+}
+
+// env is a bridge whose CLI is this test binary as fakeclaude, served on a
+// loopback port, with a client.
+type env struct {
+	t      *testing.T
+	b      *bridge.Bridge
+	c      *bridge.Client
+	srv    *httptest.Server
+	dir    string
+	cfg    bridge.Config
+	server *bridge.Server
+}
+
+func newEnv(t *testing.T, cfg bridge.Config) *env {
+	t.Helper()
+	dir := t.TempDir()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.DB == "" {
+		cfg.DB = filepath.Join(dir, "bridge.db")
+	}
+	cfg.Claude = exe
+	cfg.Dir = dir
+	cfg.Env = append(cfg.Env, agent.RunAsEnv+"=fakeclaude", "FAKECLAUDE_TRANSCRIPT="+filepath.Join(dir, "t-{pid}.jsonl"), "FAKECLAUDE_TIMEOUT=20s", "FAKECLAUDE_LINGER=2s")
+	cfg.StopGrace = 2 * time.Second
+	b, err := bridge.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, b: b, dir: dir, cfg: cfg}
+	e.server = &bridge.Server{B: b, Token: "test-token"}
+	e.srv = httptest.NewServer(e.server.Handler())
+	e.c = &bridge.Client{URL: e.srv.URL, Token: "test-token"}
+	t.Cleanup(func() {
+		e.srv.Close()
+		b.Close()
+	})
+	return e
+}
+
+func (e *env) start(scenario, prompt string) *bridge.Session {
+	e.t.Helper()
+	s, err := e.c.StartSession(context.Background(), bridge.StartOptions{Prompt: prompt, Scenario: scenario})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return s
+}
+
+// pending waits for n pending questions of session.
+func (e *env) pending(session string, n int) []*bridge.Question {
+	e.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		qs, err := e.c.Pending(context.Background(), session)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if len(qs) >= n {
+			return qs
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("%d pending questions after 10s, want %d", len(qs), n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// ended waits for a session's agent to exit and returns the session.
+func (e *env) ended(id string) *bridge.Session {
+	e.t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		s, err := e.b.Session(context.Background(), id)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if s.Status == bridge.StatusExited {
+			return s
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("session %s still %s after 15s", id, s.Status)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// transcript is the fakeclaude transcript of the session's agent.
+func (e *env) transcript(claudeSession string) []transcript.Record {
+	e.t.Helper()
+	files, _ := filepath.Glob(filepath.Join(e.dir, "t-*.jsonl"))
+	var out []transcript.Record
+	for _, f := range files {
+		recs, err := transcript.ReadFile(f)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		for _, r := range recs {
+			if r.Session == claudeSession || claudeSession == "" {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
+// answersSent is what the agent received as updatedInput.answers, per
+// control_response.
+func answersSent(recs []transcript.Record) []string {
+	var out []string
+	for _, r := range recs {
+		if r.Dir == transcript.ToCLI && gjson.GetBytes(r.Msg, "type").String() == "control_response" {
+			out = append(out, gjson.GetBytes(r.Msg, "response.response").Raw)
+		}
+	}
+	return out
+}
+
+func TestAnswerReachesTheAgent(t *testing.T) {
+	e := newEnv(t, bridge.Config{})
+	s := e.start("ask-multi", "Ask me how to format.")
+	qs := e.pending(s.ID, 1)
+	q := qs[0]
+	if !strings.HasPrefix(q.ID, "q_") || len(q.Questions) != 2 || q.Questions[1].Question != "Which sections?" || !q.Questions[1].MultiSelect {
+		t.Fatalf("pending question %+v", q)
+	}
+	res, err := e.c.Answer(context.Background(), q.ID, map[string]bridge.Answer{
+		"How should I format the output?": {"Summary"},
+		"Which sections?":                 {"Intro", "Outro"},
+	})
+	if err != nil || res.Held {
+		t.Fatalf("Answer = %+v, %v", res, err)
+	}
+	ended := e.ended(s.ID)
+	if *ended.ExitCode != 0 {
+		t.Errorf("fakeclaude exited %d: %s", *ended.ExitCode, ended.Detail)
+	}
+	sent := answersSent(e.transcript(ended.ClaudeSessionID))
+	if len(sent) != 1 || gjson.Get(sent[0], "updatedInput.answers").Raw != `{"How should I format the output?":"Summary","Which sections?":"Intro, Outro"}` || gjson.Get(sent[0], "behavior").String() != "allow" {
+		t.Errorf("the agent received %v", sent)
+	}
+	if _, err := e.c.Answer(context.Background(), q.ID, map[string]bridge.Answer{"1": {"Detailed"}, "2": {"Body"}}); !errors.Is(err, bridge.ErrResolved) {
+		t.Errorf("a second answer: %v, want ErrResolved", err)
+	}
+}

@@ -1,0 +1,215 @@
+package bridge
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Client talks to a bridge's HTTP API: what askctl session, answer, skip,
+// pending and watch use.
+type Client struct {
+	URL   string // http://127.0.0.1:7474
+	Token string
+	HTTP  *http.Client
+}
+
+// ErrUnreachable wraps errors reaching the bridge at all.
+var ErrUnreachable = errors.New("bridge unreachable")
+
+// ErrUnauthorized is a wrong or missing token.
+var ErrUnauthorized = errors.New("unauthorized")
+
+// RemoteError is an error response of the bridge.
+type RemoteError struct {
+	Status int
+	APIError
+}
+
+func (e *RemoteError) Error() string { return e.APIError.Error }
+
+// Is maps the bridge's error codes to the package's errors.
+func (e *RemoteError) Is(target error) bool {
+	switch e.Code {
+	case "not_found":
+		return target == ErrNotFound
+	case "resolved":
+		return target == ErrResolved
+	case "invalid", "bad_request", "too_large":
+		return target == ErrInvalid
+	case "unauthorized":
+		return target == ErrUnauthorized
+	}
+	return false
+}
+
+func (c *Client) httpClient() *http.Client {
+	if c.HTTP != nil {
+		return c.HTTP
+	}
+	return &http.Client{Timeout: 30 * time.Second}
+}
+
+func (c *Client) do(ctx context.Context, method, path string, body, out any) (int, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return 0, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(c.URL, "/")+path, rd)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %v", ErrUnreachable, err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.Token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.httpClient().Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("%w at %s: %v", ErrUnreachable, c.URL, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return resp.StatusCode, fmt.Errorf("%w: reading the response: %v", ErrUnreachable, err)
+	}
+	if resp.StatusCode >= 400 {
+		re := &RemoteError{Status: resp.StatusCode}
+		if json.Unmarshal(data, &re.APIError) != nil || re.Code == "" {
+			re.Code, re.APIError.Error = "internal", fmt.Sprintf("%s %s: %s", method, path, resp.Status)
+		}
+		return resp.StatusCode, re
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			return resp.StatusCode, fmt.Errorf("%s %s: reading the answer: %w", method, path, err)
+		}
+	}
+	return resp.StatusCode, nil
+}
+
+// Sessions lists the bridge's sessions.
+func (c *Client) Sessions(ctx context.Context) ([]*Session, error) {
+	var out []*Session
+	_, err := c.do(ctx, http.MethodGet, "/api/sessions", nil, &out)
+	return out, err
+}
+
+// StartSession starts a session.
+func (c *Client) StartSession(ctx context.Context, o StartOptions) (*Session, error) {
+	var out Session
+	_, err := c.do(ctx, http.MethodPost, "/api/sessions", o, &out)
+	return &out, err
+}
+
+// StopSession stops a session and returns it.
+func (c *Client) StopSession(ctx context.Context, id string) (*Session, error) {
+	var out Session
+	_, err := c.do(ctx, http.MethodDelete, "/api/sessions/"+url.PathEscape(id), nil, &out)
+	return &out, err
+}
+
+// Pending lists pending questions; session filters when set.
+func (c *Client) Pending(ctx context.Context, session string) ([]*Question, error) {
+	var out []*Question
+	_, err := c.do(ctx, http.MethodGet, "/api/questions?session="+url.QueryEscape(session), nil, &out)
+	return out, err
+}
+
+// Question returns one question.
+func (c *Client) Question(ctx context.Context, id string) (*Question, error) {
+	var out Question
+	_, err := c.do(ctx, http.MethodGet, "/api/questions/"+url.PathEscape(id), nil, &out)
+	return &out, err
+}
+
+// Answer answers a question (or part of a multi-question request).
+func (c *Client) Answer(ctx context.Context, id string, answers map[string]Answer) (*AnswerResult, error) {
+	var out AnswerResult
+	_, err := c.do(ctx, http.MethodPost, "/api/questions/"+url.PathEscape(id)+"/answer", AnswerRequest{Answers: answers}, &out)
+	return &out, err
+}
+
+// Skip declines a question.
+func (c *Client) Skip(ctx context.Context, id, reason string, interrupt bool) (*Question, error) {
+	var out Question
+	_, err := c.do(ctx, http.MethodPost, "/api/questions/"+url.PathEscape(id)+"/skip", SkipRequest{Reason: reason, Interrupt: interrupt}, &out)
+	return &out, err
+}
+
+// Events reads the SSE stream, calling f with each event until f returns an
+// error, ctx ends, or the stream does. lastID > 0 resumes after that event.
+func (c *Client) Events(ctx context.Context, session string, lastID int64, f func(Event) error) error {
+	q := url.Values{}
+	if session != "" {
+		q.Set("session", session)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(c.URL, "/")+"/api/events?"+q.Encode(), nil)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUnreachable, err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.Token)
+	req.Header.Set("Accept", "text/event-stream")
+	if lastID > 0 {
+		req.Header.Set("Last-Event-ID", strconv.FormatInt(lastID, 10))
+	}
+	resp, err := (&http.Client{}).Do(req)
+	if err != nil {
+		return fmt.Errorf("%w at %s: %v", ErrUnreachable, c.URL, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		re := &RemoteError{Status: resp.StatusCode}
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		if json.Unmarshal(data, &re.APIError) != nil || re.Code == "" {
+			re.Code, re.APIError.Error = "internal", resp.Status
+		}
+		return re
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), MaxBody*4)
+	var data []byte
+	var id int64
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			if len(data) > 0 {
+				var e Event
+				if err := json.Unmarshal(data, &e); err != nil {
+					return fmt.Errorf("event stream: %w", err)
+				}
+				if id > 0 {
+					e.Seq = id
+				}
+				if err := f(e); err != nil {
+					return err
+				}
+			}
+			data, id = nil, 0
+		case strings.HasPrefix(line, "data: "):
+			data = append(data, line[len("data: "):]...)
+		case strings.HasPrefix(line, "id: "):
+			id, _ = strconv.ParseInt(line[len("id: "):], 10, 64)
+		}
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("%w: event stream: %v", ErrUnreachable, err)
+	}
+	return fmt.Errorf("%w: the event stream ended", ErrUnreachable)
+}

@@ -1,0 +1,349 @@
+package bridge
+
+import (
+	"bytes"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// MaxBody bounds a request body and a WebSocket message.
+const MaxBody = 1 << 20
+
+// Server is the bridge's user surfaces over HTTP: the JSON API, the SSE
+// event stream, and the WebSocket protocol. Every request but /api/health
+// needs the token.
+type Server struct {
+	B     *Bridge
+	Token string
+	// OriginPatterns lists extra hosts whose pages may open the WebSocket
+	// (see websocket.AcceptOptions); by default only same-origin pages may.
+	OriginPatterns []string
+	// Keepalive is the SSE comment interval; default 15s.
+	Keepalive time.Duration
+
+	wsMu   sync.Mutex
+	wsConn map[string]*wsClient // the active connection of each session ("" for all)
+}
+
+// Handler routes the API.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/health", s.health)
+	mux.HandleFunc("GET /api/sessions", s.auth(s.listSessions))
+	mux.HandleFunc("POST /api/sessions", s.auth(s.startSession))
+	mux.HandleFunc("GET /api/sessions/{id}", s.auth(s.getSession))
+	mux.HandleFunc("DELETE /api/sessions/{id}", s.auth(s.stopSession))
+	mux.HandleFunc("GET /api/questions", s.auth(s.listQuestions))
+	mux.HandleFunc("GET /api/questions/{id}", s.auth(s.getQuestion))
+	mux.HandleFunc("POST /api/questions/{id}/answer", s.auth(s.answer))
+	mux.HandleFunc("POST /api/questions/{id}/skip", s.auth(s.skip))
+	mux.HandleFunc("GET /api/events", s.auth(s.events))
+	mux.HandleFunc("GET /ws", s.auth(s.ws))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no route %s %s (see the bridge package docs)", r.Method, r.URL.Path))
+	})
+	return mux
+}
+
+// APIError is the body of every error response.
+type APIError struct {
+	Code  string `json:"code"` // not_found, resolved, invalid, bad_request, unauthorized, too_large, internal
+	Error string `json:"error"`
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, APIError{Code: code, Error: msg})
+}
+
+// fail maps the bridge's errors to statuses and codes.
+func fail(w http.ResponseWriter, err error) {
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.Is(err, ErrNotFound):
+		writeError(w, http.StatusNotFound, "not_found", err.Error())
+	case errors.Is(err, ErrResolved):
+		writeError(w, http.StatusConflict, "resolved", err.Error())
+	case errors.Is(err, ErrInvalid):
+		writeError(w, http.StatusUnprocessableEntity, "invalid", err.Error())
+	case errors.As(err, &mbe):
+		writeError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("request body over %d bytes", mbe.Limit))
+	case errors.Is(err, errBadRequest):
+		writeError(w, http.StatusBadRequest, "bad_request", err.Error())
+	default:
+		writeError(w, http.StatusInternalServerError, "internal", err.Error())
+	}
+}
+
+var errBadRequest = errors.New("bad request")
+
+func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok {
+			// Browsers cannot set headers on a WebSocket or an EventSource.
+			tok = r.URL.Query().Get("token")
+		}
+		if s.Token == "" || subtle.ConstantTimeCompare([]byte(tok), []byte(s.Token)) != 1 {
+			writeError(w, http.StatusUnauthorized, "unauthorized", "missing or wrong token: send Authorization: Bearer TOKEN (the token is in the bridge's token file)")
+			return
+		}
+		h(w, r)
+	}
+}
+
+// decode reads a JSON body strictly: known fields, one value, bounded size.
+func decode(w http.ResponseWriter, r *http.Request, v any) error {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	if err != nil {
+		return err
+	}
+	return decodeStrict(body, v)
+}
+
+func decodeStrict(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return fmt.Errorf("%w: field %q: want %s, got %s", errBadRequest, te.Field, te.Type, te.Value)
+		}
+		return fmt.Errorf("%w: %v", errBadRequest, err)
+	}
+	if dec.More() {
+		return fmt.Errorf("%w: more than one JSON value", errBadRequest)
+	}
+	return nil
+}
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"ok": true})
+}
+
+func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
+	ss, err := s.B.Sessions(r.Context())
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	if ss == nil {
+		ss = []*Session{}
+	}
+	writeJSON(w, http.StatusOK, ss)
+}
+
+func (s *Server) startSession(w http.ResponseWriter, r *http.Request) {
+	var o StartOptions
+	if err := decode(w, r, &o); err != nil {
+		fail(w, err)
+		return
+	}
+	ss, err := s.B.StartSession(r.Context(), o)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, ss)
+}
+
+func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
+	ss, err := s.B.Session(r.Context(), r.PathValue("id"))
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ss)
+}
+
+func (s *Server) stopSession(w http.ResponseWriter, r *http.Request) {
+	if err := s.B.StopSession(r.Context(), r.PathValue("id")); err != nil {
+		fail(w, err)
+		return
+	}
+	s.getSession(w, r)
+}
+
+func (s *Server) listQuestions(w http.ResponseWriter, r *http.Request) {
+	status := r.URL.Query().Get("status")
+	switch status {
+	case "":
+		status = QuestionPending
+	case "all":
+		status = ""
+	}
+	qs, err := s.B.Questions(r.Context(), status, r.URL.Query().Get("session"))
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	if qs == nil {
+		qs = []*Question{}
+	}
+	writeJSON(w, http.StatusOK, qs)
+}
+
+func (s *Server) getQuestion(w http.ResponseWriter, r *http.Request) {
+	q, err := s.B.Question(r.Context(), r.PathValue("id"))
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, q)
+}
+
+// AnswerRequest is the body of POST /api/questions/{id}/answer.
+type AnswerRequest struct {
+	// Answers maps a question's full text, or its number from 1, to the
+	// answer: a label or free text, or an array of labels (multiSelect).
+	Answers map[string]Answer `json:"answers"`
+}
+
+func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
+	var req AnswerRequest
+	if err := decode(w, r, &req); err != nil {
+		fail(w, err)
+		return
+	}
+	res, err := s.B.Answer(r.Context(), r.PathValue("id"), req.Answers)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	status := http.StatusOK
+	if res.Held {
+		status = http.StatusAccepted
+	}
+	writeJSON(w, status, res)
+}
+
+// SkipRequest is the body of POST /api/questions/{id}/skip.
+type SkipRequest struct {
+	Reason    string `json:"reason,omitempty"`
+	Interrupt bool   `json:"interrupt,omitempty"`
+}
+
+func (s *Server) skip(w http.ResponseWriter, r *http.Request) {
+	var req SkipRequest
+	if r.ContentLength != 0 {
+		if err := decode(w, r, &req); err != nil {
+			fail(w, err)
+			return
+		}
+	}
+	q, err := s.B.Skip(r.Context(), r.PathValue("id"), req.Reason, req.Interrupt)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, q)
+}
+
+// events is the SSE stream: every event with its sequence number as the id.
+// A client that reconnects with Last-Event-ID gets what it missed from the
+// log; a new client first gets the pending questions (no id), then live
+// events.
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		writeError(w, http.StatusInternalServerError, "internal", "streaming unsupported")
+		return
+	}
+	session := r.URL.Query().Get("session")
+	last := r.Header.Get("Last-Event-ID")
+	if last == "" {
+		last = r.URL.Query().Get("last_event_id")
+	}
+	var after int64 = -1
+	if last != "" {
+		n, err := strconv.ParseInt(last, 10, 64)
+		if err != nil || n < 0 {
+			writeError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("Last-Event-ID %q: want a sequence number", last))
+			return
+		}
+		after = n
+	}
+	sub := s.B.Subscribe(session)
+	defer sub.Close()
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	send := func(e Event, withID bool) error {
+		data, _ := json.Marshal(e)
+		var b strings.Builder
+		if withID {
+			fmt.Fprintf(&b, "id: %d\n", e.Seq)
+		}
+		fmt.Fprintf(&b, "event: %s\ndata: %s\n\n", e.Type, data)
+		_, err := io.WriteString(w, b.String())
+		fl.Flush()
+		return err
+	}
+	ctx := r.Context()
+	if after >= 0 {
+		for {
+			backlog, err := s.B.EventsAfter(ctx, after, session, 500)
+			if err != nil {
+				return
+			}
+			for _, e := range backlog {
+				if send(e, true) != nil {
+					return
+				}
+				after = e.Seq
+			}
+			if len(backlog) < 500 {
+				break
+			}
+		}
+	} else {
+		qs, _ := s.B.Pending(ctx, session)
+		for _, q := range qs {
+			if send(Event{Type: EventQuestion, SessionID: q.SessionID, QuestionID: q.ID, Questions: q.Questions, TimeoutSeconds: q.TimeoutSeconds, Time: q.CreatedAt}, false) != nil {
+				return
+			}
+		}
+	}
+	keep := s.Keepalive
+	if keep <= 0 {
+		keep = 15 * time.Second
+	}
+	tick := time.NewTicker(keep)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			if _, err := io.WriteString(w, ": keepalive\n\n"); err != nil {
+				return
+			}
+			fl.Flush()
+		case e, ok := <-sub.C:
+			if !ok {
+				return // fell behind: the client reconnects with Last-Event-ID
+			}
+			if after >= 0 && e.Seq <= after {
+				continue // already sent from the log
+			}
+			if send(e, true) != nil {
+				return
+			}
+		}
+	}
+}

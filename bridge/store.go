@@ -1,0 +1,274 @@
+package bridge
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	_ "modernc.org/sqlite" // the pure-Go driver: a fresh clone needs no C toolchain
+)
+
+// The store keeps sessions, questions and the event log in one SQLite file
+// (WAL), so a bridge killed with a question pending loses nothing: every
+// change is committed before any surface or agent hears of it.
+
+const schema = `
+CREATE TABLE IF NOT EXISTS sessions (
+	id                TEXT PRIMARY KEY,
+	claude_session_id TEXT NOT NULL DEFAULT '',
+	prompt            TEXT NOT NULL,
+	scenario          TEXT NOT NULL DEFAULT '',
+	claude            TEXT NOT NULL DEFAULT '',
+	status            TEXT NOT NULL,
+	exit_code         INTEGER,
+	detail            TEXT NOT NULL DEFAULT '',
+	created_at        TEXT NOT NULL,
+	ended_at          TEXT
+);
+CREATE TABLE IF NOT EXISTS questions (
+	id          TEXT PRIMARY KEY,
+	session_id  TEXT NOT NULL REFERENCES sessions(id),
+	request_id  TEXT NOT NULL,
+	tool_use_id TEXT NOT NULL DEFAULT '',
+	questions   TEXT NOT NULL,
+	input       TEXT NOT NULL,
+	status      TEXT NOT NULL,
+	draft       TEXT NOT NULL DEFAULT '{}',
+	answers     TEXT,
+	reason      TEXT NOT NULL DEFAULT '',
+	created_at  TEXT NOT NULL,
+	deadline    TEXT NOT NULL,
+	resolved_at TEXT,
+	orphaned    INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS questions_status ON questions(status);
+CREATE TABLE IF NOT EXISTS events (
+	seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+	session_id TEXT NOT NULL DEFAULT '',
+	data       TEXT NOT NULL,
+	created_at TEXT NOT NULL
+);
+`
+
+type store struct{ db *sql.DB }
+
+func openStore(path string) (*store, error) {
+	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(ON)"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, err
+	}
+	// One writer at a time is SQLite's rule; one connection keeps it
+	// simple and fast for a bridge's load.
+	db.SetMaxOpenConns(1)
+	if _, err := db.Exec(schema); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("database %s: %w", path, err)
+	}
+	return &store{db: db}, nil
+}
+
+func (s *store) Close() error { return s.db.Close() }
+
+const timeFormat = time.RFC3339Nano
+
+func ts(t time.Time) string { return t.UTC().Format(timeFormat) }
+
+func parseTS(s sql.NullString) time.Time {
+	if !s.Valid {
+		return time.Time{}
+	}
+	t, _ := time.Parse(timeFormat, s.String)
+	return t
+}
+
+func (s *store) insertSession(ctx context.Context, ss *Session) error {
+	_, err := s.db.ExecContext(ctx, `INSERT INTO sessions (id, prompt, scenario, claude, status, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		ss.ID, ss.Prompt, ss.Scenario, ss.Claude, ss.Status, ts(ss.CreatedAt))
+	return err
+}
+
+func (s *store) updateSession(ctx context.Context, ss *Session) error {
+	var ended any
+	if !ss.EndedAt.IsZero() {
+		ended = ts(ss.EndedAt)
+	}
+	_, err := s.db.ExecContext(ctx, `UPDATE sessions SET claude_session_id=?, status=?, exit_code=?, detail=?, ended_at=? WHERE id=?`,
+		ss.ClaudeSessionID, ss.Status, ss.ExitCode, ss.Detail, ended, ss.ID)
+	return err
+}
+
+const sessionCols = `id, claude_session_id, prompt, scenario, claude, status, exit_code, detail, created_at, ended_at`
+
+func scanSession(sc interface{ Scan(...any) error }) (*Session, error) {
+	var ss Session
+	var created, ended sql.NullString
+	var code sql.NullInt64
+	if err := sc.Scan(&ss.ID, &ss.ClaudeSessionID, &ss.Prompt, &ss.Scenario, &ss.Claude, &ss.Status, &code, &ss.Detail, &created, &ended); err != nil {
+		return nil, err
+	}
+	if code.Valid {
+		c := int(code.Int64)
+		ss.ExitCode = &c
+	}
+	ss.CreatedAt, ss.EndedAt = parseTS(created), parseTS(ended)
+	return &ss, nil
+}
+
+func (s *store) session(ctx context.Context, id string) (*Session, error) {
+	ss, err := scanSession(s.db.QueryRowContext(ctx, `SELECT `+sessionCols+` FROM sessions WHERE id=?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	return ss, err
+}
+
+func (s *store) sessions(ctx context.Context) ([]*Session, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+sessionCols+` FROM sessions ORDER BY created_at`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*Session
+	for rows.Next() {
+		ss, err := scanSession(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ss)
+	}
+	return out, rows.Err()
+}
+
+// markLost marks the sessions a previous bridge left running: their agents
+// died with it. Their pending questions stay pending, orphaned: an answer
+// resumes the session (the late-answer path).
+func (s *store) markLost(ctx context.Context, now time.Time) (int, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, `UPDATE sessions SET status=?, detail=?, ended_at=? WHERE status IN (?, ?)`,
+		StatusLost, "the bridge stopped while the agent ran", ts(now), StatusRunning, StatusStarting)
+	if err != nil {
+		return 0, err
+	}
+	n, _ := res.RowsAffected()
+	if _, err := tx.ExecContext(ctx, `UPDATE questions SET orphaned=1 WHERE status=? AND session_id IN (SELECT id FROM sessions WHERE status=?)`, QuestionPending, StatusLost); err != nil {
+		return 0, err
+	}
+	return int(n), tx.Commit()
+}
+
+func (s *store) insertQuestion(ctx context.Context, q *Question) error {
+	qs, _ := json.Marshal(q.Questions)
+	_, err := s.db.ExecContext(ctx, `INSERT INTO questions (id, session_id, request_id, tool_use_id, questions, input, status, created_at, deadline) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		q.ID, q.SessionID, q.RequestID, q.ToolUseID, string(qs), string(q.input), q.Status, ts(q.CreatedAt), ts(q.Deadline))
+	return err
+}
+
+// resolve moves a pending question to status, if it is still pending: the
+// first resolution wins, in the database as on the wire.
+func (s *store) resolve(ctx context.Context, id, status string, answers map[string]string, reason string, now time.Time) (bool, error) {
+	var a any
+	if answers != nil {
+		b, _ := json.Marshal(answers)
+		a = string(b)
+	}
+	res, err := s.db.ExecContext(ctx, `UPDATE questions SET status=?, answers=?, reason=?, resolved_at=? WHERE id=? AND status=?`,
+		status, a, reason, ts(now), id, QuestionPending)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// saveDraft keeps the answers given so far to a multi-question request.
+func (s *store) saveDraft(ctx context.Context, id string, draft map[string]string) error {
+	b, _ := json.Marshal(draft)
+	_, err := s.db.ExecContext(ctx, `UPDATE questions SET draft=? WHERE id=? AND status=?`, string(b), id, QuestionPending)
+	return err
+}
+
+const questionCols = `id, session_id, request_id, tool_use_id, questions, input, status, draft, answers, reason, created_at, deadline, resolved_at, orphaned`
+
+func scanQuestion(sc interface{ Scan(...any) error }) (*Question, error) {
+	var q Question
+	var qs, input, draft string
+	var answers, created, deadline, resolved sql.NullString
+	if err := sc.Scan(&q.ID, &q.SessionID, &q.RequestID, &q.ToolUseID, &qs, &input, &q.Status, &draft, &answers, &q.Reason, &created, &deadline, &resolved, &q.Orphaned); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal([]byte(qs), &q.Questions); err != nil {
+		return nil, fmt.Errorf("question %s: %w", q.ID, err)
+	}
+	q.input = json.RawMessage(input)
+	_ = json.Unmarshal([]byte(draft), &q.Draft)
+	if answers.Valid {
+		_ = json.Unmarshal([]byte(answers.String), &q.Answers)
+	}
+	q.CreatedAt, q.Deadline, q.ResolvedAt = parseTS(created), parseTS(deadline), parseTS(resolved)
+	return &q, nil
+}
+
+func (s *store) question(ctx context.Context, id string) (*Question, error) {
+	q, err := scanQuestion(s.db.QueryRowContext(ctx, `SELECT `+questionCols+` FROM questions WHERE id=?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	return q, err
+}
+
+// questions lists questions, oldest first; status and session filter when set.
+func (s *store) questions(ctx context.Context, status, session string) ([]*Question, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+questionCols+` FROM questions WHERE (?='' OR status=?) AND (?='' OR session_id=?) ORDER BY created_at, id`, status, status, session, session)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*Question
+	for rows.Next() {
+		q, err := scanQuestion(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, q)
+	}
+	return out, rows.Err()
+}
+
+func (s *store) appendEvent(ctx context.Context, session string, data []byte, now time.Time) (int64, error) {
+	res, err := s.db.ExecContext(ctx, `INSERT INTO events (session_id, data, created_at) VALUES (?, ?, ?)`, session, string(data), ts(now))
+	if err != nil {
+		return 0, err
+	}
+	return res.LastInsertId()
+}
+
+// eventsAfter returns the logged events after seq, for a stream that
+// resumes (SSE Last-Event-ID), at most limit of them.
+func (s *store) eventsAfter(ctx context.Context, seq int64, session string, limit int) ([]Event, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT seq, data FROM events WHERE seq > ? AND (?='' OR session_id=? OR session_id='') ORDER BY seq LIMIT ?`, seq, session, session, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Event
+	for rows.Next() {
+		var e Event
+		var data string
+		if err := rows.Scan(&e.Seq, &data); err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal([]byte(data), &e); err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}

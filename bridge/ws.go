@@ -1,0 +1,229 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// The WebSocket surface speaks seed 003's protocol, one connection per
+// session (GET /ws?session_id=ID; without it, every session).
+//
+// Server → client:
+//
+//	{"type":"ask_user_question","question_id":"q_…","session_id":"s_…","questions":[…],"timeout_seconds":300}
+//	{"type":"ask_user_timeout","question_id":"q_…","error":"User response timed out"}
+//	{"type":"session_status","session_id":"s_…","status":"running","waiting_for_user":true,"pending_question_id":"q_…"}
+//	{"type":"session_taken","session_id":"s_…"}      this connection was taken over
+//	{"type":"ask_user_ack","question_id":"q_…","status":"answered"|"held"|"skipped","missing":[…]}
+//	{"type":"error","question_id":"q_…","code":"invalid"|"resolved"|"not_found"|"session_taken"|"bad_request","error":"…"}
+//
+// and the bridge's other events (ask_user_answered, ask_user_skipped,
+// ask_user_withdrawn, ask_user_held, ask_user_resumed) as they happen.
+//
+// Client → server:
+//
+//	{"type":"ask_user_response","data":{"question_id":"q_…","answers":{"<question text>":"<label>"},"cancelled":false}}
+//
+// (the fields may also stand at the top level). answers values are strings
+// (multiSelect labels joined with ", ") or arrays of labels; cancelled true
+// skips the question. On connect the bridge sends the session's status and
+// replays its pending questions, with the same ids. A newer connection to
+// the same session takes it over: the old one gets session_taken, and its
+// answers are rejected.
+
+type wsClient struct {
+	conn    *websocket.Conn
+	session string
+	mu      sync.Mutex // one writer at a time
+	taken   bool
+}
+
+func (c *wsClient) send(ctx context.Context, v any) error {
+	data, _ := json.Marshal(v)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return c.conn.Write(ctx, websocket.MessageText, data)
+}
+
+// wsMessage is a message from the client.
+type wsMessage struct {
+	Type string          `json:"type"`
+	Data *wsResponse     `json:"data,omitempty"`
+	wsResponse
+}
+
+type wsResponse struct {
+	QuestionID string            `json:"question_id,omitempty"`
+	Answers    map[string]Answer `json:"answers,omitempty"`
+	Cancelled  bool              `json:"cancelled,omitempty"`
+	Reason     string            `json:"reason,omitempty"`
+}
+
+type wsReply struct {
+	Type       string   `json:"type"`
+	QuestionID string   `json:"question_id,omitempty"`
+	SessionID  string   `json:"session_id,omitempty"`
+	Status     string   `json:"status,omitempty"`
+	Missing    []string `json:"missing,omitempty"`
+	Code       string   `json:"code,omitempty"`
+	Error      string   `json:"error,omitempty"`
+}
+
+func (s *Server) ws(w http.ResponseWriter, r *http.Request) {
+	session := r.URL.Query().Get("session_id")
+	if session != "" {
+		if _, err := s.B.Session(r.Context(), session); err != nil {
+			fail(w, err)
+			return
+		}
+	}
+	// Accept checks that the page opening the socket is from this host:
+	// a page on another site must not reach a loopback bridge.
+	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: s.OriginPatterns})
+	if err != nil {
+		return // Accept has answered (403 for a foreign Origin)
+	}
+	conn.SetReadLimit(MaxBody)
+	c := &wsClient{conn: conn, session: session}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	defer conn.CloseNow()
+
+	// Take the session over from an older connection.
+	s.wsMu.Lock()
+	if s.wsConn == nil {
+		s.wsConn = map[string]*wsClient{}
+	}
+	old := s.wsConn[session]
+	s.wsConn[session] = c
+	s.wsMu.Unlock()
+	if old != nil {
+		old.mu.Lock()
+		old.taken = true
+		old.mu.Unlock()
+		_ = old.send(ctx, wsReply{Type: "session_taken", SessionID: session})
+	}
+	defer func() {
+		s.wsMu.Lock()
+		if s.wsConn[session] == c {
+			delete(s.wsConn, session)
+		}
+		s.wsMu.Unlock()
+	}()
+
+	sub := s.B.Subscribe(session)
+	defer sub.Close()
+	// Status, then the pending questions, replayed with their ids.
+	if session != "" {
+		if ss, err := s.B.Session(ctx, session); err == nil {
+			waiting := ss.WaitingForUser
+			var pq *string
+			if ss.PendingQuestionID != "" {
+				pq = &ss.PendingQuestionID
+			}
+			_ = c.send(ctx, Event{Type: EventStatus, SessionID: session, Status: ss.Status, WaitingForUser: &waiting, PendingQuestionID: pq, Time: time.Now().UTC()})
+		}
+	}
+	qs, _ := s.B.Pending(ctx, session)
+	replayed := map[string]bool{}
+	for _, q := range qs {
+		replayed[q.ID] = true
+		_ = c.send(ctx, Event{Type: EventQuestion, SessionID: q.SessionID, QuestionID: q.ID, Questions: q.Questions, TimeoutSeconds: q.TimeoutSeconds, Time: q.CreatedAt})
+	}
+	go func() {
+		defer cancel()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case e, ok := <-sub.C:
+				if !ok {
+					conn.Close(websocket.StatusTryAgainLater, "fell behind; reconnect")
+					return
+				}
+				if e.Type == EventQuestion && replayed[e.QuestionID] {
+					continue
+				}
+				if c.send(ctx, e) != nil {
+					return
+				}
+			}
+		}
+	}()
+	for {
+		_, data, err := conn.Read(ctx)
+		if err != nil {
+			var ce websocket.CloseError
+			if errors.As(err, &ce) && ce.Code == websocket.StatusMessageTooBig {
+				return
+			}
+			return
+		}
+		_ = c.send(ctx, s.wsHandle(ctx, c, data))
+	}
+}
+
+// wsHandle answers one client message.
+func (s *Server) wsHandle(ctx context.Context, c *wsClient, data []byte) wsReply {
+	var m wsMessage
+	if err := decodeStrict(data, &m); err != nil {
+		return wsReply{Type: "error", Code: "bad_request", Error: err.Error()}
+	}
+	if m.Type != "ask_user_response" {
+		return wsReply{Type: "error", Code: "bad_request", Error: fmt.Sprintf("unknown message type %q (want ask_user_response)", m.Type)}
+	}
+	resp := m.wsResponse
+	if m.Data != nil {
+		resp = *m.Data
+	}
+	if resp.QuestionID == "" {
+		return wsReply{Type: "error", Code: "bad_request", Error: "question_id is missing"}
+	}
+	c.mu.Lock()
+	taken := c.taken
+	c.mu.Unlock()
+	if taken {
+		return wsReply{Type: "error", QuestionID: resp.QuestionID, Code: "session_taken", Error: "another connection took this session over: its answers count, this one's do not"}
+	}
+	if c.session != "" {
+		if q, err := s.B.Question(ctx, resp.QuestionID); err == nil && q.SessionID != c.session {
+			return wsReply{Type: "error", QuestionID: resp.QuestionID, Code: "not_found", Error: fmt.Sprintf("question %s is not in session %s", resp.QuestionID, c.session)}
+		}
+	}
+	if resp.Cancelled {
+		if _, err := s.B.Skip(ctx, resp.QuestionID, resp.Reason, false); err != nil {
+			return wsError(resp.QuestionID, err)
+		}
+		return wsReply{Type: "ask_user_ack", QuestionID: resp.QuestionID, Status: QuestionSkipped}
+	}
+	res, err := s.B.Answer(ctx, resp.QuestionID, resp.Answers)
+	if err != nil {
+		return wsError(resp.QuestionID, err)
+	}
+	if res.Held {
+		return wsReply{Type: "ask_user_ack", QuestionID: resp.QuestionID, Status: "held", Missing: res.Missing}
+	}
+	return wsReply{Type: "ask_user_ack", QuestionID: resp.QuestionID, Status: QuestionAnswered}
+}
+
+func wsError(qid string, err error) wsReply {
+	code := "internal"
+	switch {
+	case errors.Is(err, ErrNotFound):
+		code = "not_found"
+	case errors.Is(err, ErrResolved):
+		code = "resolved"
+	case errors.Is(err, ErrInvalid):
+		code = "invalid"
+	}
+	return wsReply{Type: "error", QuestionID: qid, Code: code, Error: err.Error()}
+}
