@@ -58,7 +58,7 @@ type Bridge struct {
 	wg  sync.WaitGroup
 
 	mu    sync.Mutex
-	live  map[string]*live      // running sessions, by id
+	live  map[string]*live       // running sessions, by id
 	timer map[string]*time.Timer // pending questions' deadlines, by question id
 	subs  map[*Subscription]bool
 

@@ -56,8 +56,8 @@ func (c *wsClient) send(ctx context.Context, v any) error {
 
 // wsMessage is a message from the client.
 type wsMessage struct {
-	Type string          `json:"type"`
-	Data *wsResponse     `json:"data,omitempty"`
+	Type string      `json:"type"`
+	Data *wsResponse `json:"data,omitempty"`
 	wsResponse
 }
 
