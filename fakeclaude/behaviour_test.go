@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -431,7 +432,7 @@ func TestBehaviour(t *testing.T) {
 // TestBuiltinScenariosPlayThrough plays every built-in scenario against
 // fakeclaude with the SDK side the scenario itself describes.
 func TestBuiltinScenariosPlayThrough(t *testing.T) {
-	want := map[string]int{"ask-skip-interrupt": 1, "cancel-pending": 1, "exit-pending": 1}
+	want := map[string]int{"ask-skip-interrupt": 1, "cancel-pending": 1, "exit-pending": 1, "late-answer": 1}
 	for _, name := range scenarios.Names() {
 		t.Run(name, func(t *testing.T) {
 			sc, err := scenarios.Builtin(name)
@@ -517,5 +518,38 @@ func TestRouteMCPRefused(t *testing.T) {
 	}
 	if _, err := replay.PlanFor(sc, true); err == nil || !errors.Is(err, scenarios.ErrRouteMCP) {
 		t.Errorf("replay.PlanFor = %v, want ErrRouteMCP", err)
+	}
+}
+
+// TestResume: with --resume ID fakeclaude keeps ID as its session id and
+// plays the scenario's resume.jsonl, checking the prompt; a scenario with no
+// resume.jsonl refuses --resume.
+func TestResume(t *testing.T) {
+	tests := []struct {
+		name, scenario, prompt string
+		wantCode               int
+		wantStderr             string
+	}{
+		{"resumed with the answer", "late-answer", "You asked: Which database should I use? The user answered: Postgres.", fakeclaude.ExitOK, ""},
+		{"resumed without it", "late-answer", "Hello again.", fakeclaude.ExitExpectation, `the prompt "Hello again." does not match`},
+		{"not resumable", "ask-single", "x", fakeclaude.ExitUsage, "does not expect to be resumed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := start(t, tt.scenario, append(append([]string(nil), sdk...), "--resume", "0f6c8e2e-1111-4222-8333-444455556666"), fakeclaude.Options{})
+			if tt.wantCode != fakeclaude.ExitUsage {
+				s.send(`{"type":"control_request","request_id":"req_1","request":{"subtype":"initialize","hooks":null}}`)
+				s.send(`{"type":"user","message":{"role":"user","content":` + strconv.Quote(tt.prompt) + `},"parent_tool_use_id":null,"session_id":"default"}`)
+				init := s.until("system/init")
+				if got := init.Get("session_id").String(); got != "0f6c8e2e-1111-4222-8333-444455556666" {
+					t.Errorf("session_id = %q, want the resumed one", got)
+				}
+				s.until("result")
+			}
+			o := s.finish()
+			if o.Code != tt.wantCode || !strings.Contains(s.stderr.String(), tt.wantStderr) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", o.Code, s.stderr.String(), tt.wantCode, tt.wantStderr)
+			}
+		})
 	}
 }

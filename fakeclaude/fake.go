@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -220,6 +221,10 @@ func newFake(ctx context.Context, opts Options, out io.Writer) *fake {
 		f.flags.PermissionMode = "default"
 	}
 	f.sessionID = newUUID()
+	if f.flags.Resume != "" {
+		// The real CLI keeps the session id it resumes.
+		f.sessionID = f.flags.Resume
+	}
 	return f
 }
 
@@ -337,16 +342,26 @@ func (f *fake) run() {
 	for _, u := range f.flags.Unknown {
 		f.note("ignored unknown argument %q", u)
 	}
-	if !f.askEnabled() && hasAsk(f.sc) {
+	steps := f.sc.Steps
+	if f.flags.Resume != "" {
+		if len(f.sc.Resume) == 0 {
+			f.fail(ExitUsage, "usage", "--resume %s: scenario %s does not expect to be resumed (it has no resume.jsonl section)", f.flags.Resume, f.sc.Name)
+			return
+		}
+		steps = f.sc.Resume
+		f.note("resuming session %s: playing the scenario's resume.jsonl", f.flags.Resume)
+	}
+	if !f.askEnabled() && hasAsk(steps) {
 		f.note("AskUserQuestion is not offered in this session (no --permission-prompt-tool): the scenario's questions will fail as they do with the real CLI")
 	}
-	f.note("playing scenario %s (%s) with %d steps", f.sc.Name, f.sc.File, len(f.sc.Steps))
-	for ti, turn := range f.sc.Turns() {
+	f.note("playing scenario %s (%s) with %d steps", f.sc.Name, f.sc.File, len(steps))
+	for ti, turn := range scenarios.TurnsOf(steps) {
 		f.step = turn[0].N
 		prompt, ok := f.waitPrompt(ti + 1)
 		if !ok {
 			return
 		}
+		f.checkPrompt(&turn[0], prompt)
 		f.startTurn(prompt)
 		f.aborted = false
 		played := 1
@@ -371,8 +386,38 @@ func (f *fake) run() {
 	f.waitEOF()
 }
 
-func hasAsk(sc *scenarios.Scenario) bool {
-	for _, s := range sc.Steps {
+// checkPrompt checks a prompt against its step's expect_prompt.
+func (f *fake) checkPrompt(st *scenarios.Step, l protocol.Line) {
+	if st.ExpectPrompt == nil {
+		return
+	}
+	var in protocol.UserInput
+	_ = l.Decode(&in)
+	text := promptText(in.Message.Content)
+	if !st.ExpectPrompt.MatchString(text) {
+		f.fail(ExitExpectation, "expectation", "stdin line %d: the prompt %s does not match %q", l.N, clip.Quote(text, 300), st.ExpectPrompt)
+	}
+}
+
+// promptText is a user message's text: the string, or its text blocks.
+func promptText(content json.RawMessage) string {
+	var s string
+	if json.Unmarshal(content, &s) == nil {
+		return s
+	}
+	var blocks []protocol.ContentBlock
+	_ = json.Unmarshal(content, &blocks)
+	var parts []string
+	for _, b := range blocks {
+		if b.Type == "text" {
+			parts = append(parts, b.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+func hasAsk(steps []scenarios.Step) bool {
+	for _, s := range steps {
 		if s.Kind == scenarios.KindAsk {
 			return true
 		}

@@ -21,6 +21,7 @@ type Flags struct {
 	AllowedTools         []string
 	DisallowedTools      []string
 	MCPConfig            []string
+	Resume               string // --resume ID: continue that session
 	Scenario             string // fakeclaude's own --scenario
 	Transcript           string // fakeclaude's own --transcript
 	Version              bool
@@ -116,6 +117,8 @@ func ParseArgs(args []string) (Flags, error) {
 			f.DisallowedTools = append(f.DisallowedTools, splitTools(val)...)
 		case "--mcp-config":
 			f.MCPConfig = append(f.MCPConfig, val)
+		case "--resume", "-r":
+			f.Resume = val
 		case "--scenario":
 			f.Scenario = val
 		case "--transcript":

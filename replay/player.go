@@ -55,6 +55,9 @@ type Answer struct {
 	// KillAfter, with no reply, ends the agent process this long after the
 	// request: how a scenario's exit_after is played against the real CLI.
 	KillAfter time.Duration
+	// CloseInput, with no reply, closes the agent's stdin: a silent user
+	// with neither cancel_after nor exit_after (a bridge with no deny path).
+	CloseInput bool
 }
 
 // PlanFor returns the SDK side of sc: from its wire lines when it is recorded,
@@ -86,6 +89,8 @@ func planFromSteps(sc *scenarios.Scenario, agentCancels bool) (Plan, error) {
 			}
 			a := Answer{After: time.Duration(u.After)}
 			switch {
+			case u.Silent && st.CancelAfter == 0 && st.ExitAfter == 0:
+				a.CloseInput = true
 			case u.Silent && !agentCancels:
 				a.InterruptAfter, a.KillAfter = st.CancelAfter, st.ExitAfter
 			case u.Silent:
@@ -252,6 +257,8 @@ func (p *planSource) Ask(s *sdk.Session, r sdk.Request) {
 		s.After(delay, func() { _ = s.Respond(r.ID, reply) })
 	case a.Response != nil:
 		s.After(delay, func() { _ = s.RespondRaw(r.ID, a.Response) })
+	case a.CloseInput:
+		s.CloseInput()
 	case a.InterruptAfter > 0:
 		s.After(a.InterruptAfter, func() { _ = s.Interrupt() })
 	case a.KillAfter > 0 && p.opts.Kill != nil:

@@ -5,10 +5,14 @@
 // # The format
 //
 // A scenario is a txtar archive. The archive comment says, in prose, what the
-// session shows and why. Three sections follow:
+// session shows and why. These sections follow:
 //
 //	-- scenario.json --   the header: {"name","route","cli_version","origin"}
 //	-- steps.jsonl --     the steps, one JSON object a line, run in order
+//	-- resume.jsonl --    optional: the steps the agent plays when it is
+//	                      started again with --resume ID (a bridge that
+//	                      resumes a session for a late answer); askctl
+//	                      replay plays steps.jsonl only
 //	-- wire.jsonl --      recorded scenarios only: every line both ways
 //
 // route is "sdk" (the default) or "mcp"; origin is "synthetic" (the default)
@@ -19,7 +23,8 @@
 //
 // Each step has exactly one kind:
 //
-//	{"prompt":"…"}              wait for the user's message; starts a turn
+//	{"prompt":"…"}              wait for the user's message; starts a turn;
+//	                            "expect_prompt":"<regexp>" checks its text
 //	{"text":"…"}                the assistant writes text
 //	{"ask":{"questions":[…]}}   the assistant calls AskUserQuestion (1–4
 //	                            questions, header ≤ 12 characters, 2–4 options,
@@ -36,7 +41,11 @@
 //	                {"answers":{"<question>":"<label or text>" | ["<label>",…]}},
 //	                {"allow":true} (tools), {"skip":"<reason>","interrupt":bool},
 //	                or {"silent":true}; "after":"2s" delays it, "annotations"
-//	                adds notes
+//	                adds notes. A silent user never answers: with
+//	                cancel_after or exit_after the agent withdraws the
+//	                question or exits; alone, the bridge is expected to
+//	                close stdin (askctl replay does), and the agent cancels
+//	                the question and ends the turn as the real CLI does
 //	"expect"        what the answer must be; derived from "user" when absent:
 //	                {"behavior","answers":{"<question>":"<exact string>"},
 //	                "interrupt","match":{"<gjson path>":<JSON>},"no_answer"};

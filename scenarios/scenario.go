@@ -42,6 +42,7 @@ const (
 	sectionHeader = "scenario.json"
 	sectionSteps  = "steps.jsonl"
 	sectionWire   = "wire.jsonl"
+	sectionResume = "resume.jsonl"
 )
 
 // Scenario is one session, the single source of truth for what the agent
@@ -72,7 +73,11 @@ type Scenario struct {
 	Source      []byte // the archive as parsed
 
 	Steps []Step
-	Wire  []transcript.Record // recorded scenarios: the session as captured
+	// Resume is what the agent plays when it is started again with
+	// --resume: a scenario that expects to be resumed (a bridge's late
+	// answer) has them. askctl replay plays Steps only.
+	Resume []Step
+	Wire   []transcript.Record // recorded scenarios: the session as captured
 }
 
 // Kind is the kind of a step.
@@ -96,6 +101,9 @@ type Step struct {
 	// (askctl replay), and the agent does not insist on it (bridges send
 	// their own).
 	Prompt string
+	// ExpectPrompt, on a prompt step, is a regular expression the prompt
+	// the agent receives must match.
+	ExpectPrompt *regexp.Regexp
 	// Text is the assistant's text for a text step.
 	Text string
 	// Questions of an ask step.
@@ -162,7 +170,8 @@ type User struct {
 	Skip *string `json:"skip,omitempty"`
 	// Interrupt makes a skip also abort the turn.
 	Interrupt bool `json:"interrupt,omitempty"`
-	// Silent never answers (the request is cancelled or the agent exits).
+	// Silent never answers: the agent withdraws the request (cancel_after),
+	// exits (exit_after), or, with neither, the SDK side closes stdin.
 	Silent bool `json:"silent,omitempty"`
 	// After is how long the person takes before answering.
 	After Duration `json:"after,omitempty"`
@@ -325,9 +334,12 @@ func (s *Step) Describe() string {
 }
 
 // Turns splits the steps into turns, each beginning with its prompt step.
-func (sc *Scenario) Turns() [][]Step {
+func (sc *Scenario) Turns() [][]Step { return TurnsOf(sc.Steps) }
+
+// TurnsOf splits steps into turns, each beginning with its prompt step.
+func TurnsOf(steps []Step) [][]Step {
 	var turns [][]Step
-	for _, s := range sc.Steps {
+	for _, s := range steps {
 		if s.Kind == KindPrompt || len(turns) == 0 {
 			turns = append(turns, nil)
 		}
@@ -390,6 +402,7 @@ type StepLine struct {
 	CancelAfter *Duration        `json:"cancel_after,omitempty"`
 	ExitAfter   *Duration        `json:"exit_after,omitempty"`
 	ExitCode    *int             `json:"exit_code,omitempty"`
+	ExpectPrompt string          `json:"expect_prompt,omitempty"`
 	Comment     *json.RawMessage `json:"#,omitempty"` // free text for people
 }
 
@@ -458,11 +471,13 @@ func (p *parser) parse(data []byte) *Scenario {
 			p.parseHeader(sc, start, f.Data)
 		case sectionSteps:
 			stepsSeen = true
-			p.parseSteps(sc, start, f.Data)
+			p.parseSteps(sc, start, f.Data, &sc.Steps)
+		case sectionResume:
+			p.parseSteps(sc, start, f.Data, &sc.Resume)
 		case sectionWire:
 			p.parseWire(sc, start, f.Data)
 		default:
-			p.errorf(start-1, "", "unknown section %q (want %s, %s or %s)", f.Name, sectionHeader, sectionSteps, sectionWire)
+			p.errorf(start-1, "", "unknown section %q (want %s, %s, %s or %s)", f.Name, sectionHeader, sectionSteps, sectionResume, sectionWire)
 		}
 	}
 	if !hdrSeen {
@@ -503,7 +518,8 @@ func (p *parser) parseHeader(sc *Scenario, line int, data []byte) {
 	}
 }
 
-func (p *parser) parseSteps(sc *Scenario, start int, data []byte) {
+func (p *parser) parseSteps(sc *Scenario, start int, data []byte, dst *[]Step) {
+	count := 0
 	for i, raw := range bytes.Split(data, []byte("\n")) {
 		n := start + i
 		raw = bytes.TrimSpace(raw)
@@ -518,16 +534,16 @@ func (p *parser) parseSteps(sc *Scenario, start int, data []byte) {
 		}
 		if k := duplicateKey(raw); k != "" {
 			p.errorf(n, k, "key appears twice")
-			continue
 		}
 		if st, ok := p.step(n, sl); ok {
 			p.stepsSeen++
+			count++
 			st.N = p.stepsSeen
-			p.validateStep(sc, &st)
+			p.validateStep(sc, &st, count == 1)
 			// Past the error bound the scenario is rejected anyway: keep no
 			// more steps, so a huge bad file costs little memory.
 			if len(p.errs) < MaxErrors {
-				sc.Steps = append(sc.Steps, st)
+				*dst = append(*dst, st)
 			}
 		}
 	}
@@ -585,6 +601,15 @@ func (p *parser) step(n int, sl StepLine) (Step, bool) {
 	if sl.CancelAfter != nil && sl.ExitAfter != nil {
 		p.errorf(n, "", "a step takes cancel_after or exit_after, not both")
 	}
+	if sl.ExpectPrompt != "" {
+		if st.Kind != KindPrompt {
+			p.errorf(n, "expect_prompt", "only prompt steps take expect_prompt")
+		} else if re, err := regexp.Compile(sl.ExpectPrompt); err != nil {
+			p.errorf(n, "expect_prompt", "not a regular expression: %v", err)
+		} else {
+			st.ExpectPrompt = re
+		}
+	}
 	return st, true
 }
 
@@ -620,8 +645,8 @@ func (p *parser) validate(sc *Scenario) {
 
 // validateStep checks one step's content, and what it shares with the steps
 // before it (the first is a prompt; tool_use ids are unique).
-func (p *parser) validateStep(sc *Scenario, st *Step) {
-	if p.stepsSeen == 1 && st.Kind != KindPrompt {
+func (p *parser) validateStep(sc *Scenario, st *Step, first bool) {
+	if first && st.Kind != KindPrompt {
 		p.errorf(st.Line, "", "the first step must be a prompt (a turn starts with the user's message), got %s", st.Kind)
 	}
 	if st.ID != "" {
@@ -717,9 +742,6 @@ func (p *parser) validateUser(st *Step) {
 	}
 	if st.Kind == KindTool && len(u.Answers) > 0 {
 		p.errorf(st.Line, "user.answers", "a tool step is answered with allow or skip")
-	}
-	if u.Silent && st.CancelAfter == 0 && st.ExitAfter == 0 {
-		p.errorf(st.Line, "user.silent", "a silent user needs cancel_after or exit_after on the step, or the session never ends")
 	}
 	for q := range u.Answers {
 		if !hasQuestion(st.Questions, q) {

@@ -20,7 +20,7 @@ func TestParseErrors(t *testing.T) {
 		{"empty", "", "t.txtar: empty scenario"},
 		{"no header", "-- steps.jsonl --\n{\"prompt\":\"hi\"}\n", `t.txtar: missing section "scenario.json"`},
 		{"no steps section", "-- scenario.json --\n{}\n", `t.txtar: missing section "steps.jsonl"`},
-		{"unknown section", hdr + `{"prompt":"hi"}` + "\n-- extra --\nx\n", `t.txtar:5: unknown section "extra" (want scenario.json, steps.jsonl or wire.jsonl)`},
+		{"unknown section", hdr + `{"prompt":"hi"}` + "\n-- extra --\nx\n", `t.txtar:5: unknown section "extra" (want scenario.json, steps.jsonl, resume.jsonl or wire.jsonl)`},
 		{"duplicate section", hdr + `{"prompt":"hi"}` + "\n-- steps.jsonl --\n{\"text\":\"x\"}\n", `t.txtar:5: section "steps.jsonl" appears twice`},
 		{"header unknown field", "-- scenario.json --\n{\"nmae\":\"x\"}\n-- steps.jsonl --\n{\"prompt\":\"hi\"}\n", "t.txtar:2: nmae: unknown field"},
 		{"bad route", "-- scenario.json --\n{\"route\":\"smtp\"}\n-- steps.jsonl --\n{\"prompt\":\"hi\"}\n", `t.txtar:2: route: want "sdk" or "mcp", got "smtp"`},
@@ -50,8 +50,8 @@ func TestParseErrors(t *testing.T) {
 			`t.txtar:5: user.answers: no question "What?" in this step`},
 		{"user two actions", hdr + `{"prompt":"hi"}` + "\n" + `{"ask":{"questions":[` + q1 + `]},"user":{"answers":{"Which?":"A"},"skip":"no"}}` + "\n",
 			"t.txtar:5: user: want exactly one of answers, allow, skip or silent"},
-		{"silent forever", hdr + `{"prompt":"hi"}` + "\n" + `{"ask":{"questions":[` + q1 + `]},"user":{"silent":true}}` + "\n",
-			"t.txtar:5: user.silent: a silent user needs cancel_after or exit_after on the step, or the session never ends"},
+		{"resume not a prompt first", hdr + `{"prompt":"hi"}` + "\n-- resume.jsonl --\n" + `{"text":"x"}` + "\n", "t.txtar:6: the first step must be a prompt (a turn starts with the user's message), got text"},
+		{"bad expect_prompt", hdr + `{"prompt":"hi","expect_prompt":"("}` + "\n", "t.txtar:4: expect_prompt: not a regular expression: error parsing regexp: missing closing ): `(`"},
 		{"bad duration", hdr + `{"prompt":"hi"}` + "\n" + `{"ask":{"questions":[` + q1 + `]},"cancel_after":"soon"}` + "\n",
 			`t.txtar:5: want a duration such as "250ms": time: invalid duration "soon"`},
 		{"expect on text", hdr + `{"prompt":"hi"}` + "\n" + `{"text":"x","expect":{"behavior":"allow"}}` + "\n", "t.txtar:5: expect: only ask and tool steps take expect"},
@@ -122,7 +122,7 @@ func TestRecordedScenariosMayHaveLongHeaders(t *testing.T) {
 }
 
 func TestBuiltins(t *testing.T) {
-	want := []string{"ask-four", "ask-free-text", "ask-multi", "ask-notes", "ask-sequential", "ask-single", "ask-skip", "ask-skip-interrupt", "cancel-pending", "exit-pending", "other-tool"}
+	want := []string{"ask-four", "ask-free-text", "ask-multi", "ask-notes", "ask-sequential", "ask-single", "ask-skip", "ask-skip-interrupt", "cancel-pending", "exit-pending", "late-answer", "other-tool"}
 	if diff := cmp.Diff(want, Names()); diff != "" {
 		t.Errorf("Names() (-want +got):\n%s", diff)
 	}
