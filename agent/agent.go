@@ -45,8 +45,9 @@ type Agent interface {
 type Options struct {
 	// Args are the agent's flags; nil means SDKArgs.
 	Args []string
-	// Log receives the agent's notes: fakeclaude's transcript events, the fake
-	// model API's requests and errors, stderr lines.
+	// Log receives the agent's notes as they happen: fakeclaude's
+	// transcript events (live, over FAKECLAUDE_EVENTS), the fake model API's
+	// requests and errors.
 	Log transcript.Sink
 	// Dir is the working directory and HOME for the agent; a temporary
 	// directory when empty.
@@ -131,7 +132,7 @@ func launch(ctx context.Context, c Command, p *Process) (*Process, error) {
 	cmd := exec.CommandContext(ctx, c.Path, c.Args...)
 	cmd.Env, cmd.Dir = c.Env, c.Dir
 	fail := func(err error) (*Process, error) {
-		p.Wait0()
+		p.release()
 		return nil, err
 	}
 	stdin, err := cmd.StdinPipe()
@@ -233,7 +234,7 @@ func (f Fake) Start(ctx context.Context, sc *scenarios.Scenario, opts Options) (
 	}
 	ref, err := scenarioRef(sc, dir)
 	if err != nil {
-		p.Wait0()
+		p.release()
 		return nil, err
 	}
 	c.Env = append(c.Env, "FAKECLAUDE_SCENARIO="+ref)
@@ -246,7 +247,7 @@ func (f Fake) Start(ctx context.Context, sc *scenarios.Scenario, opts Options) (
 	if opts.Log != nil {
 		hub, err := events.Listen("unix", filepath.Join(dir, "events.sock"))
 		if err != nil {
-			p.Wait0()
+			p.release()
 			return nil, err
 		}
 		hub.Subscribe("", transcript.Func(func(r transcript.Record) error {
@@ -279,8 +280,8 @@ func scenarioRef(sc *scenarios.Scenario, dir string) (string, error) {
 	return path, os.WriteFile(path, sc.Source, 0o644)
 }
 
-// Wait0 releases what Start set up for a process that never started.
-func (p *Process) Wait0() {
+// release frees what Start set up for a process that never started.
+func (p *Process) release() {
 	for i := len(p.cleanup) - 1; i >= 0; i-- {
 		p.cleanup[i]()
 	}

@@ -21,6 +21,7 @@ import (
 	"net"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/askctl/askctl/transcript"
 )
@@ -92,16 +93,22 @@ func (h *Hub) Sessions() []string {
 	return out
 }
 
-// Close stops accepting, closes every connection, and returns once no sink
-// will be called again.
+// closeDrain bounds how long Close waits for connections to deliver what
+// their agents already wrote.
+const closeDrain = 2 * time.Second
+
+// Close stops accepting, lets every connection deliver what its agent has
+// written (an agent that exited has closed its end: that is at once), and
+// returns once no sink will be called again. A connection still open after
+// a short drain is cut.
 func (h *Hub) Close() error {
+	err := h.ln.Close()
 	h.mu.Lock()
 	h.closed = true
 	for c := range h.conns {
-		c.Close()
+		_ = c.SetReadDeadline(time.Now().Add(closeDrain))
 	}
 	h.mu.Unlock()
-	err := h.ln.Close()
 	h.wg.Wait()
 	return err
 }

@@ -19,8 +19,16 @@ func watchReaderGone(f *os.File) <-chan struct{} {
 	if err != nil || fi.Mode()&(os.ModeNamedPipe|os.ModeSocket) == 0 {
 		return nil
 	}
+	// The descriptor, without f.Fd(), which would put it in blocking mode.
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	fd := -1
+	if rc.Control(func(u uintptr) { fd = int(u) }) != nil || fd < 0 {
+		return nil
+	}
 	gone := make(chan struct{})
-	fd := int(f.Fd())
 	go func() {
 		// POLLERR and POLLHUP are reported whatever the events asked for;
 		// asking for none keeps a writable pipe from waking the poll.

@@ -146,7 +146,20 @@ func TestSignalWhileBlockedWriting(t *testing.T) {
 			p := spawn(t, sc, "FAKECLAUDE_TIMEOUT=30s")
 			p.send(initLine)
 			p.send(promptLine)
-			time.Sleep(300 * time.Millisecond) // let it block on the full pipe
+			// It is blocked once the 1 MiB text is in its transcript (it
+			// records a message just before writing it) and it has not exited.
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				b, _ := os.ReadFile(p.transcript)
+				if strings.Contains(string(b), strings.Repeat("x", 1000)) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("fakeclaude never began writing the long text")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			time.Sleep(100 * time.Millisecond)
 			select {
 			case <-p.done:
 				t.Fatalf("fakeclaude exited before the signal: %v", p.cmd.ProcessState)
@@ -156,6 +169,10 @@ func TestSignalWhileBlockedWriting(t *testing.T) {
 				t.Fatal(err)
 			}
 			p.exit(143, 5*time.Second)
+			b, _ := os.ReadFile(p.transcript)
+			if !strings.Contains(string(b), `"text":"stopped: `) {
+				t.Errorf("no note of the stop in the transcript")
+			}
 		})
 	}
 }

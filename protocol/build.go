@@ -71,7 +71,7 @@ func Rebind(resp json.RawMessage, requestID string) (json.RawMessage, error) {
 		return nil, fmt.Errorf("rebinding a control_response: %w", err)
 	}
 	var body map[string]json.RawMessage
-	if err := json.Unmarshal(m["response"], &body); err != nil {
+	if err := json.Unmarshal(m["response"], &body); err != nil || body == nil {
 		return nil, errors.New("rebinding a control_response: no response object")
 	}
 	body["request_id"] = mustMarshal(requestID)

@@ -8,13 +8,17 @@
 // (can_use_tool) and "control_response"s. A control_response carries its
 // request_id inside "response", not at the top level.
 //
-// The package has three parts:
+// The package is the one way askctl builds and reads messages:
 //
-//   - types for every message askctl reads or writes: the control protocol
+//   - types for the messages askctl reads or writes: the control protocol
 //     ([ControlRequest], [ControlResponse], [ControlCancelRequest],
 //     [CanUseTool], [PermissionResult]), the AskUserQuestion input and answers
 //     ([AskInput], [Question], [AnswerValue]), and the stream ([UserInput],
-//     [SystemInit], [AssistantMessage], [UserMessage], [ResultMessage]);
+//     [SystemInit], [ContentBlock]);
+//   - constructors for what the SDK side writes ([InitializeRequest],
+//     [Prompt], [InterruptRequest], [SuccessResponse], [ErrorResponse],
+//     [Allow], [Deny]) and [Reply], the one mapping between a person's answer
+//     and the wire, both ways ([Reply.Result], [ReadReply]);
 //   - a strict line [Decoder] whose errors name the line and the field
 //     ([LineError]);
 //   - the exact tool_result texts the real CLI gives the model for allow, deny and

@@ -229,10 +229,33 @@ func (p placeholders) apply(b []byte) []byte {
 	}
 	for _, pr := range pairs {
 		if len(pr[0]) > 1 { // never "/" or ""
-			b = bytes.ReplaceAll(b, []byte(pr[0]), []byte(pr[1]))
+			b = replacePath(b, []byte(pr[0]), []byte(pr[1]))
 		}
 	}
 	return b
+}
+
+// replacePath replaces path where it stands as a whole path or a prefix of
+// one: /home/u in "/home/u/x" or "/home/u", not in "/home/u2".
+func replacePath(b, path, with []byte) []byte {
+	var out []byte
+	for {
+		i := bytes.Index(b, path)
+		if i < 0 {
+			return append(out, b...)
+		}
+		end := i + len(path)
+		if end == len(b) || !isPathByte(b[end]) || b[end] == '/' {
+			out = append(append(out, b[:i]...), with...)
+		} else {
+			out = append(out, b[:end]...)
+		}
+		b = b[end:]
+	}
+}
+
+func isPathByte(c byte) bool {
+	return c == '/' || c == '.' || c == '-' || c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
 // args is the command as a recording names it: the program's base name, and

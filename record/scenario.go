@@ -26,7 +26,7 @@ var (
 	secretValue = regexp.MustCompile(`sk-ant-[A-Za-z0-9_\-]{8,}|sk-[A-Za-z0-9_\-]{20,}|(?i:bearer|basic)\s+[A-Za-z0-9._~+/\-=]{8,}|gh[pousr]_[A-Za-z0-9]{20,}|xox[abposr]-[A-Za-z0-9\-]{10,}|eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}|\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`)
 	// "Authorization: …" headers, and key=value pairs whose key says secret,
 	// inside any string (a command line, a URL, a log line).
-	secretPair = regexp.MustCompile(`(?i)(\b(?:authorization|proxy-authorization|x-api-key)\s*:\s*)[^"\\\n]+|(\b(?:password|passwd|pwd|secret|token|access_token|api_key|apikey|client_secret)\s*=\s*)[^\s&"'\\;]+`)
+	secretPair = regexp.MustCompile(`(?i)(\b(?:authorization|proxy-authorization|x-api-key)\s*:\s*)(?:(?:bearer|basic|token|digest)\s+)?[^\s"'\\,;]+|(\b(?:password|passwd|pwd|secret|token|access_token|api_key|apikey|client_secret)\s*=\s*)[^\s&"'\\;]+`)
 	// JSON members whose names say they hold a secret: "key": "value".
 	secretMember = regexp.MustCompile(`(?i)("(?:[a-z_\-]*(?:api[_\-]?key|token|secret|password|passwd|authorization|auth[_\-]?header|cookie|credential)[a-z_\-]*)"\s*:\s*)"(?:[^"\\]|\\.)*"`)
 )
@@ -82,13 +82,16 @@ func Scenario(name, out string, command []string, recs []transcript.Record) (dat
 		sb.Write(b)
 		sb.WriteByte('\n')
 	}
+	ww := transcript.NewWriter(&wb) // every line valid UTF-8 JSON
 	for _, r := range recs {
-		b, _ := json.Marshal(r)
-		wb.Write(b)
-		wb.WriteByte('\n')
+		_ = ww.Write(r)
 	}
-	comment := fmt.Sprintf("Recorded by askctl record on %s from: %s\nclaude_code_version %s. Steps are derived from the wire section below, which holds\nevery line both ways as captured (secrets redacted, local paths as ${CWD} and ${HOME}).\n",
-		time.Now().UTC().Format("2006-01-02"), strings.Join(command, " "), version)
+	seen := "claude_code_version " + version
+	if version == "" {
+		seen = "The command announced no claude_code_version (it wrote no system/init)"
+	}
+	comment := fmt.Sprintf("Recorded by askctl record on %s from: %s\n%s. Steps are derived from the wire section below, which holds\nevery line both ways as captured (secrets redacted, local paths as ${CWD} and ${HOME}).\n",
+		time.Now().UTC().Format("2006-01-02"), strings.Join(command, " "), seen)
 	build := func() []byte {
 		return txtar.Format(&txtar.Archive{Comment: []byte(comment), Files: []txtar.File{
 			{Name: "scenario.json", Data: append(hdr, '\n')},
@@ -133,12 +136,12 @@ func Steps(recs []transcript.Record) ([]scenarios.StepLine, error) {
 		m := gjson.ParseBytes(r.Msg)
 		typ := m.Get("type").String()
 		switch {
-		case r.Dir == transcript.ToCLI && typ == "user":
+		case r.Dir == transcript.ToCLI && typ == protocol.TypeUser:
 			text := promptText(m.Get("message.content"))
 			steps = append(steps, scenarios.StepLine{Prompt: &text})
-		case r.Dir == transcript.FromCLI && typ == "system" && m.Get("subtype").String() == "init":
+		case r.Dir == transcript.FromCLI && typ == protocol.TypeSystem && m.Get("subtype").String() == protocol.SubtypeInit:
 			cwd = m.Get("cwd").String()
-		case r.Dir == transcript.FromCLI && typ == "assistant":
+		case r.Dir == transcript.FromCLI && typ == protocol.TypeAssistant:
 			for _, b := range m.Get("message.content").Array() {
 				switch b.Get("type").String() {
 				case "text":
@@ -159,7 +162,7 @@ func Steps(recs []transcript.Record) ([]scenarios.StepLine, error) {
 					steps = append(steps, s)
 				}
 			}
-		case r.Dir == transcript.FromCLI && typ == "control_request" && m.Get("request.subtype").String() == "can_use_tool":
+		case r.Dir == transcript.FromCLI && typ == protocol.TypeControlRequest && m.Get("request.subtype").String() == protocol.SubtypeCanUseTool:
 			i, ok := byToolUse[m.Get("request.tool_use_id").String()]
 			if !ok {
 				continue
@@ -169,7 +172,7 @@ func Steps(recs []transcript.Record) ([]scenarios.StepLine, error) {
 			if t := steps[i].Tool; t != nil {
 				t.Request = requestExtras(m.Get("request"), cwd)
 			}
-		case r.Dir == transcript.ToCLI && typ == "control_response":
+		case r.Dir == transcript.ToCLI && typ == protocol.TypeControlResponse:
 			i, ok := byRequest[m.Get("response.request_id").String()]
 			if !ok || answered[i] {
 				continue
@@ -179,7 +182,7 @@ func Steps(recs []transcript.Record) ([]scenarios.StepLine, error) {
 			if d := r.T.Sub(askedAt[i]); !r.T.IsZero() && !askedAt[i].IsZero() && d > time.Millisecond {
 				steps[i].User.After = scenarios.Duration(d.Round(time.Millisecond))
 			}
-		case r.Dir == transcript.ToCLI && typ == "control_request" && m.Get("request.subtype").String() == "interrupt":
+		case r.Dir == transcript.ToCLI && typ == protocol.TypeControlRequest && m.Get("request.subtype").String() == protocol.SubtypeInterrupt:
 			for _, i := range byRequest {
 				if !answered[i] {
 					answered[i] = true
@@ -188,7 +191,7 @@ func Steps(recs []transcript.Record) ([]scenarios.StepLine, error) {
 					steps[i].CancelAfter = &d
 				}
 			}
-		case r.Dir == transcript.FromCLI && typ == "user":
+		case r.Dir == transcript.FromCLI && typ == protocol.TypeUser:
 			for _, b := range m.Get("message.content").Array() {
 				if b.Get("type").String() != "tool_result" {
 					continue

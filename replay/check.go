@@ -3,7 +3,8 @@ package replay
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/askctl/askctl/internal/clip"
@@ -29,14 +30,13 @@ func Expected(sc *scenarios.Scenario) []Want {
 		out = append(out, Want{Step: step, Reason: reason, Msg: shape.Msg{Dir: transcript.FromCLI, Type: typ, Subtype: sub, Values: values}})
 	}
 	add(0, "initialize", protocol.TypeControlResponse, protocol.SubtypeSuccess, nil)
-	n := 0
 	for _, turn := range sc.Turns() {
-		n++
+		n := turn[0].N
 		add(n, "turn start", protocol.TypeSystem, protocol.SubtypeInit, map[string]string{"tools has AskUserQuestion": "true"})
 		aborted, exited := false, false
 		for i := 1; i < len(turn) && !aborted && !exited; i++ {
-			n++
 			st := &turn[i]
+			n = st.N
 			why := st.Describe()
 			switch st.Kind {
 			case scenarios.KindText:
@@ -68,11 +68,12 @@ func Expected(sc *scenarios.Scenario) []Want {
 				case st.Kind == scenarios.KindTool:
 					add(n, why, protocol.TypeUser, "", map[string]string{"content[0].content": output})
 				default:
+					r := u.Reply()
 					answers := map[string]protocol.AnswerValue{}
-					for q, a := range u.Answers {
-						answers[q] = protocol.AnswerValue(a.String())
+					for q, a := range r.Answers {
+						answers[q] = protocol.AnswerValue(a)
 					}
-					add(n, why, protocol.TypeUser, "", map[string]string{"content[0].content": protocol.AskResultText(st.Questions, answers, u.Annotations)})
+					add(n, why, protocol.TypeUser, "", map[string]string{"content[0].content": protocol.AskResultText(st.Questions, answers, r.Annotations)})
 				}
 			}
 		}
@@ -180,7 +181,7 @@ func CheckSteps(want []Want, got []shape.Msg) []Diff {
 		default:
 			w, g := want[p.W], sig[p.G]
 			lastStep, lastW = w.Step, p.W
-			for _, k := range sortedKeys(w.Msg.Values) {
+			for _, k := range slices.Sorted(maps.Keys(w.Msg.Values)) {
 				v := w.Msg.Values[k]
 				if gv, ok := g.Values[k]; !ok {
 					diffs = append(diffs, Diff{Step: w.Step, Msg: idx[p.G] + 1, Text: fmt.Sprintf("%s: %s missing, want %q", g.Label(), k, clip.String(v, 160))})
@@ -191,15 +192,6 @@ func CheckSteps(want []Want, got []shape.Msg) []Diff {
 		}
 	}
 	return diffs
-}
-
-func sortedKeys(m map[string]string) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }
 
 // CheckWire compares the agent's messages with a recording's, message by

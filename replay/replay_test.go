@@ -120,3 +120,23 @@ func TestTimeoutReachesTheAgent(t *testing.T) {
 		t.Errorf("with a context deadline: Err = %v, want ErrAgentTimeout", rep.Err)
 	}
 }
+
+// TestExpectedStepNumbers: Expected names each message by the step's own
+// number, also after a turn that was aborted with steps left.
+func TestExpectedStepNumbers(t *testing.T) {
+	q := `{"question":"Which?","header":"Pick","options":[{"label":"A","description":"a"},{"label":"B","description":"b"}],"multiSelect":false}`
+	sc, err := scenarios.Parse("n.txtar", []byte("-- scenario.json --\n{}\n-- steps.jsonl --\n"+
+		`{"prompt":"one"}`+"\n"+`{"ask":{"questions":[`+q+`]},"user":{"skip":"no","interrupt":true}}`+"\n"+`{"text":"never"}`+"\n"+
+		`{"prompt":"two"}`+"\n"+`{"text":"done"}`+"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range replay.Expected(sc) {
+		if w.Msg.Type == "assistant" && w.Msg.Values["content[0].text"] == "done" && w.Step != 5 {
+			t.Errorf("the second turn's text is step %d, want 5", w.Step)
+		}
+		if w.Reason == "turn start" && w.Step != 1 && w.Step != 4 {
+			t.Errorf("a turn starts at step %d, want 1 or 4", w.Step)
+		}
+	}
+}

@@ -3,7 +3,9 @@ package scenarios
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -67,14 +69,7 @@ func (e *Expect) checkAnswers(in *protocol.AskInput) []string {
 	return problems
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
-}
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 func jsonEqual(a, b []byte) bool {
 	var x, y any

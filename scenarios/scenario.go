@@ -392,18 +392,18 @@ type header struct {
 // StepLine is one line of steps.jsonl as written: the form Parse reads and a
 // recording is written in.
 type StepLine struct {
-	Prompt      *string          `json:"prompt,omitempty"`
-	Text        *string          `json:"text,omitempty"`
-	Ask         *AskLine         `json:"ask,omitempty"`
-	Tool        *ToolCall        `json:"tool,omitempty"`
-	ID          string           `json:"id,omitempty"`
-	Expect      *Expect          `json:"expect,omitempty"`
-	User        *User            `json:"user,omitempty"`
-	CancelAfter *Duration        `json:"cancel_after,omitempty"`
-	ExitAfter   *Duration        `json:"exit_after,omitempty"`
-	ExitCode    *int             `json:"exit_code,omitempty"`
-	ExpectPrompt string          `json:"expect_prompt,omitempty"`
-	Comment     *json.RawMessage `json:"#,omitempty"` // free text for people
+	Prompt       *string          `json:"prompt,omitempty"`
+	Text         *string          `json:"text,omitempty"`
+	Ask          *AskLine         `json:"ask,omitempty"`
+	Tool         *ToolCall        `json:"tool,omitempty"`
+	ID           string           `json:"id,omitempty"`
+	Expect       *Expect          `json:"expect,omitempty"`
+	User         *User            `json:"user,omitempty"`
+	CancelAfter  *Duration        `json:"cancel_after,omitempty"`
+	ExitAfter    *Duration        `json:"exit_after,omitempty"`
+	ExitCode     *int             `json:"exit_code,omitempty"`
+	ExpectPrompt string           `json:"expect_prompt,omitempty"`
+	Comment      *json.RawMessage `json:"#,omitempty"` // free text for people
 }
 
 // AskLine is the ask member of a StepLine.
@@ -455,11 +455,25 @@ func (p *parser) parse(data []byte) *Scenario {
 	sc := &Scenario{Description: strings.TrimSpace(string(ar.Comment)), File: p.file, Source: data}
 	// Line of each section's first content line.
 	line := 1 + bytes.Count(ar.Comment, []byte("\n"))
+	starts := make([]int, len(ar.Files))
+	for i, f := range ar.Files {
+		starts[i] = line + 1 // the "-- name --" marker is on line
+		line = starts[i] + bytes.Count(f.Data, []byte("\n"))
+	}
+	// The header first, wherever it stands: checks of the steps depend on it
+	// (recordings may keep long headers).
+	order := make([]int, 0, len(ar.Files))
+	for i, f := range ar.Files {
+		if f.Name == sectionHeader && (len(order) == 0 || ar.Files[order[0]].Name != sectionHeader) {
+			order = append([]int{i}, order...)
+		} else {
+			order = append(order, i)
+		}
+	}
 	seen := map[string]bool{}
 	var hdrSeen, stepsSeen bool
-	for _, f := range ar.Files {
-		start := line + 1 // the "-- name --" marker is on line
-		line = start + bytes.Count(f.Data, []byte("\n"))
+	for _, i := range order {
+		f, start := ar.Files[i], starts[i]
 		if seen[f.Name] {
 			p.errorf(start-1, "", "section %q appears twice", f.Name)
 			continue

@@ -114,6 +114,14 @@ func TestParseBoundsErrors(t *testing.T) {
 	}
 }
 
+// TestHeaderAfterSteps: the header is read first wherever it stands.
+func TestHeaderAfterSteps(t *testing.T) {
+	text := "-- steps.jsonl --\n" + `{"prompt":"hi"}` + "\n" + `{"ask":{"questions":[{"question":"Q?","header":"A long header here","options":[{"label":"A","description":"a"},{"label":"B","description":"b"}]}]}}` + "\n-- scenario.json --\n{\"origin\":\"recorded\"}\n"
+	if _, err := Parse("r.txtar", []byte(text)); err != nil {
+		t.Errorf("Parse() = %v, want the recorded origin seen before the steps are checked", err)
+	}
+}
+
 func TestRecordedScenariosMayHaveLongHeaders(t *testing.T) {
 	text := "-- scenario.json --\n{\"origin\":\"recorded\"}\n-- steps.jsonl --\n" + `{"prompt":"hi"}` + "\n" + `{"ask":{"questions":[{"question":"Q?","header":"A long header here","options":[{"label":"A","description":"a"},{"label":"B","description":"b"}]}]}}` + "\n"
 	if _, err := Parse("r.txtar", []byte(text)); err != nil {

@@ -98,6 +98,7 @@ type Session struct {
 	closed bool
 
 	timers sync.WaitGroup // answers scheduled with After
+	ended  bool           // the read loop has ended: After schedules nothing more
 
 	mu        sync.Mutex
 	requests  map[string]*Request
@@ -242,13 +243,19 @@ func (s *Session) claim(id string) (*Request, error) {
 // Respond answers request id with a person's reply. Only the first answer to
 // a pending request is sent; any other gets an error and sends nothing.
 func (s *Session) Respond(id string, r protocol.Reply) error {
-	req, err := s.claim(id)
+	s.mu.Lock()
+	req := s.requests[id]
+	s.mu.Unlock()
+	if req == nil {
+		return fmt.Errorf("%w: %q", ErrUnknownRequest, id)
+	}
+	// Build the message first: a reply that cannot be built leaves the
+	// request as it was, pending or withdrawn.
+	msg, err := r.Response(id, req.ToolName, req.Input)
 	if err != nil {
 		return err
 	}
-	msg, err := r.Response(id, req.ToolName, req.Input)
-	if err != nil {
-		s.unclaim(id)
+	if _, err := s.claim(id); err != nil {
 		return err
 	}
 	return s.write(msg)
@@ -267,16 +274,13 @@ func (s *Session) RespondRaw(id string, resp json.RawMessage) error {
 	return s.write(msg)
 }
 
-func (s *Session) unclaim(id string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.state[id] = statePending
-}
-
 // read is the session's loop over the agent's stdout.
 func (s *Session) read(stdout io.Reader) {
 	defer func() {
 		s.stop()
+		s.mu.Lock()
+		s.ended = true
+		s.mu.Unlock()
 		s.timers.Wait()
 		close(s.done)
 	}()
@@ -393,7 +397,13 @@ func (s *Session) After(d time.Duration, f func()) {
 		f()
 		return
 	}
+	s.mu.Lock()
+	if s.ended {
+		s.mu.Unlock()
+		return
+	}
 	s.timers.Add(1)
+	s.mu.Unlock()
 	go func() {
 		defer s.timers.Done()
 		t := time.NewTimer(d)

@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/askctl/askctl/internal/clip"
+	"github.com/askctl/askctl/protocol"
 	"github.com/tidwall/gjson"
 )
 
@@ -56,10 +57,10 @@ var skipSubtree = map[string]bool{
 func Of(dir string, raw []byte) Msg {
 	r := gjson.ParseBytes(raw)
 	m := Msg{Dir: dir, Type: r.Get("type").String(), Subtype: r.Get("subtype").String(), Values: map[string]string{}}
-	if m.Subtype == "" && m.Type == "control_response" {
+	if m.Subtype == "" && m.Type == protocol.TypeControlResponse {
 		m.Subtype = r.Get("response.subtype").String()
 	}
-	if m.Type == "control_request" {
+	if m.Type == protocol.TypeControlRequest {
 		m.Subtype = r.Get("request.subtype").String()
 	}
 	keys := map[string]bool{}
@@ -105,13 +106,13 @@ func salient(r gjson.Result, m *Msg) {
 		}
 	}
 	switch m.Type {
-	case "control_request":
-		if m.Subtype == "can_use_tool" {
+	case protocol.TypeControlRequest:
+		if m.Subtype == protocol.SubtypeCanUseTool {
 			for _, k := range []string{"tool_name", "display_name", "input", "requires_user_interaction", "description"} {
 				set(k, r.Get("request."+k))
 			}
 		}
-	case "assistant":
+	case protocol.TypeAssistant:
 		r.Get("message.content").ForEach(func(i, b gjson.Result) bool {
 			p := fmt.Sprintf("content[%d].", i.Int())
 			set(p+"type", b.Get("type"))
@@ -120,7 +121,7 @@ func salient(r gjson.Result, m *Msg) {
 			set(p+"input", b.Get("input"))
 			return true
 		})
-	case "user":
+	case protocol.TypeUser:
 		c := r.Get("message.content")
 		if c.Type == gjson.String {
 			set("content", c)
@@ -135,13 +136,13 @@ func salient(r gjson.Result, m *Msg) {
 			return true
 		})
 		set("tool_use_result", r.Get("tool_use_result"))
-	case "result":
+	case protocol.TypeResult:
 		for _, k := range []string{"is_error", "terminal_reason", "result", "errors", "stop_reason"} {
 			set(k, r.Get(k))
 		}
 		set("permission_denials", r.Get("permission_denials.#.tool_name"))
-	case "system":
-		if m.Subtype == "init" {
+	case protocol.TypeSystem:
+		if m.Subtype == protocol.SubtypeInit {
 			has := false
 			r.Get("tools").ForEach(func(_, t gjson.Result) bool {
 				has = has || t.String() == "AskUserQuestion"
@@ -149,7 +150,7 @@ func salient(r gjson.Result, m *Msg) {
 			})
 			m.Values["tools has AskUserQuestion"] = fmt.Sprint(has)
 		}
-	case "control_response":
+	case protocol.TypeControlResponse:
 		if r.Get("response.response.still_queued").Exists() {
 			set("still_queued", r.Get("response.response.still_queued"))
 		}
@@ -222,10 +223,11 @@ type Pair struct{ W, G int }
 
 // Align pairs two message lists in order, along the longest common
 // subsequence of their labels (direction, type, subtype): one missing or
-// extra message is one unpaired entry, not a cascade. score(w, g) is 0 when
-// want[w] and got[g] cannot pair; among alignments of equal length it
-// prefers the pairs scoring higher (messages that are alike in more than
-// their label), so an extra message of the same type is the one left out.
+// extra message is one unpaired entry, not a cascade. Messages pair only when
+// their labels are equal. Among the longest alignments it prefers the one
+// whose pairs score highest: score(w, g) is 1 when want[w] and got[g] are
+// alike beyond their label, else 0, so an extra message of the same type is
+// the one left out. (The length always wins: scores stay far below 2^20.)
 func Align(want, got []Msg, score func(w, g int) int) []Pair {
 	n, m := len(want), len(got)
 	pairScore := func(i, j int) int {

@@ -39,7 +39,6 @@ const (
 	EventExpect = "expect" // a scenario expectation was checked; OK says how it went
 	EventStep   = "step"   // a scenario step began
 	EventExit   = "exit"   // the agent is exiting with Code
-	EventStderr = "stderr" // a line the agent wrote to stderr
 )
 
 // Record is one line of a transcript.

@@ -53,12 +53,7 @@ Start with:
 			if cmd.Args().Len() == 0 {
 				return cli.ShowRootCommandHelp(cmd)
 			}
-			name := cmd.Args().First()
-			msg := fmt.Sprintf("unknown command %q", name)
-			if near := nearest(name, cmd.Commands); near != "" {
-				msg += fmt.Sprintf(": did you mean %q?", near)
-			}
-			return usagef("%s", msg)
+			return unknownCommand(cmd.Args().First(), cmd)
 		},
 		Commands: []*cli.Command{
 			newReplayCmd(s, nil),
@@ -107,6 +102,19 @@ func version() string {
 		}
 	}
 	return v + "; fakeclaude plays claude " + protocol.CLIVersion
+}
+
+// unknownCommand is the usage error for a command name parent does not
+// have, with the nearest one it has.
+func unknownCommand(name string, parent *cli.Command) error {
+	msg := fmt.Sprintf("unknown command %q", name)
+	if parent.Name != "askctl" {
+		msg = fmt.Sprintf("unknown command %q for %s", name, parent.FullName())
+	}
+	if near := nearest(name, parent.Commands); near != "" {
+		msg += fmt.Sprintf(": did you mean %q?", near)
+	}
+	return usagef("%s", msg)
 }
 
 // nearest is the command whose name is closest to name, if it is close.

@@ -28,6 +28,12 @@ func newClaudeCmd(s *stdio, installF, pathF func(context.Context, *claudeOptions
 against it (replay --agent real, fidelity). askctl claude install puts that
 release into your cache directory once, from npm, so those commands work from
 any directory. Needs npm; the native binary needs nothing else.`,
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.Args().Len() == 0 {
+				return cli.ShowSubcommandHelp(cmd)
+			}
+			return unknownCommand(cmd.Args().First(), cmd)
+		},
 		Commands: []*cli.Command{
 			{
 				Name:  "install",

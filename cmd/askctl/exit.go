@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/askctl/askctl/agent"
@@ -33,10 +34,8 @@ func usagef(format string, args ...any) error { return usageError{fmt.Errorf(for
 // errMismatch: the run completed and found differences, already reported.
 var errMismatch = errors.New("differences found")
 
-// exitCoder is an error that carries its own exit status (askctl record exits
-// with its command's status).
-type exitCoder interface{ ExitCode() int }
-
+// exitStatus is an error that carries its own exit status (askctl record
+// exits with its command's status).
 type exitStatus int
 
 func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
@@ -56,16 +55,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	s := &stdio{getenv: getenv, in: stdin, out: stdout, err: stderr, current: "askctl"}
-	err := newApp(s).Run(ctx, args)
+	app := newApp(s)
+	err := app.Run(ctx, args)
+	if name, ok := noHelpTopic(err); ok {
+		err = unknownCommand(name, app)
+	}
 	var ue usageError
-	var ec exitCoder
+	var es exitStatus
 	switch {
 	case err == nil:
 		return exitOK
 	case errors.Is(err, errMismatch):
 		return exitMismatch
-	case errors.As(err, &ec):
-		return ec.ExitCode()
+	case errors.As(err, &es):
+		return int(es)
 	case errors.As(err, &ue) || isFlagError(err):
 		fmt.Fprintf(stderr, "askctl: %v\nRun '%s --help' for usage.\n", err, s.current)
 		return exitUsage
@@ -73,4 +76,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		fmt.Fprintf(stderr, "askctl: %v\n", err)
 		return exitError
 	}
+}
+
+// noHelpTopic recognises urfave/cli's "No help topic for 'x'" (askctl help x).
+func noHelpTopic(err error) (string, bool) {
+	if err == nil {
+		return "", false
+	}
+	rest, ok := strings.CutPrefix(err.Error(), "No help topic for '")
+	if !ok {
+		return "", false
+	}
+	name, _, _ := strings.Cut(rest, "'")
+	return name, true
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -133,7 +135,8 @@ func leftOutNote(fr replay.FidelityReport) string {
 	sort.Strings(agents)
 	note := ""
 	for _, a := range agents {
-		for why, n := range fr.LeftOut[a] {
+		for _, why := range slices.Sorted(maps.Keys(fr.LeftOut[a])) {
+			n := fr.LeftOut[a][why]
 			if why == replay.LeftOutInterrupt {
 				note += fmt.Sprintf("; %s: %d left out, the reply to askctl's interrupt", a, n)
 			} else {

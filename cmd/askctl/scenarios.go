@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -68,11 +69,21 @@ func runScenarios(ctx context.Context, o *scenariosOptions) error {
 		for _, n := range o.names {
 			sc, err := scenarios.Load(n)
 			if err != nil {
-				fmt.Fprintln(o.io.err, err)
+				// A scenario's problems print as file:line: field: message,
+				// one a line, as compilers do; other errors get askctl's prefix.
+				var list scenarios.ErrorList
+				if errors.As(err, &list) {
+					fmt.Fprintln(o.io.err, err)
+				} else {
+					fmt.Fprintf(o.io.err, "askctl: %v\n", err)
+				}
 				bad = true
 				continue
 			}
 			fmt.Fprintf(w, "%s: ok (%s, %d steps)\n", n, sc.Name, len(sc.Steps))
+			if sc.Route == scenarios.RouteMCP {
+				fmt.Fprintf(o.io.err, "askctl: %s: valid, but it cannot be played yet: %v\n", n, scenarios.ErrRouteMCP)
+			}
 		}
 		if bad {
 			return exitStatus(exitUsage)

@@ -1,7 +1,8 @@
 // Drives an agent executable with the official TypeScript Agent SDK, the way
 // a bridge does: query() with pathToClaudeCodeExecutable and a canUseTool that
 // answers the ask-multi questions. Prints one JSON object: every SDK message,
-// what canUseTool saw, and any error.
+// what canUseTool saw, and any error; exits 1 when there was an error (the
+// agent failed, or exited non-zero), else 0.
 //
 // usage: node drive-ask-multi.mjs PATH-TO-AGENT
 import { query } from '@anthropic-ai/claude-agent-sdk';
@@ -38,3 +39,7 @@ try {
   error = String(e && e.stack || e);
 }
 process.stdout.write(JSON.stringify({ seen, messages, error }) + '\n');
+if (error) {
+  process.stderr.write('drive-ask-multi: ' + error.split('\n')[0] + '\n');
+  process.exitCode = 1;
+}
