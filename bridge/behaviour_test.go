@@ -1,0 +1,456 @@
+package bridge_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/askctl/askctl/bridge"
+	"github.com/coder/websocket"
+	"github.com/tidwall/gjson"
+)
+
+var bg = context.Background()
+
+func TestSkipIsADeny(t *testing.T) {
+	e := newEnv(t, bridge.Config{})
+	s := e.start("ask-skip", "Ask me how to format.")
+	q := e.pending(s.ID, 1)[0]
+	if _, err := e.c.Skip(bg, q.ID, "User skipped this question", false); err != nil {
+		t.Fatal(err)
+	}
+	ended := e.ended(s.ID)
+	sent := answersSent(e.transcript(ended.ClaudeSessionID))
+	if *ended.ExitCode != 0 || len(sent) != 1 || gjson.Get(sent[0], "behavior").String() != "deny" || gjson.Get(sent[0], "message").String() != "User skipped this question" {
+		t.Errorf("exit %d (%s), the agent received %v", *ended.ExitCode, ended.Detail, sent)
+	}
+	got, _ := e.c.Question(bg, q.ID)
+	if got.Status != bridge.QuestionSkipped {
+		t.Errorf("status %s, want skipped", got.Status)
+	}
+}
+
+func TestTimeout(t *testing.T) {
+	e := newEnv(t, bridge.Config{Timeout: 300 * time.Millisecond})
+	sub := e.b.Subscribe("")
+	defer sub.Close()
+	s := e.start("ask-skip", "Ask me how to format.")
+	q := e.pending(s.ID, 1)[0]
+	if q.TimeoutSeconds != 0 || q.Deadline.Sub(q.CreatedAt) != 300*time.Millisecond {
+		t.Errorf("timeout_seconds %d, deadline %v after", q.TimeoutSeconds, q.Deadline.Sub(q.CreatedAt))
+	}
+	ended := e.ended(s.ID)
+	sent := answersSent(e.transcript(ended.ClaudeSessionID))
+	if len(sent) != 1 || gjson.Get(sent[0], "behavior").String() != "deny" || !strings.Contains(gjson.Get(sent[0], "message").String(), "timed out") {
+		t.Fatalf("the agent received %v, want a deny saying it timed out", sent)
+	}
+	if _, err := e.c.Answer(bg, q.ID, map[string]bridge.Answer{"1": {"Summary"}, "2": {"Intro"}}); !errors.Is(err, bridge.ErrResolved) || !strings.Contains(err.Error(), "expired") {
+		t.Errorf("a late answer: %v, want ErrResolved naming the expiry", err)
+	}
+	if n := len(answersSent(e.transcript(ended.ClaudeSessionID))); n != 1 {
+		t.Errorf("the agent received %d responses, want 1", n)
+	}
+	waitEvent(t, sub, func(ev bridge.Event) bool {
+		return ev.Type == bridge.EventTimeout && ev.QuestionID == q.ID && ev.Error != ""
+	})
+}
+
+func waitEvent(t *testing.T, sub *bridge.Subscription, ok func(bridge.Event) bool) bridge.Event {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case ev, open := <-sub.C:
+			if !open {
+				t.Fatal("subscription closed")
+			}
+			if ok(ev) {
+				return ev
+			}
+		case <-timeout:
+			t.Fatal("no such event within 10s")
+		}
+	}
+}
+
+// TestPartialAnswersAreHeld: answers to part of a multi-question request are
+// held; the agent gets one response, with every answer, when the last comes.
+func TestPartialAnswersAreHeld(t *testing.T) {
+	e := newEnv(t, bridge.Config{})
+	s := e.start("ask-multi", "Ask me how to format.")
+	q := e.pending(s.ID, 1)[0]
+	res, err := e.c.Answer(bg, q.ID, map[string]bridge.Answer{"1": {"Summary"}})
+	if err != nil || !res.Held || len(res.Missing) != 1 || res.Missing[0] != "Which sections?" {
+		t.Fatalf("first part: %+v, %v", res, err)
+	}
+	if res, err = e.c.Answer(bg, q.ID, map[string]bridge.Answer{"Which sections?": {"Intro", "Outro"}}); err != nil || res.Held {
+		t.Fatalf("second part: %+v, %v", res, err)
+	}
+	ended := e.ended(s.ID)
+	sent := answersSent(e.transcript(ended.ClaudeSessionID))
+	if *ended.ExitCode != 0 || len(sent) != 1 || gjson.Get(sent[0], "updatedInput.answers").Raw != `{"How should I format the output?":"Summary","Which sections?":"Intro, Outro"}` {
+		t.Errorf("exit %d, the agent received %v", *ended.ExitCode, sent)
+	}
+}
+
+// TestBadAnswersLeaveItPending: every malformed answer gets a clear error,
+// and the question stays pending and answerable.
+func TestBadAnswersLeaveItPending(t *testing.T) {
+	e := newEnv(t, bridge.Config{})
+	s := e.start("ask-multi", "Ask me how to format.")
+	q := e.pending(s.ID, 1)[0]
+	tests := []struct {
+		id      string
+		answers map[string]bridge.Answer
+		want    error
+		text    string
+	}{
+		{"q_nosuch", map[string]bridge.Answer{"1": {"Summary"}}, bridge.ErrNotFound, "not found"},
+		{q.ID, nil, bridge.ErrInvalid, "no answers given"},
+		{q.ID, map[string]bridge.Answer{"What colour?": {"Red"}}, bridge.ErrInvalid, `no question "What colour?" here`},
+		{q.ID, map[string]bridge.Answer{"9": {"Red"}}, bridge.ErrInvalid, `no question "9"`},
+		{q.ID, map[string]bridge.Answer{"1": {"  "}}, bridge.ErrInvalid, "blank answer"},
+		{q.ID, map[string]bridge.Answer{"1": {}}, bridge.ErrInvalid, "empty answer"},
+		{q.ID, map[string]bridge.Answer{"1": {"Summary", "Detailed"}}, bridge.ErrInvalid, "takes one answer"},
+		{q.ID, map[string]bridge.Answer{"2": {"Intro", "Intro"}}, bridge.ErrInvalid, "selected twice"},
+		{q.ID, map[string]bridge.Answer{"1": {"Summary"}, "How should I format the output?": {"Detailed"}}, bridge.ErrInvalid, "answered twice"},
+	}
+	for _, tt := range tests {
+		if _, err := e.c.Answer(bg, tt.id, tt.answers); !errors.Is(err, tt.want) || !strings.Contains(err.Error(), tt.text) {
+			t.Errorf("Answer(%s, %v) = %v, want %v containing %q", tt.id, tt.answers, err, tt.want, tt.text)
+		}
+	}
+	// Raw bodies: malformed JSON, wrong types, unknown fields, too large.
+	for _, body := range []string{`{"answers":`, `{"answers":{"1":5}}`, `{"answers":{"1":"A"},"extra":1}`, `[]`, `{"answers":{"1":"` + strings.Repeat("x", bridge.MaxBody) + `"}}`} {
+		resp := post(t, e, "/api/questions/"+q.ID+"/answer", body, "test-token")
+		if resp.StatusCode < 400 || resp.StatusCode >= 500 {
+			t.Errorf("body %.40q: status %d, want a 4xx", body, resp.StatusCode)
+		}
+	}
+	got, _ := e.c.Question(bg, q.ID)
+	if got.Status != bridge.QuestionPending || len(got.Draft) != 0 {
+		t.Fatalf("after bad answers: status %s, draft %v", got.Status, got.Draft)
+	}
+	if _, err := e.c.Answer(bg, q.ID, map[string]bridge.Answer{"1": {"Summary"}, "2": {"Intro", "Outro"}}); err != nil {
+		t.Fatalf("a good answer after bad ones: %v", err)
+	}
+	if ended := e.ended(s.ID); *ended.ExitCode != 0 {
+		t.Errorf("exit %d: %s", *ended.ExitCode, ended.Detail)
+	}
+}
+
+type response struct {
+	StatusCode int
+	Body       string
+}
+
+func post(t *testing.T, e *env, path, body, token string) response {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+path, strings.NewReader(body))
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var b strings.Builder
+	bufio.NewReader(resp.Body).WriteTo(&b)
+	return response{resp.StatusCode, b.String()}
+}
+
+// TestFirstAnswerWins: many answers race for one question, many times: one
+// wins, every other gets ErrResolved, the agent gets exactly one response.
+func TestFirstAnswerWins(t *testing.T) {
+	e := newEnv(t, bridge.Config{})
+	for round := 0; round < 5; round++ {
+		s := e.start("ask-single", "Set up storage.")
+		q := e.pending(s.ID, 1)[0]
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		won, lost := 0, 0
+		for i := 0; i < 16; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, err := e.c.Answer(bg, q.ID, map[string]bridge.Answer{"1": {"Postgres"}})
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case err == nil:
+					won++
+				case errors.Is(err, bridge.ErrResolved):
+					lost++
+				default:
+					t.Errorf("Answer: %v", err)
+				}
+			}()
+		}
+		wg.Wait()
+		ended := e.ended(s.ID)
+		if won != 1 || lost != 15 || len(answersSent(e.transcript(ended.ClaudeSessionID))) != 1 || *ended.ExitCode != 0 {
+			t.Fatalf("round %d: %d won, %d lost, exit %d", round, won, lost, *ended.ExitCode)
+		}
+	}
+}
+
+// TestCancelWithdraws: the agent withdraws the question (cancel_after); the
+// surfaces are told and a later answer is refused.
+func TestCancelWithdraws(t *testing.T) {
+	e := newEnv(t, bridge.Config{})
+	sub := e.b.Subscribe("")
+	defer sub.Close()
+	s := e.start("cancel-pending", "Set up storage.")
+	q := e.pending(s.ID, 1)[0]
+	waitEvent(t, sub, func(ev bridge.Event) bool { return ev.Type == bridge.EventWithdrawn && ev.QuestionID == q.ID })
+	if _, err := e.c.Answer(bg, q.ID, map[string]bridge.Answer{"1": {"Postgres"}}); !errors.Is(err, bridge.ErrResolved) || !strings.Contains(err.Error(), "withdrawn") {
+		t.Errorf("answer after cancel: %v", err)
+	}
+	ended := e.ended(s.ID)
+	if n := len(answersSent(e.transcript(ended.ClaudeSessionID))); n != 0 {
+		t.Errorf("the agent received %d responses, want none", n)
+	}
+}
+
+// TestAgentExitWithdraws: the agent exits while a question is pending; the
+// question is withdrawn and the bridge goes on serving other sessions.
+func TestAgentExitWithdraws(t *testing.T) {
+	e := newEnv(t, bridge.Config{})
+	s := e.start("exit-pending", "Set up storage.")
+	q := e.pending(s.ID, 1)[0]
+	e.ended(s.ID)
+	got, _ := e.c.Question(bg, q.ID)
+	if got.Status != bridge.QuestionWithdrawn || got.Reason != "the agent exited" {
+		t.Errorf("question %s: %s (%s), want withdrawn", q.ID, got.Status, got.Reason)
+	}
+	s2 := e.start("ask-single", "Set up storage.")
+	q2 := e.pending(s2.ID, 1)[0]
+	if _, err := e.c.Answer(bg, q2.ID, map[string]bridge.Answer{"1": {"Postgres"}}); err != nil {
+		t.Fatal(err)
+	}
+	if ended := e.ended(s2.ID); *ended.ExitCode != 0 {
+		t.Errorf("the next session exited %d", *ended.ExitCode)
+	}
+}
+
+// TestOtherToolsPolicy: can_use_tool for other tools follows the policy at
+// once and makes no question.
+func TestOtherToolsPolicy(t *testing.T) {
+	for _, policy := range []string{"allow", "deny"} {
+		t.Run(policy, func(t *testing.T) {
+			e := newEnv(t, bridge.Config{OtherTools: policy})
+			s := e.start("other-tool", "Write the file.")
+			// The scenario's Bash call is decided at once; its question
+			// after it is the only question made.
+			q := e.pending(s.ID, 1)[0]
+			if _, err := e.c.Answer(bg, q.ID, map[string]bridge.Answer{"1": {"Postgres"}}); err != nil {
+				t.Fatal(err)
+			}
+			ended := e.ended(s.ID)
+			sent := answersSent(e.transcript(ended.ClaudeSessionID))
+			if len(sent) != 2 || gjson.Get(sent[0], "behavior").String() != policy {
+				t.Errorf("the agent received %v, want %s first", sent, policy)
+			}
+			if qs, _ := e.b.Questions(bg, "", s.ID); len(qs) != 1 {
+				t.Errorf("%d questions, want 1 (none for the other tool)", len(qs))
+			}
+		})
+	}
+}
+
+func TestAuth(t *testing.T) {
+	e := newEnv(t, bridge.Config{})
+	for _, tok := range []string{"", "wrong"} {
+		if r := post(t, e, "/api/sessions", `{"prompt":"x"}`, tok); r.StatusCode != http.StatusUnauthorized || !strings.Contains(r.Body, "token") {
+			t.Errorf("token %q: %d %s", tok, r.StatusCode, r.Body)
+		}
+	}
+	if _, err := (&bridge.Client{URL: e.srv.URL, Token: "wrong"}).Pending(bg, ""); !errors.Is(err, bridge.ErrUnauthorized) {
+		t.Errorf("client with a wrong token: %v", err)
+	}
+	resp, err := http.Get(e.srv.URL + "/api/health")
+	if err != nil || resp.StatusCode != 200 {
+		t.Errorf("health without a token: %v %v", resp, err)
+	}
+}
+
+// wsDial opens the WebSocket surface of a session.
+func wsDial(t *testing.T, e *env, session string) *websocket.Conn {
+	t.Helper()
+	url := strings.Replace(e.srv.URL, "http", "ws", 1) + "/ws?session_id=" + session
+	ctx, cancel := context.WithTimeout(bg, 5*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer test-token"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.CloseNow() })
+	return c
+}
+
+func wsRead(t *testing.T, c *websocket.Conn, typ string) gjson.Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(bg, 10*time.Second)
+	defer cancel()
+	for {
+		_, data, err := c.Read(ctx)
+		if err != nil {
+			t.Fatalf("waiting for %s: %v", typ, err)
+		}
+		m := gjson.ParseBytes(data)
+		if m.Get("type").String() == typ {
+			return m
+		}
+	}
+}
+
+func wsSend(t *testing.T, c *websocket.Conn, v any) {
+	t.Helper()
+	data, _ := json.Marshal(v)
+	if err := c.Write(bg, websocket.MessageText, data); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestWebSocket: a question asked while no surface was connected is
+// replayed on connect, with its id; the answer lands. A newer connection
+// takes the session over: the old one is told, and its answers rejected.
+func TestWebSocket(t *testing.T) {
+	e := newEnv(t, bridge.Config{})
+	s := e.start("ask-multi", "Ask me how to format.")
+	q := e.pending(s.ID, 1)[0]
+
+	old := wsDial(t, e, s.ID)
+	st := wsRead(t, old, "session_status")
+	if !st.Get("waiting_for_user").Bool() || st.Get("pending_question_id").String() != q.ID {
+		t.Errorf("session_status %s", st.Raw)
+	}
+	m := wsRead(t, old, "ask_user_question")
+	if m.Get("question_id").String() != q.ID || m.Get("questions.1.options.2.description").String() != "c" || m.Get("timeout_seconds").Int() != 300 {
+		t.Errorf("replayed question %s", m.Raw)
+	}
+
+	// Malformed messages get errors and change nothing.
+	for _, bad := range []string{`{`, `{"type":"ask_user_response","data":{"question_id":"` + q.ID + `","answers":{"1":7}}}`, `{"type":"hello"}`, `{"type":"ask_user_response","data":{"question_id":"` + q.ID + `","answers":{"Nope?":"x"}}}`} {
+		if err := old.Write(bg, websocket.MessageText, []byte(bad)); err != nil {
+			t.Fatal(err)
+		}
+		if r := wsRead(t, old, "error"); r.Get("error").String() == "" {
+			t.Errorf("%s: %s", bad, r.Raw)
+		}
+	}
+
+	neu := wsDial(t, e, s.ID)
+	wsRead(t, neu, "ask_user_question")
+	if r := wsRead(t, old, "session_taken"); r.Get("session_id").String() != s.ID {
+		t.Errorf("session_taken %s", r.Raw)
+	}
+	wsSend(t, old, map[string]any{"type": "ask_user_response", "data": map[string]any{"question_id": q.ID, "answers": map[string]string{"How should I format the output?": "Detailed", "Which sections?": "Body"}}})
+	if r := wsRead(t, old, "error"); r.Get("code").String() != "session_taken" {
+		t.Errorf("the old connection's answer: %s", r.Raw)
+	}
+	wsSend(t, neu, map[string]any{"type": "ask_user_response", "data": map[string]any{"question_id": q.ID, "answers": map[string]string{"How should I format the output?": "Summary", "Which sections?": "Intro, Outro"}, "cancelled": false}})
+	if r := wsRead(t, neu, "ask_user_ack"); r.Get("status").String() != "answered" {
+		t.Errorf("ack %s", r.Raw)
+	}
+	ended := e.ended(s.ID)
+	sent := answersSent(e.transcript(ended.ClaudeSessionID))
+	if len(sent) != 1 || gjson.Get(sent[0], "updatedInput.answers").Raw != `{"How should I format the output?":"Summary","Which sections?":"Intro, Outro"}` {
+		t.Errorf("the agent received %v", sent)
+	}
+}
+
+func TestWebSocketSkipAndOrigin(t *testing.T) {
+	e := newEnv(t, bridge.Config{})
+	s := e.start("ask-skip", "Ask me how to format.")
+	q := e.pending(s.ID, 1)[0]
+	// A page on another site may not open the socket.
+	url := strings.Replace(e.srv.URL, "http", "ws", 1) + "/ws?session_id=" + s.ID + "&token=test-token"
+	_, resp, err := websocket.Dial(bg, url, &websocket.DialOptions{HTTPHeader: http.Header{"Origin": {"https://evil.example"}}})
+	if err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
+		t.Errorf("foreign Origin: %v, %v; want 403", resp, err)
+	}
+	c := wsDial(t, e, s.ID)
+	wsRead(t, c, "ask_user_question")
+	wsSend(t, c, map[string]any{"type": "ask_user_response", "question_id": q.ID, "cancelled": true, "reason": "User skipped this question"})
+	if r := wsRead(t, c, "ask_user_ack"); r.Get("status").String() != "skipped" {
+		t.Errorf("ack %s", r.Raw)
+	}
+	if ended := e.ended(s.ID); *ended.ExitCode != 0 {
+		t.Errorf("exit %d: %s", *ended.ExitCode, ended.Detail)
+	}
+	// An oversized message closes the connection and changes nothing.
+	c2 := wsDial(t, e, s.ID)
+	_ = c2.Write(bg, websocket.MessageText, []byte(fmt.Sprintf(`{"type":"ask_user_response","question_id":"%s","answers":{"1":"%s"}}`, q.ID, strings.Repeat("x", bridge.MaxBody+1))))
+	ctx, cancel := context.WithTimeout(bg, 5*time.Second)
+	defer cancel()
+	for {
+		if _, _, err := c2.Read(ctx); err != nil {
+			if websocket.CloseStatus(err) != websocket.StatusMessageTooBig {
+				t.Errorf("oversized message: %v, want close 1009", err)
+			}
+			break
+		}
+	}
+}
+
+// TestEventStream: the SSE stream carries each event with its sequence
+// number; a client that reconnects with Last-Event-ID gets what it missed.
+func TestEventStream(t *testing.T) {
+	e := newEnv(t, bridge.Config{})
+	ctx, cancel := context.WithCancel(bg)
+	first := make(chan bridge.Event, 100)
+	go e.c.Events(ctx, "", 0, func(ev bridge.Event) error { first <- ev; return nil })
+	time.Sleep(100 * time.Millisecond) // subscribed
+	s := e.start("ask-single", "Set up storage.")
+	var asked bridge.Event
+	for asked.Type != bridge.EventQuestion {
+		select {
+		case asked = <-first:
+		case <-time.After(10 * time.Second):
+			t.Fatal("no ask_user_question on the stream")
+		}
+	}
+	cancel()
+	if asked.Seq == 0 || asked.SessionID != s.ID {
+		t.Fatalf("event %+v", asked)
+	}
+	// Missed while disconnected: the answer and the session's end.
+	if _, err := e.c.Answer(bg, asked.QuestionID, map[string]bridge.Answer{"1": {"Postgres"}}); err != nil {
+		t.Fatal(err)
+	}
+	e.ended(s.ID)
+	ctx2, cancel2 := context.WithTimeout(bg, 10*time.Second)
+	defer cancel2()
+	var types []string
+	_ = e.c.Events(ctx2, "", asked.Seq, func(ev bridge.Event) error {
+		if ev.Seq <= asked.Seq {
+			t.Errorf("event %d at or before Last-Event-ID %d", ev.Seq, asked.Seq)
+		}
+		types = append(types, ev.Type)
+		if ev.Type == bridge.EventStatus && ev.Status == bridge.StatusExited {
+			return errors.New("done")
+		}
+		return nil
+	})
+	if len(types) == 0 || !contains(types, bridge.EventAnswered) {
+		t.Errorf("resumed stream: %v, want the answer and the end", types)
+	}
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
