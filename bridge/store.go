@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	_ "modernc.org/sqlite" // the pure-Go driver: a fresh clone needs no C toolchain
@@ -56,6 +57,12 @@ CREATE TABLE IF NOT EXISTS events (
 type store struct{ db *sql.DB }
 
 func openStore(path string) (*store, error) {
+	// The database holds people's answers: readable by the user only.
+	if f, err := os.OpenFile(path, os.O_CREATE|os.O_RDONLY, 0o600); err != nil {
+		return nil, fmt.Errorf("database %s: %w", path, err)
+	} else {
+		f.Close()
+	}
 	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(ON)"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {

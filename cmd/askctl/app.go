@@ -39,6 +39,8 @@ by fakeclaude or by the real claude CLI against a scripted model API.
 
 Start with:
   askctl replay                 replay every built-in scenario against fakeclaude
+  askctl serve                  run the reference bridge; then session, pending,
+                                answer, skip and watch drive it
   askctl claude install         install the pinned real claude CLI (once)
   askctl replay --agent real    … against the real claude CLI (offline, free)
   askctl scenarios              list the built-in scenarios
@@ -62,6 +64,12 @@ Start with:
 			newScenariosCmd(s, nil),
 			newModelCmd(s, nil),
 			newClaudeCmd(s, nil, nil),
+			newServeCmd(s, nil),
+			newSessionCmd(s, nil, nil, nil),
+			newAnswerCmd(s, nil),
+			newSkipCmd(s, nil),
+			newPendingCmd(s, nil),
+			newWatchCmd(s, nil),
 		},
 	}
 	shapeCommands(app, s)

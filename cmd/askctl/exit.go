@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/askctl/askctl/agent"
+	"github.com/askctl/askctl/bridge"
 	"github.com/askctl/askctl/fakeclaude"
 )
 
@@ -62,6 +63,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	}
 	var ue usageError
 	var es exitStatus
+	var em exitWithMessage
 	switch {
 	case err == nil:
 		return exitOK
@@ -69,6 +71,21 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return exitMismatch
 	case errors.As(err, &es):
 		return int(es)
+	case errors.As(err, &em):
+		fmt.Fprintf(stderr, "askctl: %s\n", em.msg)
+		return em.code
+	case errors.Is(err, bridge.ErrNotFound):
+		fmt.Fprintf(stderr, "askctl: %v\n", err)
+		return exitNotFound
+	case errors.Is(err, bridge.ErrResolved):
+		fmt.Fprintf(stderr, "askctl: %v\n", err)
+		return exitResolved
+	case errors.Is(err, bridge.ErrInvalid) && !errors.As(err, &ue):
+		fmt.Fprintf(stderr, "askctl: %v\n", err)
+		return exitRejected
+	case errors.Is(err, bridge.ErrUnreachable), errors.Is(err, bridge.ErrUnauthorized):
+		fmt.Fprintf(stderr, "askctl: %v\n", err)
+		return exitBridgeDown
 	case errors.As(err, &ue) || isFlagError(err):
 		fmt.Fprintf(stderr, "askctl: %v\nRun '%s --help' for usage.\n", err, s.current)
 		return exitUsage

@@ -33,6 +33,8 @@ func TestMain(m *testing.M) {
 	// The fake agent re-executes this binary as fakeclaude.
 	testenv.RunAsFakeclaude()
 	if os.Getenv(envTestAsAskctl) != "" {
+		// Not inherited: the agents an askctl serve here spawns are fakeclaude.
+		os.Unsetenv(envTestAsAskctl)
 		askctlMain()
 	}
 	testscript.Main(m, map[string]func(){

@@ -1,0 +1,202 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/askctl/askctl/agent"
+	"github.com/askctl/askctl/bridge"
+	"github.com/askctl/askctl/claudecli"
+	"github.com/urfave/cli/v3"
+)
+
+// DefaultAddr is where askctl serve listens unless told otherwise.
+const DefaultAddr = "127.0.0.1:7474"
+
+type serveOptions struct {
+	addr             string
+	allowRemote      bool
+	state            string
+	db               string
+	claude           string
+	timeout          time.Duration
+	timeoutInterrupt bool
+	otherTools       string
+	env              []string
+	origins          []string
+	io               *stdio
+}
+
+func newServeCmd(s *stdio, runF func(context.Context, *serveOptions) error) *cli.Command {
+	o := &serveOptions{io: s}
+	if runF == nil {
+		runF = runServe
+	}
+	return &cli.Command{
+		Name:  "serve",
+		Usage: "run the reference bridge: sessions, pending questions, WebSocket and HTTP surfaces",
+		Description: `Runs askctl's reference bridge. Each session spawns a claude CLI with the SDK
+flags (--claude; by default the pinned CLI askctl claude install put in your
+cache, else claude on PATH; "fakeclaude" runs askctl's own fakeclaude, whose
+scenario each session names). An AskUserQuestion request becomes a pending
+question with a short id (q_…) that every surface shows and any one answers:
+
+  HTTP JSON API   /api/sessions, /api/questions, /api/questions/ID/answer|skip
+  SSE             /api/events (Last-Event-ID resumes)
+  WebSocket       /ws?session_id=ID (ask_user_question, ask_user_response, …)
+
+askctl session, answer, skip, pending and watch talk to it. Sessions,
+questions and events live in a SQLite file: a bridge killed with a question
+pending lists it again after a restart, and an answer then resumes the
+session (--resume) with the question and the answer. A question nobody
+answers within --timeout gets a deny that says it timed out.
+
+Every request needs the token in <state>/token (created 0600); askctl's
+commands read it, and where the bridge listens, from the state directory
+(--state, ASKCTL_STATE_DIR, else $XDG_STATE_HOME/askctl or
+~/.local/state/askctl). It listens on loopback; another address needs
+--allow-remote. The protocols are documented in the bridge package
+(go doc github.com/askctl/askctl/bridge).
+
+Examples:
+  askctl serve --claude fakeclaude &
+  askctl session start --scenario ask-multi --prompt "Ask me how to format."
+  askctl pending --wait --json
+  askctl answer --id q_xxxxxxxx --set 1=Summary --set 2=Intro --set 2=Outro`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "addr", Value: DefaultAddr, Usage: "address to listen on", Destination: &o.addr, Sources: cli.EnvVars("ASKCTL_ADDR")},
+			&cli.BoolFlag{Name: "allow-remote", Usage: "allow listening on an address other than loopback", Destination: &o.allowRemote},
+			&cli.StringFlag{Name: "state", Usage: "state directory (token, database, endpoint)", Destination: &o.state, Sources: cli.EnvVars(bridge.EnvStateDir)},
+			&cli.StringFlag{Name: "db", Usage: "SQLite database (default <state>/bridge.db)", Destination: &o.db},
+			&cli.StringFlag{Name: "claude", Usage: `the CLI sessions spawn; "fakeclaude" for askctl's own`, Destination: &o.claude, Sources: cli.EnvVars(claudecli.EnvClaude)},
+			&cli.DurationFlag{Name: "timeout", Value: bridge.DefaultTimeout, Usage: "how long a question waits for an answer", Destination: &o.timeout},
+			&cli.BoolFlag{Name: "timeout-interrupt", Usage: "a timed-out question's deny also aborts the agent's turn", Destination: &o.timeoutInterrupt},
+			&cli.StringFlag{Name: "other-tools", Value: "allow", Usage: "policy for can_use_tool of other tools: allow or deny", Destination: &o.otherTools},
+			&cli.StringSliceFlag{Name: "env", Usage: "KEY=VALUE added to every agent's environment (repeatable)", Destination: &o.env},
+			&cli.StringSliceFlag{Name: "origin", Usage: "extra host whose pages may open the WebSocket (repeatable)", Destination: &o.origins},
+		},
+		Before: func(ctx context.Context, cmd *cli.Command) (context.Context, error) {
+			if cmd.Args().Len() > 0 {
+				return ctx, usagef("serve takes no arguments, got %q", cmd.Args().First())
+			}
+			return ctx, o.validate()
+		},
+		Action: func(ctx context.Context, cmd *cli.Command) error { return runF(ctx, o) },
+	}
+}
+
+func (o *serveOptions) validate() error {
+	host, _, err := net.SplitHostPort(o.addr)
+	if err != nil {
+		return usagef("--addr: %v", err)
+	}
+	if !o.allowRemote && !isLoopback(host) {
+		return usagef("--addr %s is not a loopback address: the bridge holds people's answers; pass --allow-remote to listen there", o.addr)
+	}
+	if o.timeout <= 0 {
+		return usagef("--timeout: want a positive duration, got %v", o.timeout)
+	}
+	if o.otherTools != "allow" && o.otherTools != "deny" {
+		return usagef("--other-tools: want allow or deny, got %q", o.otherTools)
+	}
+	for _, kv := range o.env {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+			return usagef("--env %q: want KEY=VALUE", kv)
+		}
+	}
+	return nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// agentCLI resolves --claude: a path, "fakeclaude" (on PATH, else askctl
+// itself as fakeclaude), or the real CLI askctl finds.
+func agentCLI(ctx context.Context, claude string, warn func(string, ...any)) (string, []string, error) {
+	if claude == "fakeclaude" {
+		if p, err := exec.LookPath("fakeclaude"); err == nil {
+			return p, nil, nil
+		}
+		self, err := os.Executable()
+		if err != nil {
+			return "", nil, err
+		}
+		return self, []string{agent.RunAsEnv + "=fakeclaude"}, nil
+	}
+	var b strings.Builder
+	p, err := claudecli.Find(ctx, claude, &b)
+	if b.Len() > 0 {
+		warn("%s", strings.TrimSpace(b.String()))
+	}
+	return p, nil, err
+}
+
+func runServe(ctx context.Context, o *serveOptions) error {
+	logf := func(format string, args ...any) {
+		fmt.Fprintf(o.io.err, "askctl serve: "+format+"\n", args...)
+	}
+	dir := o.state
+	if dir == "" {
+		var err error
+		if dir, err = bridge.StateDir(o.io.getenv); err != nil {
+			return err
+		}
+	}
+	token, err := bridge.EnsureToken(dir)
+	if err != nil {
+		return fmt.Errorf("token: %w", err)
+	}
+	claude, env, err := agentCLI(ctx, o.claude, logf)
+	if err != nil {
+		return err
+	}
+	db := o.db
+	if db == "" {
+		db = filepath.Join(dir, "bridge.db")
+	}
+	b, err := bridge.New(bridge.Config{DB: db, Claude: claude, Env: append(env, o.env...), Timeout: o.timeout,
+		TimeoutInterrupt: o.timeoutInterrupt, OtherTools: o.otherTools, Logf: logf})
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return err
+	}
+	url := "http://" + ln.Addr().String()
+	if err := bridge.WriteEndpoint(dir, bridge.Endpoint{URL: url, PID: os.Getpid()}); err != nil {
+		ln.Close()
+		return err
+	}
+	defer bridge.RemoveEndpoint(dir, os.Getpid())
+	srv := &http.Server{Handler: (&bridge.Server{B: b, Token: token, OriginPatterns: o.origins}).Handler(), ReadHeaderTimeout: 10 * time.Second}
+	logf("listening on %s (claude: %s; token: %s; database: %s)", url, claude, filepath.Join(dir, "token"), db)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+	case <-ctx.Done():
+		logf("stopping: %v", context.Cause(ctx))
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}
+	return nil
+}

@@ -1,0 +1,267 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/askctl/askctl/bridge"
+	"github.com/askctl/askctl/transcript"
+	"github.com/tidwall/gjson"
+)
+
+// served is askctl serve running as a real process (this test binary as
+// askctl, its sessions this test binary as fakeclaude), on loopback.
+type served struct {
+	t     *testing.T
+	state string
+	trans string // fakeclaude transcripts, one per agent process
+	cmd   *exec.Cmd
+	log   *bytes.Buffer
+	args  []string
+}
+
+func serve(t *testing.T, args ...string) *served {
+	t.Helper()
+	s := &served{t: t, state: t.TempDir(), trans: t.TempDir(), args: args}
+	s.start()
+	t.Cleanup(func() {
+		if s.cmd.ProcessState == nil {
+			s.cmd.Process.Signal(syscall.SIGTERM)
+			s.cmd.Wait()
+		}
+	})
+	return s
+}
+
+func (s *served) start() {
+	s.t.Helper()
+	self, _ := os.Executable()
+	s.log = &bytes.Buffer{}
+	s.cmd = exec.Command(self, append([]string{"serve", "--claude", "fakeclaude", "--addr", "127.0.0.1:0"}, s.args...)...)
+	s.cmd.Env = append(os.Environ(), envTestAsAskctl+"=1", bridge.EnvStateDir+"="+s.state,
+		"FAKECLAUDE_TRANSCRIPT="+filepath.Join(s.trans, "t-{pid}.jsonl"), "FAKECLAUDE_TIMEOUT=30s", "FAKECLAUDE_LINGER=2s")
+	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
+	if err := s.cmd.Start(); err != nil {
+		s.t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if e, err := bridge.ReadEndpoint(s.state); err == nil && e.PID == s.cmd.Process.Pid {
+			return
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("askctl serve did not start: %s", s.log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// askctl runs an askctl command against the bridge, in process.
+func (s *served) askctl(args ...string) (int, string, string) {
+	s.t.Helper()
+	var stdout, stderr bytes.Buffer
+	env := map[string]string{bridge.EnvStateDir: s.state}
+	code := run(context.Background(), append([]string{"askctl"}, args...), func(k string) string { return env[k] }, strings.NewReader(""), &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+func (s *served) must(args ...string) string {
+	s.t.Helper()
+	code, out, errOut := s.askctl(args...)
+	if code != 0 {
+		s.t.Fatalf("askctl %s: exit %d\n%s%s\nbridge log:\n%s", strings.Join(args, " "), code, out, errOut, s.log)
+	}
+	return out
+}
+
+// transcripts returns every fakeclaude record, in file order.
+func (s *served) transcripts() []transcript.Record {
+	files, _ := filepath.Glob(filepath.Join(s.trans, "t-*.jsonl"))
+	var out []transcript.Record
+	for _, f := range files {
+		recs, _ := transcript.ReadFile(f)
+		out = append(out, recs...)
+	}
+	return out
+}
+
+// exits waits for n fakeclaude exit records and returns their codes.
+func (s *served) exits(n int) []int {
+	s.t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		var codes []int
+		for _, r := range s.transcripts() {
+			if r.Event == transcript.EventExit {
+				codes = append(codes, *r.Code)
+			}
+		}
+		if len(codes) >= n {
+			return codes
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("%d fakeclaude exits after 15s, want %d; bridge log:\n%s", len(codes), n, s.log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestServeAnswerEndToEnd: askctl serve with fakeclaude playing ask-multi;
+// pending --wait --json sees the request; answer answers it; the agent gets
+// exactly the answers and exits 0.
+func TestServeAnswerEndToEnd(t *testing.T) {
+	s := serve(t)
+	s.must("session", "start", "--scenario", "ask-multi", "--prompt", "Ask me how to format.")
+	out := s.must("pending", "--wait", "--timeout", "10s", "--json")
+	id := gjson.Get(out, "0.question_id").String()
+	if !strings.HasPrefix(id, "q_") || gjson.Get(out, "0.questions.#").Int() != 2 {
+		t.Fatalf("pending: %s", out)
+	}
+	if code, _, errOut := s.askctl("answer", "--id", id, "Summary"); code != exitUsage || !strings.Contains(errOut, "holds 2 questions") {
+		t.Errorf("a bare label for a two-question request: exit %d, %s", code, errOut)
+	}
+	if out := s.must("answer", "--id", id, "--question", "1", "Summary"); !strings.Contains(out, "held "+id+`: waiting for "Which sections?"`) {
+		t.Errorf("first half: %s", out)
+	}
+	s.must("answer", "--id", id, "--question", "Which sections?", "Intro", "Outro")
+	if codes := s.exits(1); codes[0] != 0 {
+		t.Errorf("fakeclaude exited %v", codes)
+	}
+	var sent []string
+	for _, r := range s.transcripts() {
+		if r.Dir == transcript.ToCLI && gjson.GetBytes(r.Msg, "type").String() == "control_response" {
+			sent = append(sent, gjson.GetBytes(r.Msg, "response.response.updatedInput.answers").Raw)
+		}
+	}
+	if len(sent) != 1 || sent[0] != `{"How should I format the output?":"Summary","Which sections?":"Intro, Outro"}` {
+		t.Errorf("the agent received %v", sent)
+	}
+	if code, _, errOut := s.askctl("answer", "--id", id, "--set", "1=Detailed", "--set", "2=Body"); code != exitResolved {
+		t.Errorf("a second answer: exit %d, %s", code, errOut)
+	}
+	if code, _, _ := s.askctl("answer", "--id", "q_nosuch", "x"); code != exitNotFound {
+		t.Errorf("unknown id: exit %d", code)
+	}
+}
+
+// TestServeSkipAndTimeout: skip sends a deny; a question nobody answers in
+// time gets a deny that says so, and a late answer is refused.
+func TestServeSkipAndTimeout(t *testing.T) {
+	s := serve(t, "--timeout", "500ms")
+	s.must("session", "start", "--scenario", "ask-skip", "--prompt", "x")
+	id := gjson.Get(s.must("pending", "--wait", "--timeout", "10s", "--json"), "0.question_id").String()
+	if out := s.must("skip", "--id", id, "--reason", "User skipped this question"); !strings.Contains(out, "skipped "+id) {
+		t.Errorf("skip: %s", out)
+	}
+	s.must("session", "start", "--scenario", "ask-skip", "--prompt", "x")
+	time.Sleep(200 * time.Millisecond)
+	if codes := s.exits(2); codes[0] != 0 || codes[1] != 0 {
+		t.Errorf("fakeclaude exits %v, want 0 0 (ask-skip accepts a deny)", codes)
+	}
+	var denies []string
+	for _, r := range s.transcripts() {
+		if r.Dir == transcript.ToCLI && gjson.GetBytes(r.Msg, "type").String() == "control_response" {
+			denies = append(denies, gjson.GetBytes(r.Msg, "response.response.behavior").String()+": "+gjson.GetBytes(r.Msg, "response.response.message").String())
+		}
+	}
+	if len(denies) != 2 || !strings.Contains(strings.Join(denies, "\n"), "deny: User skipped this question") || !strings.Contains(strings.Join(denies, "\n"), "timed out") {
+		t.Errorf("the agents received %q", denies)
+	}
+	qs := s.must("pending", "--json")
+	if gjson.Get(qs, "#").Int() != 0 {
+		t.Errorf("pending after: %s", qs)
+	}
+}
+
+// TestServeRestartKeepsQuestions: kill -9 of the bridge with a question
+// pending loses nothing: after a restart it is listed again, and answering
+// it resumes the session (--resume, same session id) with the question and
+// the answer, which the resumed agent checks.
+func TestServeRestartKeepsQuestions(t *testing.T) {
+	s := serve(t)
+	s.must("session", "start", "--scenario", "late-answer", "--prompt", "Set up storage for the app.")
+	before := gjson.Get(s.must("pending", "--wait", "--timeout", "10s", "--json"), "0")
+	if err := s.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	s.cmd.Wait()
+	s.exits(1) // the agent saw its bridge die
+	s.start()
+	after := gjson.Get(s.must("pending", "--json"), "0")
+	if after.Get("question_id").String() != before.Get("question_id").String() || !after.Get("orphaned").Bool() {
+		t.Fatalf("after the restart: %s, before: %s", after.Raw, before.Raw)
+	}
+	out := s.must("answer", "--id", after.Get("question_id").String(), "Postgres")
+	if !strings.Contains(out, "resumed") {
+		t.Errorf("answer: %s", out)
+	}
+	codes := s.exits(2)
+	if codes[len(codes)-1] != 0 {
+		t.Errorf("the resumed agent exited %v; log:\n%s", codes, s.log)
+	}
+	var sessions []string
+	for _, r := range s.transcripts() {
+		if gjson.GetBytes(r.Msg, "subtype").String() == "init" {
+			sessions = append(sessions, r.Session)
+		}
+	}
+	if len(sessions) != 2 || sessions[0] != sessions[1] {
+		t.Errorf("system/init session ids %v, want the same one resumed", sessions)
+	}
+	var ls []bridge.Session
+	_ = json.Unmarshal([]byte(s.must("session", "ls", "--json")), &ls)
+	if len(ls) != 1 || ls[0].Status != bridge.StatusExited || *ls[0].ExitCode != 0 {
+		t.Errorf("sessions %+v", ls)
+	}
+}
+
+// TestCommandsWithoutABridge: the commands say what is wrong, with their
+// exit statuses, when no bridge runs or the token is wrong.
+func TestCommandsWithoutABridge(t *testing.T) {
+	state := t.TempDir()
+	env := map[string]string{bridge.EnvStateDir: state}
+	runIn := func(args ...string) (int, string) {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), append([]string{"askctl"}, args...), func(k string) string { return env[k] }, strings.NewReader(""), &stdout, &stderr)
+		return code, stderr.String()
+	}
+	if code, errOut := runIn("pending"); code != exitBridgeDown || !strings.Contains(errOut, "no bridge is running") {
+		t.Errorf("no bridge: exit %d, %s", code, errOut)
+	}
+	s := serve(t)
+	env[bridge.EnvStateDir] = s.state
+	if code, errOut := runIn("pending", "--token", "wrong"); code != exitBridgeDown || !strings.Contains(errOut, "token") {
+		t.Errorf("wrong token: exit %d, %s", code, errOut)
+	}
+	if code, errOut := runIn("pending", "--wait", "--timeout", "300ms"); code != exitNothing || !strings.Contains(errOut, "no question within 300ms") {
+		t.Errorf("pending --wait with nothing: exit %d, %s", code, errOut)
+	}
+	for _, args := range [][]string{{"answer", "x"}, {"answer", "--id", "q_1"}, {"answer", "--id", "q_1", "--text", "t", "A"}, {"answer", "--id", "q_1", "--set", "nolabel"}, {"skip"}, {"session", "start"}, {"session", "stop"}} {
+		if code, errOut := runIn(args...); code != exitUsage {
+			t.Errorf("%v: exit %d, %s", args, code, errOut)
+		}
+	}
+	fi, err := os.Stat(filepath.Join(s.state, "token"))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("token file mode %v, %v; want 0600", fi.Mode().Perm(), err)
+	}
+	if fi, err := os.Stat(filepath.Join(s.state, "bridge.db")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("database mode %v, %v; want 0600", fi.Mode().Perm(), err)
+	}
+}
+
+func TestServeRefusesRemoteWithoutFlag(t *testing.T) {
+	var stderr bytes.Buffer
+	code := run(context.Background(), []string{"askctl", "serve", "--addr", "0.0.0.0:0"}, func(string) string { return "" }, strings.NewReader(""), &bytes.Buffer{}, &stderr)
+	if code != exitUsage || !strings.Contains(stderr.String(), "--allow-remote") {
+		t.Errorf("exit %d, %s", code, stderr.String())
+	}
+}

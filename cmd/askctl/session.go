@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/askctl/askctl/bridge"
+	"github.com/urfave/cli/v3"
+)
+
+type sessionOptions struct {
+	conn     bridgeConn
+	prompt   string
+	scenario string
+	id       string
+	json     bool
+	io       *stdio
+}
+
+func newSessionCmd(s *stdio, startF, lsF, stopF func(context.Context, *sessionOptions) error) *cli.Command {
+	o := &sessionOptions{io: s}
+	if startF == nil {
+		startF = runSessionStart
+	}
+	if lsF == nil {
+		lsF = runSessionLs
+	}
+	if stopF == nil {
+		stopF = runSessionStop
+	}
+	jsonFlag := &cli.BoolFlag{Name: "json", Usage: "print JSON", Destination: &o.json}
+	return &cli.Command{
+		Name:  "session",
+		Usage: "start, list and stop the bridge's agent sessions",
+		Description: `A session is one agent (claude, or fakeclaude) the bridge spawned with the SDK
+flags, given one prompt; it ends when the agent exits after its turn, or when
+stopped (its pending questions are withdrawn).
+
+` + bridgeExitHelp,
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.Args().Len() == 0 {
+				return cli.ShowSubcommandHelp(cmd)
+			}
+			return unknownCommand(cmd.Args().First(), cmd)
+		},
+		Commands: []*cli.Command{
+			{
+				Name:  "start",
+				Usage: "start a session with a prompt",
+				Flags: append([]cli.Flag{
+					&cli.StringFlag{Name: "prompt", Usage: "the user's message", Destination: &o.prompt},
+					&cli.StringFlag{Name: "scenario", Usage: "fakeclaude's scenario (a built-in name or a file), when the bridge runs fakeclaude", Destination: &o.scenario},
+					jsonFlag,
+				}, o.conn.flags()...),
+				Before: func(ctx context.Context, cmd *cli.Command) (context.Context, error) {
+					if o.prompt == "" {
+						return ctx, usagef("--prompt is required")
+					}
+					if cmd.Args().Len() > 0 {
+						return ctx, usagef("start takes no arguments (the prompt goes in --prompt), got %q", cmd.Args().First())
+					}
+					return ctx, nil
+				},
+				Action: func(ctx context.Context, cmd *cli.Command) error { return startF(ctx, o) },
+			},
+			{
+				Name:   "ls",
+				Usage:  "list the sessions",
+				Flags:  append([]cli.Flag{jsonFlag}, o.conn.flags()...),
+				Action: func(ctx context.Context, cmd *cli.Command) error { return lsF(ctx, o) },
+			},
+			{
+				Name:      "stop",
+				Usage:     "stop a session: close its agent's stdin, then end it",
+				ArgsUsage: "ID",
+				Flags:     append([]cli.Flag{jsonFlag}, o.conn.flags()...),
+				Before: func(ctx context.Context, cmd *cli.Command) (context.Context, error) {
+					if cmd.Args().Len() != 1 {
+						return ctx, usagef("stop takes one session id, got %d arguments", cmd.Args().Len())
+					}
+					o.id = cmd.Args().First()
+					return ctx, nil
+				},
+				Action: func(ctx context.Context, cmd *cli.Command) error { return stopF(ctx, o) },
+			},
+		},
+	}
+}
+
+func runSessionStart(ctx context.Context, o *sessionOptions) error {
+	c, err := o.conn.client(o.io)
+	if err != nil {
+		return err
+	}
+	ss, err := c.StartSession(ctx, bridge.StartOptions{Prompt: o.prompt, Scenario: o.scenario})
+	if err != nil {
+		return err
+	}
+	if o.json {
+		return printJSON(o.io.out, ss)
+	}
+	fmt.Fprintln(o.io.out, ss.ID)
+	return nil
+}
+
+func runSessionLs(ctx context.Context, o *sessionOptions) error {
+	c, err := o.conn.client(o.io)
+	if err != nil {
+		return err
+	}
+	all, err := c.Sessions(ctx)
+	if err != nil {
+		return err
+	}
+	if o.json {
+		if all == nil {
+			all = []*bridge.Session{}
+		}
+		return printJSON(o.io.out, all)
+	}
+	tw := tabwriter.NewWriter(o.io.out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATUS\tEXIT\tSTARTED\tWAITING ON\tPROMPT")
+	for _, ss := range all {
+		exit := ""
+		if ss.ExitCode != nil {
+			exit = fmt.Sprint(*ss.ExitCode)
+		}
+		prompt := []rune(ss.Prompt)
+		if len(prompt) > 50 {
+			prompt = append(prompt[:49], '…')
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", ss.ID, ss.Status, exit, ss.CreatedAt.Local().Format(time.DateTime), ss.PendingQuestionID, string(prompt))
+	}
+	return tw.Flush()
+}
+
+func runSessionStop(ctx context.Context, o *sessionOptions) error {
+	c, err := o.conn.client(o.io)
+	if err != nil {
+		return err
+	}
+	ss, err := c.StopSession(ctx, o.id)
+	if err != nil {
+		return err
+	}
+	if o.json {
+		return printJSON(o.io.out, ss)
+	}
+	fmt.Fprintf(o.io.out, "%s %s\n", ss.ID, ss.Status)
+	return nil
+}
