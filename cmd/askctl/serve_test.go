@@ -4,15 +4,22 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/askctl/askctl/bridge"
+	"github.com/askctl/askctl/fakeclaude/fakeapi"
+	"github.com/askctl/askctl/internal/testenv"
+	"github.com/askctl/askctl/scenarios"
 	"github.com/askctl/askctl/transcript"
 	"github.com/tidwall/gjson"
 )
@@ -263,5 +270,72 @@ func TestServeRefusesRemoteWithoutFlag(t *testing.T) {
 	code := run(context.Background(), []string{"askctl", "serve", "--addr", "0.0.0.0:0"}, func(string) string { return "" }, strings.NewReader(""), &bytes.Buffer{}, &stderr)
 	if code != exitUsage || !strings.Contains(stderr.String(), "--allow-remote") {
 		t.Errorf("exit %d, %s", code, stderr.String())
+	}
+}
+
+// TestServeRealCLI: the bridge spawns the real claude 2.1.330 against the
+// fake model API; its question appears in askctl pending, askctl answer
+// reaches it, and the tool_result the CLI sends the model carries the
+// answers.
+func TestServeRealCLI(t *testing.T) {
+	claude := testenv.RealClaude(t)
+	sc, err := scenarios.Builtin("ask-multi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := fakeapi.New(sc, nil)
+	var mu sync.Mutex
+	var bodies []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies = append(bodies, string(b))
+		mu.Unlock()
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		api.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	home := t.TempDir()
+	var envFlags []string
+	for _, kv := range []string{"ANTHROPIC_BASE_URL=" + srv.URL, "ANTHROPIC_API_KEY=sk-askctl-fake-key", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1", "ENABLE_TOOL_SEARCH=false", "HOME=" + home} {
+		envFlags = append(envFlags, "--env", kv)
+	}
+	s := serve(t, envFlags...)
+	// --claude comes last: the later flag wins over serve's own "fakeclaude".
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	s.cmd.Wait()
+	s.args = append(s.args, "--claude", claude)
+	s.start()
+	s.must("session", "start", "--prompt", "Ask me how to format.")
+	out := s.must("pending", "--wait", "--timeout", "60s", "--json")
+	id := gjson.Get(out, "0.question_id").String()
+	if gjson.Get(out, "0.questions.1.question").String() != "Which sections?" {
+		t.Fatalf("pending: %s", out)
+	}
+	s.must("answer", "--id", id, "--set", "1=Summary", "--set", "2=Intro", "--set", "2=Outro")
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var ls []bridge.Session
+		_ = json.Unmarshal([]byte(s.must("session", "ls", "--json")), &ls)
+		if len(ls) == 1 && ls[0].Status == bridge.StatusExited {
+			if *ls[0].ExitCode != 0 {
+				t.Errorf("the real CLI exited %d: %s", *ls[0].ExitCode, ls[0].Detail)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the real CLI still runs after 60s; log:\n%s", s.log)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := `Your questions have been answered: \"How should I format the output?\"=\"Summary\", \"Which sections?\"=\"Intro, Outro\".`
+	found := false
+	for _, b := range bodies {
+		found = found || strings.Contains(b, want)
+	}
+	if !found {
+		t.Errorf("no request to the model carried the answers (%d requests)", len(bodies))
 	}
 }
