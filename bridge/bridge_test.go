@@ -25,7 +25,7 @@ func TestMain(m *testing.M) {
 // env is a bridge whose CLI is this test binary as fakeclaude, served on a
 // loopback port, with a client.
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	b      *bridge.Bridge
 	c      *bridge.Client
 	srv    *httptest.Server
@@ -34,7 +34,11 @@ type env struct {
 	server *bridge.Server
 }
 
-func newEnv(t *testing.T, cfg bridge.Config) *env {
+func newEnv(t *testing.T, cfg bridge.Config) *env { return newEnvTB(t, cfg, true) }
+
+// newEnvTB builds the env for a test or a benchmark; transcripts off spares
+// a benchmark the files.
+func newEnvTB(t testing.TB, cfg bridge.Config, transcripts bool) *env {
 	t.Helper()
 	dir := t.TempDir()
 	exe, err := os.Executable()
@@ -46,7 +50,10 @@ func newEnv(t *testing.T, cfg bridge.Config) *env {
 	}
 	cfg.Claude = exe
 	cfg.Dir = dir
-	cfg.Env = append(cfg.Env, agent.RunAsEnv+"=fakeclaude", "FAKECLAUDE_TRANSCRIPT="+filepath.Join(dir, "t-{pid}.jsonl"), "FAKECLAUDE_TIMEOUT=20s", "FAKECLAUDE_LINGER=2s")
+	cfg.Env = append(cfg.Env, agent.RunAsEnv+"=fakeclaude", "FAKECLAUDE_TIMEOUT=60s", "FAKECLAUDE_LINGER=2s")
+	if transcripts {
+		cfg.Env = append(cfg.Env, "FAKECLAUDE_TRANSCRIPT="+filepath.Join(dir, "t-{pid}.jsonl"))
+	}
 	cfg.StopGrace = 2 * time.Second
 	b, err := bridge.New(cfg)
 	if err != nil {
