@@ -4,7 +4,7 @@ NPM_DIR   := testdata/sdk
 NPM_STAMP := $(NPM_DIR)/node_modules/.installed
 STATICCHECK_VERSION := v0.8.2
 
-.PHONY: help build replay test race npm real-cli lint bench fuzz fidelity clean
+.PHONY: help build replay demo test race npm real-cli lint bench fuzz fidelity clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*?## "} /^[a-zA-Z_-]+:.*?## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -14,6 +14,9 @@ build: ## build bin/askctl and bin/fakeclaude
 
 replay: build ## the main job: replay every built-in scenario against fakeclaude
 	./bin/askctl replay
+
+demo: build ## start the reference bridge with fakeclaude, run a session, answer it with askctl, show what the agent got
+	@./scripts/demo.sh
 
 test: npm real-cli ## install what the tests need, vet, run every test, and show the fidelity summary (CI runs this)
 	$(GO) vet ./...

@@ -339,3 +339,36 @@ func TestServeRealCLI(t *testing.T) {
 		t.Errorf("no request to the model carried the answers (%d requests)", len(bodies))
 	}
 }
+
+// TestAutomationLoop: the README's shell loop answers whatever the bridge
+// holds; both agents get their first options and exit 0.
+func TestAutomationLoop(t *testing.T) {
+	s := serve(t)
+	s.must("session", "start", "--scenario", "ask-single", "--prompt", "one")
+	s.must("session", "start", "--scenario", "ask-single", "--prompt", "two")
+	self, _ := os.Executable()
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "askctl"), []byte("#!/bin/sh\n"+envTestAsAskctl+"=1 exec '"+self+"' \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script, _ := filepath.Abs("../../examples/shell/answer-first-option.sh")
+	cmd := exec.Command("bash", script)
+	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), bridge.EnvStateDir+"="+s.state, "WAIT=2s")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the loop: %v\n%s", err, out)
+	}
+	if strings.Count(string(out), "answered q_") != 2 {
+		t.Errorf("the loop answered:\n%s", out)
+	}
+	codes := s.exits(2)
+	sent := 0
+	for _, r := range s.transcripts() {
+		if r.Dir == transcript.ToCLI && gjson.GetBytes(r.Msg, "type").String() == "control_response" {
+			sent++
+		}
+	}
+	if codes[0] != 0 || codes[1] != 0 || sent != 2 {
+		t.Errorf("exits %v, %d responses; want 0 0 and 2\n%s", codes, sent, out)
+	}
+}
