@@ -17,6 +17,7 @@ func parse(t *testing.T, cmd *cli.Command, args ...string) error {
 	t.Helper()
 	shapeCommands(cmd, &stdio{})
 	cmd.ExitErrHandler = func(context.Context, *cli.Command, error) {}
+	cmd.DisableSliceFlagSeparator = true // as newApp sets it
 	return cmd.Run(context.Background(), append([]string{"askctl"}, args...))
 }
 
@@ -127,5 +128,51 @@ func TestFirstLine(t *testing.T) {
 		if got := firstLine(tt.in, 80); got != tt.want {
 			t.Errorf("firstLine(%q) = %q, want %q", tt.in, got, tt.want)
 		}
+	}
+}
+
+func TestAnswerFlags(t *testing.T) {
+	s := &stdio{getenv: func(string) string { return "" }}
+	var got *answerOptions
+	run := func(_ context.Context, o *answerOptions) error { got = o; return nil }
+	if err := parse(t, newAnswerCmd(s, run), "--id", "q_1", "--set", "1=Yes, please", "--set", "2=A", "--set", "2=B", "--url", "http://x", "--token", "t"); err != nil {
+		t.Fatal(err)
+	}
+	if got.id != "q_1" || strings.Join(got.set, "|") != "1=Yes, please|2=A|2=B" || got.conn.url != "http://x" || got.conn.token != "t" {
+		t.Errorf("options %+v", got)
+	}
+	if err := parse(t, newAnswerCmd(s, run), "--id", "q_1", "--question", "2", "Intro", "Outro"); err != nil || got.question != "2" || strings.Join(got.labels, ",") != "Intro,Outro" {
+		t.Errorf("labels: %+v, %v", got, err)
+	}
+	for _, args := range [][]string{{"Summary"}, {"--id", "q_1"}, {"--id", "q_1", "--text", "x", "A"}, {"--id", "q_1", "--set", "1=A", "B"}, {"--id", "q_1", "--set", "=A"}} {
+		if err := parse(t, newAnswerCmd(s, run), args...); err == nil {
+			t.Errorf("answer %v: no error", args)
+		}
+	}
+}
+
+func TestPendingAndServeFlags(t *testing.T) {
+	s := &stdio{getenv: func(string) string { return "" }}
+	var po *pendingOptions
+	if err := parse(t, newPendingCmd(s, func(_ context.Context, o *pendingOptions) error { po = o; return nil }), "--wait", "--timeout", "2s", "--json", "--session", "s_1"); err != nil {
+		t.Fatal(err)
+	}
+	if !po.wait || po.timeout != 2*time.Second || !po.json || po.session != "s_1" {
+		t.Errorf("pending options %+v", po)
+	}
+	var so *serveOptions
+	if err := parse(t, newServeCmd(s, func(_ context.Context, o *serveOptions) error { so = o; return nil }), "--timeout", "55s", "--other-tools", "deny", "--env", "A=1", "--env", "B=2"); err != nil {
+		t.Fatal(err)
+	}
+	if so.addr != DefaultAddr || so.timeout != 55*time.Second || so.otherTools != "deny" || strings.Join(so.env, ",") != "A=1,B=2" {
+		t.Errorf("serve options %+v", so)
+	}
+	for _, args := range [][]string{{"--addr", "10.0.0.1:80"}, {"--addr", "nohost"}, {"--timeout", "0s"}, {"--other-tools", "ask"}, {"--env", "NOEQUALS"}, {"extra"}} {
+		if err := parse(t, newServeCmd(s, func(context.Context, *serveOptions) error { return nil }), args...); err == nil {
+			t.Errorf("serve %v: no error", args)
+		}
+	}
+	if err := parse(t, newServeCmd(s, func(context.Context, *serveOptions) error { return nil }), "--addr", "10.0.0.1:80", "--allow-remote"); err != nil {
+		t.Errorf("--allow-remote: %v", err)
 	}
 }
