@@ -454,3 +454,30 @@ func contains(xs []string, x string) bool {
 	}
 	return false
 }
+
+// TestLateAnswerThatCannotResume: a bridge that finds a question its
+// predecessor left pending, and cannot start the agent again, refuses the
+// answer and keeps the question answerable.
+func TestLateAnswerThatCannotResume(t *testing.T) {
+	e := newEnv(t, bridge.Config{})
+	s := e.start("late-answer", "Set up storage.")
+	q := e.pending(s.ID, 1)[0]
+	// A second bridge on the same database, as after a crash of the first.
+	cfg := e.cfg
+	cfg.Claude = "/nonexistent/claude"
+	b2, err := bridge.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b2.Close()
+	got, _ := b2.Question(bg, q.ID)
+	if !got.Orphaned || got.Status != bridge.QuestionPending {
+		t.Fatalf("after the restart: %+v", got)
+	}
+	if _, err := b2.Answer(bg, q.ID, map[string]bridge.Answer{"1": {"Postgres"}}); err == nil || !strings.Contains(err.Error(), "resuming session") {
+		t.Fatalf("answer: %v, want the resume's failure", err)
+	}
+	if got, _ := b2.Question(bg, q.ID); got.Status != bridge.QuestionPending || len(got.Answers) != 0 {
+		t.Errorf("after the failed resume: %s %v, want pending", got.Status, got.Answers)
+	}
+}

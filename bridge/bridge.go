@@ -395,6 +395,13 @@ func (b *Bridge) Answer(ctx context.Context, id string, given map[string]Answer)
 		// The agent is gone and its exit has not been processed yet.
 		return nil, fmt.Errorf("%w: question %s: its agent has exited", ErrResolved, id)
 	}
+	if q.Orphaned {
+		if ss, err := b.st.session(ctx, q.SessionID); err != nil {
+			return nil, err
+		} else if ss.ClaudeSessionID == "" {
+			return nil, fmt.Errorf("question %s cannot be answered late: its agent never said its session id, so the session cannot be resumed", id)
+		}
+	}
 	won, err := b.st.resolve(ctx, id, QuestionAnswered, merged, "", time.Now())
 	if err != nil {
 		return nil, err
@@ -407,7 +414,9 @@ func (b *Bridge) Answer(ctx context.Context, id string, given map[string]Answer)
 	res := &AnswerResult{}
 	if q.Orphaned {
 		if err := b.resume(q, merged); err != nil {
-			return nil, err
+			// Nothing reached an agent: the question stays answerable.
+			_, _ = b.st.db.ExecContext(ctx, `UPDATE questions SET status=?, answers=NULL, resolved_at=NULL WHERE id=?`, QuestionPending, id)
+			return nil, fmt.Errorf("resuming session %s for question %s: %w", q.SessionID, id, err)
 		}
 		res.Resumed = true
 	} else if err := l.s.Respond(q.RequestID, protocol.Reply{Answers: merged}); err != nil {
@@ -540,6 +549,9 @@ func (b *Bridge) resume(q *Question, answers map[string]string) error {
 	if ss.ClaudeSessionID == "" {
 		return fmt.Errorf("session %s cannot be resumed: the agent never said its session id", ss.ID)
 	}
+	// The CLI this bridge runs now: the one that started the session may be
+	// gone with the previous bridge's configuration.
+	ss.Claude = b.cfg.Claude
 	ss.Status, ss.ExitCode, ss.EndedAt, ss.Detail = StatusStarting, nil, time.Time{}, "resumed by a late answer to "+q.ID
 	return b.spawn(ss, ss.ClaudeSessionID, LateAnswerPrompt(q.Questions, answers))
 }
