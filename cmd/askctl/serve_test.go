@@ -121,6 +121,29 @@ func (s *served) exits(n int) []int {
 	}
 }
 
+// sessionsEnded waits until the bridge has seen n sessions end.
+func (s *served) sessionsEnded(n int) []bridge.Session {
+	s.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var ls []bridge.Session
+		_ = json.Unmarshal([]byte(s.must("session", "ls", "--json")), &ls)
+		ended := 0
+		for _, ss := range ls {
+			if ss.Status == bridge.StatusExited {
+				ended++
+			}
+		}
+		if ended >= n {
+			return ls
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("%d of %d sessions ended after 60s: %+v\nbridge log:\n%s", ended, n, ls, s.log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // TestServeAnswerEndToEnd: askctl serve with fakeclaude playing ask-multi;
 // pending --wait --json sees the request; answer answers it; the agent gets
 // exactly the answers and exits 0.
@@ -223,9 +246,7 @@ func TestServeRestartKeepsQuestions(t *testing.T) {
 	if len(sessions) != 2 || sessions[0] != sessions[1] {
 		t.Errorf("system/init session ids %v, want the same one resumed", sessions)
 	}
-	var ls []bridge.Session
-	_ = json.Unmarshal([]byte(s.must("session", "ls", "--json")), &ls)
-	if len(ls) != 1 || ls[0].Status != bridge.StatusExited || *ls[0].ExitCode != 0 {
+	if ls := s.sessionsEnded(1); *ls[0].ExitCode != 0 {
 		t.Errorf("sessions %+v", ls)
 	}
 }
@@ -313,20 +334,8 @@ func TestServeRealCLI(t *testing.T) {
 		t.Fatalf("pending: %s", out)
 	}
 	s.must("answer", "--id", id, "--set", "1=Summary", "--set", "2=Intro", "--set", "2=Outro")
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		var ls []bridge.Session
-		_ = json.Unmarshal([]byte(s.must("session", "ls", "--json")), &ls)
-		if len(ls) == 1 && ls[0].Status == bridge.StatusExited {
-			if *ls[0].ExitCode != 0 {
-				t.Errorf("the real CLI exited %d: %s", *ls[0].ExitCode, ls[0].Detail)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the real CLI still runs after 60s; log:\n%s", s.log)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if ls := s.sessionsEnded(1); *ls[0].ExitCode != 0 {
+		t.Errorf("the real CLI exited %d: %s", *ls[0].ExitCode, ls[0].Detail)
 	}
 	mu.Lock()
 	defer mu.Unlock()
