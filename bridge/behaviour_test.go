@@ -43,7 +43,7 @@ func TestTimeout(t *testing.T) {
 	defer sub.Close()
 	s := e.start("ask-skip", "Ask me how to format.")
 	q := e.pending(s.ID, 1)[0]
-	if q.TimeoutSeconds != 0 || q.Deadline.Sub(q.CreatedAt) != 300*time.Millisecond {
+	if q.TimeoutSeconds != 1 || q.Deadline.Sub(q.CreatedAt) != 300*time.Millisecond { // rounded up: never 0
 		t.Errorf("timeout_seconds %d, deadline %v after", q.TimeoutSeconds, q.Deadline.Sub(q.CreatedAt))
 	}
 	ended := e.ended(s.ID)
@@ -224,9 +224,12 @@ func TestCancelWithdraws(t *testing.T) {
 // question is withdrawn and the bridge goes on serving other sessions.
 func TestAgentExitWithdraws(t *testing.T) {
 	e := newEnv(t, bridge.Config{})
+	sub := e.b.Subscribe("")
+	defer sub.Close()
 	s := e.start("exit-pending", "Set up storage.")
 	q := e.pending(s.ID, 1)[0]
 	e.ended(s.ID)
+	waitEvent(t, sub, func(ev bridge.Event) bool { return ev.Type == bridge.EventWithdrawn && ev.QuestionID == q.ID })
 	got, _ := e.c.Question(bg, q.ID)
 	if got.Status != bridge.QuestionWithdrawn || got.Reason != "the agent exited" {
 		t.Errorf("question %s: %s (%s), want withdrawn", q.ID, got.Status, got.Reason)
@@ -456,13 +459,19 @@ func contains(xs []string, x string) bool {
 }
 
 // TestLateAnswerThatCannotResume: a bridge that finds a question its
-// predecessor left pending, and cannot start the agent again, refuses the
-// answer and keeps the question answerable.
+// predecessor left pending (it stopped: its questions stay pending, as after
+// a crash), and cannot start the agent again, refuses the answer and keeps
+// the question answerable.
 func TestLateAnswerThatCannotResume(t *testing.T) {
 	e := newEnv(t, bridge.Config{})
 	s := e.start("late-answer", "Set up storage.")
 	q := e.pending(s.ID, 1)[0]
-	// A second bridge on the same database, as after a crash of the first.
+	// The bridge stops; a second one opens the same database. (Two at once
+	// are refused.)
+	if _, err := bridge.New(e.cfg); !errors.Is(err, bridge.ErrBusy) {
+		t.Fatalf("a second bridge on a database in use: %v, want ErrBusy", err)
+	}
+	e.b.Close()
 	cfg := e.cfg
 	cfg.Claude = "/nonexistent/claude"
 	b2, err := bridge.New(cfg)

@@ -51,11 +51,16 @@ const DefaultTimeout = 300 * time.Second
 // their AskUserQuestion requests into pending questions, tells the surfaces,
 // and sends exactly one answer back to each request.
 type Bridge struct {
-	cfg Config
-	st  *store
-	ctx context.Context
-	end context.CancelFunc
-	wg  sync.WaitGroup
+	cfg     Config
+	st      *store
+	unlock  func()
+	closing bool // Close runs: agents that exit now leave their questions pending
+
+	closeOnce sync.Once
+	closeErr  error
+	ctx       context.Context
+	end       context.CancelFunc
+	wg        sync.WaitGroup
 
 	mu    sync.Mutex
 	live  map[string]*live       // running sessions, by id
@@ -91,14 +96,20 @@ func New(cfg Config) (*Bridge, error) {
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
-	st, err := openStore(cfg.DB)
+	unlock, err := lockDB(cfg.DB)
 	if err != nil {
 		return nil, err
 	}
+	st, err := openStore(cfg.DB)
+	if err != nil {
+		unlock()
+		return nil, err
+	}
 	ctx, end := context.WithCancel(context.Background())
-	b := &Bridge{cfg: cfg, st: st, ctx: ctx, end: end, live: map[string]*live{}, timer: map[string]*time.Timer{}, subs: map[*Subscription]bool{}}
+	b := &Bridge{cfg: cfg, st: st, unlock: unlock, ctx: ctx, end: end, live: map[string]*live{}, timer: map[string]*time.Timer{}, subs: map[*Subscription]bool{}}
 	if n, err := st.markLost(ctx, time.Now()); err != nil {
 		st.Close()
+		unlock()
 		return nil, err
 	} else if n > 0 {
 		cfg.Logf("%d session(s) were running when the bridge last stopped: their pending questions stay listed, and answering one resumes its session", n)
@@ -106,16 +117,27 @@ func New(cfg Config) (*Bridge, error) {
 	return b, nil
 }
 
-// Close stops every session (closing their agents' stdin, then killing
-// them after the grace period), ends the subscriptions, and closes the
-// database.
+// Close ends the bridge: its agents are stopped (stdin closed, killed after
+// the grace period), but their sessions are marked lost and their pending
+// questions stay pending, as after a crash, so a restarted bridge lists them
+// and resumes a session when one is answered. Then it ends the
+// subscriptions and closes the database.
 func (b *Bridge) Close() error {
+	b.closeOnce.Do(func() { b.closeErr = b.close() })
+	return b.closeErr
+}
+
+func (b *Bridge) close() error {
 	b.mu.Lock()
+	b.closing = true
 	ids := make([]string, 0, len(b.live))
 	for id := range b.live {
 		ids = append(ids, id)
 	}
 	b.mu.Unlock()
+	if _, err := b.st.markLost(context.Background(), time.Now()); err != nil {
+		b.cfg.Logf("marking sessions lost: %v", err)
+	}
 	for _, id := range ids {
 		_ = b.StopSession(context.Background(), id)
 	}
@@ -129,7 +151,9 @@ func (b *Bridge) Close() error {
 		s.close()
 	}
 	b.mu.Unlock()
-	return b.st.Close()
+	err := b.st.Close()
+	b.unlock()
+	return err
 }
 
 var idEncoding = base32.NewEncoding("abcdefghijkmnpqrstuvwxyz23456789").WithPadding(base32.NoPadding)
@@ -228,8 +252,16 @@ func (b *Bridge) watch(id string, l *live) {
 	l.s.CloseInput()
 	code, waitErr := l.proc.Wait()
 	b.mu.Lock()
-	delete(b.live, id)
+	if b.live[id] == l {
+		delete(b.live, id)
+	}
+	closing := b.closing
 	b.mu.Unlock()
+	if closing {
+		// The bridge is shutting down: the session stays lost and its
+		// questions pending, for the next bridge to resume.
+		return
+	}
 	ctx := context.Background()
 	ss, err := b.st.session(ctx, id)
 	if err != nil {
@@ -318,14 +350,21 @@ func (b *Bridge) ask(sessionID string, s *sdk.Session, r sdk.Request) {
 		return
 	}
 	in, err := protocol.ParseAskInput(r.Input)
-	if err != nil || len(in.Questions) == 0 {
+	if err == nil && len(in.Questions) == 0 {
+		err = errors.New("no questions")
+	}
+	if err != nil {
 		_ = s.Respond(r.ID, protocol.Reply{Skip: true, Message: fmt.Sprintf("The bridge could not read the AskUserQuestion input: %v", err)})
 		return
 	}
 	now := time.Now()
 	q := &Question{ID: newID("q_"), SessionID: sessionID, RequestID: r.ID, ToolUseID: r.ToolUseID, Questions: in.Questions,
-		Status: QuestionPending, CreatedAt: now, Deadline: now.Add(b.cfg.Timeout), TimeoutSeconds: int(b.cfg.Timeout.Round(time.Second) / time.Second), input: r.Input}
+		Status: QuestionPending, CreatedAt: now, Deadline: now.Add(b.cfg.Timeout), TimeoutSeconds: timeoutSeconds(b.cfg.Timeout), input: r.Input}
+	// Stored, timed and announced in one step: no answer can come between,
+	// so the surfaces hear of the question before of its answer.
+	b.answerMu.Lock()
 	if err := b.st.insertQuestion(b.ctx, q); err != nil {
+		b.answerMu.Unlock()
 		b.cfg.Logf("session %s: storing a question: %v", sessionID, err)
 		_ = s.Respond(r.ID, protocol.Reply{Error: "the bridge could not store the question: " + err.Error()})
 		return
@@ -334,6 +373,7 @@ func (b *Bridge) ask(sessionID string, s *sdk.Session, r sdk.Request) {
 	b.timer[q.ID] = time.AfterFunc(b.cfg.Timeout, func() { b.expire(q.ID) })
 	b.mu.Unlock()
 	b.publish(Event{Type: EventQuestion, SessionID: sessionID, QuestionID: q.ID, Questions: q.Questions, TimeoutSeconds: q.TimeoutSeconds})
+	b.answerMu.Unlock()
 	b.publishStatus(sessionID)
 }
 
@@ -399,7 +439,7 @@ func (b *Bridge) Answer(ctx context.Context, id string, given map[string]Answer)
 		if ss, err := b.st.session(ctx, q.SessionID); err != nil {
 			return nil, err
 		} else if ss.ClaudeSessionID == "" {
-			return nil, fmt.Errorf("question %s cannot be answered late: its agent never said its session id, so the session cannot be resumed", id)
+			return nil, fmt.Errorf("%w: question %s cannot be answered late: its agent never said its session id, so the session cannot be resumed", ErrInvalid, id)
 		}
 	}
 	won, err := b.st.resolve(ctx, id, QuestionAnswered, merged, "", time.Now())
@@ -415,16 +455,30 @@ func (b *Bridge) Answer(ctx context.Context, id string, given map[string]Answer)
 	if q.Orphaned {
 		if err := b.resume(q, merged); err != nil {
 			// Nothing reached an agent: the question stays answerable.
-			_, _ = b.st.db.ExecContext(ctx, `UPDATE questions SET status=?, answers=NULL, resolved_at=NULL WHERE id=?`, QuestionPending, id)
+			if rerr := b.st.reopen(ctx, id, QuestionPending, ""); rerr != nil {
+				b.cfg.Logf("question %s: answered, its session not resumed, and still marked answered: %v", id, rerr)
+			}
 			return nil, fmt.Errorf("resuming session %s for question %s: %w", q.SessionID, id, err)
 		}
 		res.Resumed = true
 	} else if err := l.s.Respond(q.RequestID, protocol.Reply{Answers: merged}); err != nil {
-		// The agent withdrew it a moment before: nothing was sent.
-		_, _ = b.st.db.ExecContext(ctx, `UPDATE questions SET status=?, reason=? WHERE id=?`, QuestionCancelled, "withdrawn by the agent", id)
-		return nil, fmt.Errorf("%w: question %s: %v", ErrResolved, id, err)
+		// Nothing was sent: the agent withdrew the request a moment before,
+		// or it is exiting. The surfaces are told, as for any withdrawal.
+		status, reason := QuestionWithdrawn, "the agent exited before the answer reached it"
+		if errors.Is(err, sdk.ErrWithdrawn) {
+			status, reason = QuestionCancelled, "withdrawn by the agent (control_cancel_request)"
+		}
+		if err := b.st.reopen(ctx, id, status, reason); err != nil {
+			b.cfg.Logf("question %s: %v", id, err)
+		}
+		b.stopTimer(id)
+		b.publish(Event{Type: EventWithdrawn, SessionID: q.SessionID, QuestionID: id, Reason: reason})
+		b.publishStatus(q.SessionID)
+		return nil, fmt.Errorf("%w: question %s was withdrawn (%s)", ErrResolved, id, reason)
 	}
-	res.Question, _ = b.st.question(ctx, id)
+	if res.Question, err = b.st.question(ctx, id); err != nil {
+		res.Question = q
+	}
 	b.publish(Event{Type: EventAnswered, SessionID: q.SessionID, QuestionID: id, Answers: merged})
 	if res.Resumed {
 		b.publish(Event{Type: EventResumed, SessionID: q.SessionID, QuestionID: id, Answers: merged,
@@ -486,15 +540,26 @@ func (b *Bridge) expire(id string) {
 	b.answerMu.Lock()
 	defer b.answerMu.Unlock()
 	ctx := context.Background()
-	q, err := b.st.question(ctx, id)
-	if err != nil || q.Status != QuestionPending {
-		return
-	}
-	won, err := b.st.resolve(ctx, id, QuestionExpired, nil, "timed out", time.Now())
-	if err != nil || !won {
-		return
-	}
 	b.stopTimer(id)
+	q, err := b.st.question(ctx, id)
+	if err == nil && q.Status != QuestionPending {
+		return
+	}
+	var won bool
+	if err == nil {
+		won, err = b.st.resolve(ctx, id, QuestionExpired, nil, "timed out", time.Now())
+	}
+	if err != nil {
+		// The deadline must still be kept: try again shortly.
+		b.cfg.Logf("question %s: expiring: %v; trying again in 1s", id, err)
+		b.mu.Lock()
+		b.timer[id] = time.AfterFunc(time.Second, func() { b.expire(id) })
+		b.mu.Unlock()
+		return
+	}
+	if !won {
+		return
+	}
 	if l := b.liveSession(q.SessionID); l != nil {
 		if err := l.s.Respond(q.RequestID, protocol.Reply{Skip: true, Message: TimeoutMessage(b.cfg.Timeout), Interrupt: b.cfg.TimeoutInterrupt}); err != nil {
 			b.cfg.Logf("question %s: %v", id, err)
@@ -506,6 +571,12 @@ func (b *Bridge) expire(id string) {
 
 // agentCancelled withdraws the question of a request the agent withdrew.
 func (b *Bridge) agentCancelled(sessionID, requestID string) {
+	b.mu.Lock()
+	closing := b.closing
+	b.mu.Unlock()
+	if closing {
+		return // the agent withdraws because the bridge is stopping it
+	}
 	qs, _ := b.st.questions(context.Background(), QuestionPending, sessionID)
 	for _, q := range qs {
 		if q.RequestID == requestID {
@@ -545,6 +616,9 @@ func (b *Bridge) resume(q *Question, answers map[string]string) error {
 	ss, err := b.st.session(b.ctx, q.SessionID)
 	if err != nil {
 		return err
+	}
+	if b.liveSession(ss.ID) != nil {
+		return fmt.Errorf("session %s is running", ss.ID)
 	}
 	if ss.ClaudeSessionID == "" {
 		return fmt.Errorf("session %s cannot be resumed: the agent never said its session id", ss.ID)
@@ -614,22 +688,28 @@ func (b *Bridge) Questions(ctx context.Context, status, session string) ([]*Ques
 }
 
 func (b *Bridge) fillTimeout(q *Question) {
-	q.TimeoutSeconds = int(q.Deadline.Sub(q.CreatedAt).Round(time.Second) / time.Second)
+	q.TimeoutSeconds = timeoutSeconds(q.Deadline.Sub(q.CreatedAt))
 }
+
+// timeoutSeconds is a timeout in whole seconds, rounded up: a surface told
+// 0 would show no time at all.
+func timeoutSeconds(d time.Duration) int { return int((d + time.Second - 1) / time.Second) }
 
 // publishStatus tells the surfaces a session's state.
 func (b *Bridge) publishStatus(id string) {
-	ss, err := b.Session(context.Background(), id)
-	if err != nil {
-		return
+	if ss, err := b.Session(context.Background(), id); err == nil {
+		b.publish(statusEvent(ss))
 	}
-	pending := ss.PendingQuestionID
+}
+
+func statusEvent(ss *Session) Event {
+	waiting := ss.WaitingForUser
 	var pq *string
-	if pending != "" {
+	if ss.PendingQuestionID != "" {
+		pending := ss.PendingQuestionID
 		pq = &pending
 	}
-	waiting := ss.WaitingForUser
-	b.publish(Event{Type: EventStatus, SessionID: id, Status: ss.Status, WaitingForUser: &waiting, PendingQuestionID: pq})
+	return Event{Type: EventStatus, SessionID: ss.ID, Status: ss.Status, WaitingForUser: &waiting, PendingQuestionID: pq, Time: time.Now().UTC()}
 }
 
 // publish logs an event and hands it to every subscriber of its session.

@@ -17,7 +17,6 @@ type Subscription struct {
 	session string
 	b       *Bridge
 	once    sync.Once
-	dropped bool
 }
 
 // Subscribe returns the events of session (of every session when ""),
@@ -36,21 +35,12 @@ func (s *Subscription) deliver(e Event) {
 	select {
 	case s.c <- e:
 	default:
-		s.dropped = true
 		delete(s.b.subs, s)
 		s.close()
 	}
 }
 
 func (s *Subscription) close() { s.once.Do(func() { close(s.c) }) }
-
-// Dropped reports whether the subscription was closed because its reader
-// fell too far behind.
-func (s *Subscription) Dropped() bool {
-	s.b.mu.Lock()
-	defer s.b.mu.Unlock()
-	return s.dropped
-}
 
 // Close ends the subscription.
 func (s *Subscription) Close() {
@@ -64,4 +54,20 @@ func (s *Subscription) Close() {
 // most limit, for a stream that resumes.
 func (b *Bridge) EventsAfter(ctx context.Context, seq int64, session string, limit int) ([]Event, error) {
 	return b.st.eventsAfter(ctx, seq, session, limit)
+}
+
+// Snapshot is what a surface that connects is told first: the session's
+// status (with a session), then every pending question, with its id.
+func (b *Bridge) Snapshot(ctx context.Context, session string) []Event {
+	var out []Event
+	if session != "" {
+		if ss, err := b.Session(ctx, session); err == nil {
+			out = append(out, statusEvent(ss))
+		}
+	}
+	qs, _ := b.Pending(ctx, session)
+	for _, q := range qs {
+		out = append(out, Event{Type: EventQuestion, SessionID: q.SessionID, QuestionID: q.ID, Questions: q.Questions, TimeoutSeconds: q.TimeoutSeconds, Time: q.CreatedAt})
+	}
+	return out
 }

@@ -45,8 +45,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/questions/{id}", s.auth(s.getQuestion))
 	mux.HandleFunc("POST /api/questions/{id}/answer", s.auth(s.answer))
 	mux.HandleFunc("POST /api/questions/{id}/skip", s.auth(s.skip))
-	mux.HandleFunc("GET /api/events", s.auth(s.events))
-	mux.HandleFunc("GET /ws", s.auth(s.ws))
+	mux.HandleFunc("GET /api/events", s.authQuery(s.events))
+	mux.HandleFunc("GET /ws", s.authQuery(s.ws))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no route %s %s (see the bridge package docs)", r.Method, r.URL.Path))
 	})
@@ -92,11 +92,17 @@ func fail(w http.ResponseWriter, err error) {
 
 var errBadRequest = errors.New("bad request")
 
-func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
+// auth takes the token from the Authorization header only.
+func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc { return s.checkToken(h, false) }
+
+// authQuery also takes ?token=: browsers cannot set headers on a WebSocket
+// or an EventSource, the only routes that take it.
+func (s *Server) authQuery(h http.HandlerFunc) http.HandlerFunc { return s.checkToken(h, true) }
+
+func (s *Server) checkToken(h http.HandlerFunc, query bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok {
-			// Browsers cannot set headers on a WebSocket or an EventSource.
+		if !ok && query {
 			tok = r.URL.Query().Get("token")
 		}
 		if s.Token == "" || subtle.ConstantTimeCompare([]byte(tok), []byte(s.Token)) != 1 {
@@ -256,7 +262,7 @@ func (s *Server) skip(w http.ResponseWriter, r *http.Request) {
 
 // events is the SSE stream: every event with its sequence number as the id.
 // A client that reconnects with Last-Event-ID gets what it missed from the
-// log; a new client first gets the pending questions (no id), then live
+// log; a new client first gets the state (Snapshot, without ids), then live
 // events.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	fl, ok := w.(http.Flusher)
@@ -311,12 +317,14 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 				break
 			}
 		}
-	} else {
-		qs, _ := s.B.Pending(ctx, session)
-		for _, q := range qs {
-			if send(Event{Type: EventQuestion, SessionID: q.SessionID, QuestionID: q.ID, Questions: q.Questions, TimeoutSeconds: q.TimeoutSeconds, Time: q.CreatedAt}, false) != nil {
+	}
+	replayed := map[string]bool{}
+	if after < 0 {
+		for _, e := range s.B.Snapshot(ctx, session) {
+			if send(e, false) != nil {
 				return
 			}
+			replayed[e.QuestionID] = e.Type == EventQuestion
 		}
 	}
 	keep := s.Keepalive
@@ -338,8 +346,11 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			if !ok {
 				return // fell behind: the client reconnects with Last-Event-ID
 			}
-			if after >= 0 && e.Seq <= after {
+			if after >= 0 && e.Seq > 0 && e.Seq <= after {
 				continue // already sent from the log
+			}
+			if e.Type == EventQuestion && replayed[e.QuestionID] {
+				continue // already sent as pending
 			}
 			if send(e, true) != nil {
 				return

@@ -107,6 +107,8 @@ var (
 	ErrNotFound = errors.New("not found")
 	ErrResolved = errors.New("already resolved")
 	ErrInvalid  = errors.New("invalid answer")
+	// ErrBusy: another bridge holds the database.
+	ErrBusy = errors.New("database busy")
 )
 
 // resolvedError says how a question was resolved.

@@ -165,6 +165,12 @@ func (s *store) markLost(ctx context.Context, now time.Time) (int, error) {
 		return 0, err
 	}
 	n, _ := res.RowsAffected()
+	// A session whose agent never said its session id cannot be resumed:
+	// its questions can never be answered.
+	if _, err := tx.ExecContext(ctx, `UPDATE questions SET status=?, reason=?, resolved_at=? WHERE status=? AND session_id IN (SELECT id FROM sessions WHERE status=? AND claude_session_id='')`,
+		QuestionWithdrawn, "the bridge stopped before the agent said its session id: the session cannot be resumed", ts(now), QuestionPending, StatusLost); err != nil {
+		return 0, err
+	}
 	if _, err := tx.ExecContext(ctx, `UPDATE questions SET orphaned=1 WHERE status=? AND session_id IN (SELECT id FROM sessions WHERE status=?)`, QuestionPending, StatusLost); err != nil {
 		return 0, err
 	}
@@ -193,6 +199,18 @@ func (s *store) resolve(ctx context.Context, id, status string, answers map[stri
 	}
 	n, err := res.RowsAffected()
 	return n == 1, err
+}
+
+// reopen sets a question that was resolved back to status (pending, or the
+// withdrawal that really happened), clearing its answers: nothing reached
+// the agent.
+func (s *store) reopen(ctx context.Context, id, status, reason string) error {
+	var resolved any
+	if status != QuestionPending {
+		resolved = ts(time.Now())
+	}
+	_, err := s.db.ExecContext(ctx, `UPDATE questions SET status=?, answers=NULL, reason=?, resolved_at=? WHERE id=?`, status, reason, resolved, id)
+	return err
 }
 
 // saveDraft keeps the answers given so far to a multi-question request.

@@ -123,21 +123,10 @@ func (s *Server) ws(w http.ResponseWriter, r *http.Request) {
 	sub := s.B.Subscribe(session)
 	defer sub.Close()
 	// Status, then the pending questions, replayed with their ids.
-	if session != "" {
-		if ss, err := s.B.Session(ctx, session); err == nil {
-			waiting := ss.WaitingForUser
-			var pq *string
-			if ss.PendingQuestionID != "" {
-				pq = &ss.PendingQuestionID
-			}
-			_ = c.send(ctx, Event{Type: EventStatus, SessionID: session, Status: ss.Status, WaitingForUser: &waiting, PendingQuestionID: pq, Time: time.Now().UTC()})
-		}
-	}
-	qs, _ := s.B.Pending(ctx, session)
 	replayed := map[string]bool{}
-	for _, q := range qs {
-		replayed[q.ID] = true
-		_ = c.send(ctx, Event{Type: EventQuestion, SessionID: q.SessionID, QuestionID: q.ID, Questions: q.Questions, TimeoutSeconds: q.TimeoutSeconds, Time: q.CreatedAt})
+	for _, e := range s.B.Snapshot(ctx, session) {
+		_ = c.send(ctx, e)
+		replayed[e.QuestionID] = e.Type == EventQuestion
 	}
 	go func() {
 		defer cancel()
@@ -162,11 +151,7 @@ func (s *Server) ws(w http.ResponseWriter, r *http.Request) {
 	for {
 		_, data, err := conn.Read(ctx)
 		if err != nil {
-			var ce websocket.CloseError
-			if errors.As(err, &ce) && ce.Code == websocket.StatusMessageTooBig {
-				return
-			}
-			return
+			return // closed, or a message over the limit (closed with 1009)
 		}
 		_ = c.send(ctx, s.wsHandle(ctx, c, data))
 	}

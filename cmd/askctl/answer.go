@@ -69,12 +69,12 @@ const (
 	exitNotFound   = 4 // no such question or session
 	exitResolved   = 5 // already answered, skipped, expired or withdrawn
 	exitRejected   = 6 // the bridge refused the answer (unknown question, blank, wrong shape)
-	exitBridgeDown = 3 // the bridge is unreachable, or the token is wrong
+	exitBridgeDown = 7 // the bridge is unreachable, or the token is wrong
 )
 
 const bridgeExitHelp = `Exit status: 0 done, 1 nothing came in time (pending --wait), 2 usage,
-3 bridge unreachable or token refused, 4 no such question or session,
-5 already answered, skipped, expired or withdrawn, 6 answer rejected.`
+3 another error, 4 no such question or session, 5 already answered, skipped,
+expired or withdrawn, 6 answer rejected, 7 bridge unreachable or token refused.`
 
 // ---- answer
 

@@ -167,16 +167,19 @@ func runServe(ctx context.Context, o *serveOptions) error {
 	if db == "" {
 		db = filepath.Join(dir, "bridge.db")
 	}
+	// Listen first: a bridge that cannot listen must not touch the
+	// database another bridge may be serving.
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
 	b, err := bridge.New(bridge.Config{DB: db, Claude: claude, Env: append(env, o.env...), Timeout: o.timeout,
 		TimeoutInterrupt: o.timeoutInterrupt, OtherTools: o.otherTools, Logf: logf})
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	ln, err := net.Listen("tcp", o.addr)
-	if err != nil {
-		return err
-	}
 	url := "http://" + ln.Addr().String()
 	if err := bridge.WriteEndpoint(dir, bridge.Endpoint{URL: url, PID: os.Getpid()}); err != nil {
 		ln.Close()

@@ -381,3 +381,35 @@ func TestAutomationLoop(t *testing.T) {
 		t.Errorf("exits %v, %d responses; want 0 0 and 2\n%s", codes, sent, out)
 	}
 }
+
+// TestServeGracefulRestart: a bridge stopped with SIGTERM keeps its pending
+// questions as a killed one does; a second bridge on the same state
+// directory is refused while the first runs.
+func TestServeGracefulRestart(t *testing.T) {
+	s := serve(t)
+	s.must("session", "start", "--scenario", "late-answer", "--prompt", "Set up storage for the app.")
+	id := gjson.Get(s.must("pending", "--wait", "--timeout", "10s", "--json"), "0.question_id").String()
+
+	var stderr bytes.Buffer
+	env := map[string]string{bridge.EnvStateDir: s.state}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	code := run(ctx, []string{"askctl", "serve", "--claude", "fakeclaude", "--addr", "127.0.0.1:0", "--state", s.state}, func(k string) string { return env[k] }, strings.NewReader(""), &bytes.Buffer{}, &stderr)
+	if code != exitError || !strings.Contains(stderr.String(), "another bridge is using the database") {
+		t.Errorf("a second bridge: exit %d, %s", code, stderr.String())
+	}
+
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	s.cmd.Wait()
+	s.start()
+	q := gjson.Get(s.must("pending", "--json"), "0")
+	if q.Get("question_id").String() != id || !q.Get("orphaned").Bool() {
+		t.Fatalf("after a graceful restart: %s", q.Raw)
+	}
+	if out := s.must("answer", "--id", id, "Postgres"); !strings.Contains(out, "resumed") {
+		t.Errorf("answer: %s", out)
+	}
+	if ls := s.sessionsEnded(1); *ls[0].ExitCode != 0 {
+		t.Errorf("the resumed session: %+v", ls[0])
+	}
+}

@@ -1,0 +1,6 @@
+//go:build !unix
+
+package bridge
+
+// lockDB is a no-op here: run one bridge per database.
+func lockDB(string) (func(), error) { return func() {}, nil }
