@@ -490,3 +490,29 @@ func TestLateAnswerThatCannotResume(t *testing.T) {
 		t.Errorf("after the failed resume: %s %v, want pending", got.Status, got.Answers)
 	}
 }
+
+// TestStopAndBadRequests: a stopped session's question is withdrawn saying
+// so; an unknown scenario and an unknown status filter are refused.
+func TestStopAndBadRequests(t *testing.T) {
+	e := newEnv(t, bridge.Config{})
+	s := e.start("ask-single", "Set up storage.")
+	q := e.pending(s.ID, 1)[0]
+	if _, err := e.c.StopSession(bg, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := e.c.Question(bg, q.ID)
+	if got.Status != bridge.QuestionWithdrawn || got.Reason != "the session was stopped" {
+		t.Errorf("after stop: %s (%s)", got.Status, got.Reason)
+	}
+	if _, err := e.c.StopSession(bg, "s_nope"); !errors.Is(err, bridge.ErrNotFound) || !strings.Contains(err.Error(), "s_nope") {
+		t.Errorf("stop of an unknown session: %v", err)
+	}
+	if _, err := e.c.StartSession(bg, bridge.StartOptions{Prompt: "x", Scenario: "no-such"}); !errors.Is(err, bridge.ErrInvalid) || !strings.Contains(err.Error(), "no-such") {
+		t.Errorf("unknown scenario: %v", err)
+	}
+	req, _ := http.NewRequest(http.MethodGet, e.srv.URL+"/api/questions?status=bogus", nil)
+	req.Header.Set("Authorization", "Bearer test-token")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("status=bogus: %v %v", resp.StatusCode, err)
+	}
+}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/askctl/askctl/agent"
 	"github.com/askctl/askctl/protocol"
+	"github.com/askctl/askctl/scenarios"
 	"github.com/askctl/askctl/sdk"
 )
 
@@ -51,10 +52,11 @@ const DefaultTimeout = 300 * time.Second
 // their AskUserQuestion requests into pending questions, tells the surfaces,
 // and sends exactly one answer back to each request.
 type Bridge struct {
-	cfg     Config
-	st      *store
-	unlock  func()
-	closing bool // Close runs: agents that exit now leave their questions pending
+	cfg      Config
+	st       *store
+	unlock   func()
+	closing  bool            // Close runs: agents that exit now leave their questions pending
+	stopping map[string]bool // sessions being stopped: their withdrawals say so
 
 	closeOnce sync.Once
 	closeErr  error
@@ -106,7 +108,7 @@ func New(cfg Config) (*Bridge, error) {
 		return nil, err
 	}
 	ctx, end := context.WithCancel(context.Background())
-	b := &Bridge{cfg: cfg, st: st, unlock: unlock, ctx: ctx, end: end, live: map[string]*live{}, timer: map[string]*time.Timer{}, subs: map[*Subscription]bool{}}
+	b := &Bridge{cfg: cfg, st: st, unlock: unlock, ctx: ctx, end: end, live: map[string]*live{}, timer: map[string]*time.Timer{}, subs: map[*Subscription]bool{}, stopping: map[string]bool{}}
 	if n, err := st.markLost(ctx, time.Now()); err != nil {
 		st.Close()
 		unlock()
@@ -182,6 +184,11 @@ func (b *Bridge) StartSession(ctx context.Context, o StartOptions) (*Session, er
 	}
 	if b.cfg.Claude == "" {
 		return nil, errors.New("no claude CLI configured")
+	}
+	if o.Scenario != "" {
+		if _, err := scenarios.Load(o.Scenario); err != nil {
+			return nil, fmt.Errorf("%w: scenario: %v", ErrInvalid, err)
+		}
 	}
 	ss := &Session{ID: newID("s_"), Prompt: o.Prompt, Scenario: o.Scenario, Claude: b.cfg.Claude, Status: StatusStarting, CreatedAt: time.Now()}
 	if err := b.st.insertSession(ctx, ss); err != nil {
@@ -322,10 +329,18 @@ func (b *Bridge) StopSession(ctx context.Context, id string) error {
 	b.mu.Unlock()
 	if l == nil {
 		if _, err := b.st.session(ctx, id); err != nil {
-			return err
+			return fmt.Errorf("session %s: %w", id, err)
 		}
 		return nil // already ended
 	}
+	b.mu.Lock()
+	b.stopping[id] = true
+	b.mu.Unlock()
+	defer func() {
+		b.mu.Lock()
+		delete(b.stopping, id)
+		b.mu.Unlock()
+	}()
 	l.s.CloseInput()
 	select {
 	case <-l.done:
@@ -479,6 +494,7 @@ func (b *Bridge) Answer(ctx context.Context, id string, given map[string]Answer)
 	if res.Question, err = b.st.question(ctx, id); err != nil {
 		res.Question = q
 	}
+	b.fillTimeout(res.Question)
 	b.publish(Event{Type: EventAnswered, SessionID: q.SessionID, QuestionID: id, Answers: merged})
 	if res.Resumed {
 		b.publish(Event{Type: EventResumed, SessionID: q.SessionID, QuestionID: id, Answers: merged,
@@ -572,15 +588,19 @@ func (b *Bridge) expire(id string) {
 // agentCancelled withdraws the question of a request the agent withdrew.
 func (b *Bridge) agentCancelled(sessionID, requestID string) {
 	b.mu.Lock()
-	closing := b.closing
+	closing, stopping := b.closing, b.stopping[sessionID]
 	b.mu.Unlock()
 	if closing {
 		return // the agent withdraws because the bridge is stopping it
 	}
+	status, reason := QuestionCancelled, "withdrawn by the agent (control_cancel_request)"
+	if stopping {
+		status, reason = QuestionWithdrawn, "the session was stopped"
+	}
 	qs, _ := b.st.questions(context.Background(), QuestionPending, sessionID)
 	for _, q := range qs {
 		if q.RequestID == requestID {
-			b.withdraw(q, QuestionCancelled, "withdrawn by the agent (control_cancel_request)")
+			b.withdraw(q, status, reason)
 		}
 	}
 }

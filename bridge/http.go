@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/askctl/askctl/protocol"
 )
 
 // MaxBody bounds a request body and a WebSocket message.
@@ -128,7 +130,7 @@ func decodeStrict(body []byte, v any) error {
 	if err := dec.Decode(v); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return fmt.Errorf("%w: field %q: want %s, got %s", errBadRequest, te.Field, te.Type, te.Value)
+			return fmt.Errorf("%w: field %q: want %s, got %s", errBadRequest, te.Field, protocol.KindName(te.Type.Kind()), te.Value)
 		}
 		return fmt.Errorf("%w: %v", errBadRequest, err)
 	}
@@ -192,6 +194,10 @@ func (s *Server) listQuestions(w http.ResponseWriter, r *http.Request) {
 		status = QuestionPending
 	case "all":
 		status = ""
+	case QuestionPending, QuestionAnswered, QuestionSkipped, QuestionExpired, QuestionCancelled, QuestionWithdrawn:
+	default:
+		writeError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("status %q: want pending, answered, skipped, expired, cancelled, withdrawn or all", status))
+		return
 	}
 	qs, err := s.B.Questions(r.Context(), status, r.URL.Query().Get("session"))
 	if err != nil {
@@ -289,6 +295,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
+	fl.Flush() // the client knows it is connected before the first event
 	send := func(e Event, withID bool) error {
 		data, _ := json.Marshal(e)
 		var b strings.Builder

@@ -106,7 +106,7 @@ const (
 var (
 	ErrNotFound = errors.New("not found")
 	ErrResolved = errors.New("already resolved")
-	ErrInvalid  = errors.New("invalid answer")
+	ErrInvalid  = errors.New("invalid input")
 	// ErrBusy: another bridge holds the database.
 	ErrBusy = errors.New("database busy")
 )

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/askctl/askctl/bridge"
+	"github.com/askctl/askctl/protocol"
 	"github.com/urfave/cli/v3"
 )
 
@@ -101,7 +102,8 @@ func newAnswerCmd(s *stdio, runF func(context.Context, *answerOptions) error) *c
 		Description: `Answers question ID on the running bridge. The labels are the answer:
 exactly one for a single-select question, one or more (in the order the
 person picked them) for a multiSelect one, which the bridge joins with ", ".
---text gives free text instead, verbatim.
+A label must be one of the question's options (exit 6 otherwise); --text
+gives free text instead, verbatim.
 
 A request can hold 1 to 4 questions. With one, the labels answer it. With
 several, say which: --question N (its number from 1, or its full text) for
@@ -151,34 +153,70 @@ func (o *answerOptions) validate() error {
 	return nil
 }
 
-// answers builds the request's answers from the options, asking the bridge
-// for the question when it must know how many questions there are.
+// answers builds the request's answers from the options. Labels must be
+// options of their question (a typo is not sent as free text); --text is
+// the way to free text.
 func (o *answerOptions) answers(ctx context.Context, c *bridge.Client) (map[string]bridge.Answer, error) {
+	q, err := c.Question(ctx, o.id)
+	if err != nil {
+		return nil, err
+	}
 	out := map[string]bridge.Answer{}
 	if len(o.set) > 0 {
 		for _, kv := range o.set {
 			k, v, _ := strings.Cut(kv, "=")
 			out[k] = append(out[k], v)
 		}
-		return out, nil
-	}
-	key := o.question
-	if key == "" {
-		q, err := c.Question(ctx, o.id)
-		if err != nil {
-			return nil, err
-		}
-		if len(q.Questions) > 1 {
-			return nil, usagef("question %s holds %d questions: say which this answers with --question N, or give them all with --set N=LABEL", o.id, len(q.Questions))
-		}
-		key = "1"
-	}
-	if o.text != "" {
-		out[key] = bridge.Answer{o.text}
 	} else {
+		key := o.question
+		if key == "" {
+			if len(q.Questions) > 1 {
+				return nil, usagef("question %s holds %d questions: say which this answers with --question N, or give them all with --set N=LABEL", o.id, len(q.Questions))
+			}
+			key = "1"
+		}
+		if o.text != "" {
+			return map[string]bridge.Answer{key: {o.text}}, nil
+		}
 		out[key] = bridge.Answer(o.labels)
 	}
+	for key, labels := range out {
+		qq, ok := findQuestion(q, key)
+		if !ok {
+			continue // the bridge names the unknown question
+		}
+		for _, l := range labels {
+			if !isLabel(qq, l) {
+				opts := make([]string, len(qq.Options))
+				for i, op := range qq.Options {
+					opts[i] = op.Label
+				}
+				return nil, exitWithMessage{exitRejected, fmt.Sprintf("%q is not an option of %q (options: %s); for free text use --question %s --text %q", l, qq.Question, strings.Join(opts, " | "), key, l)}
+			}
+		}
+	}
 	return out, nil
+}
+
+func findQuestion(q *bridge.Question, key string) (protocol.Question, bool) {
+	for _, qq := range q.Questions {
+		if qq.Question == key {
+			return qq, true
+		}
+	}
+	if n, err := strconv.Atoi(key); err == nil && n >= 1 && n <= len(q.Questions) {
+		return q.Questions[n-1], true
+	}
+	return protocol.Question{}, false
+}
+
+func isLabel(q protocol.Question, label string) bool {
+	for _, op := range q.Options {
+		if op.Label == label {
+			return true
+		}
+	}
+	return false
 }
 
 func runAnswer(ctx context.Context, o *answerOptions) error {
@@ -311,13 +349,18 @@ questions ({"question_id","session_id","questions":[…],"timeout_seconds",
 "deadline",…}), the same objects the HTTP API returns.
 
 --wait blocks until at least one question is pending (at once if one is),
-at most --timeout: the building block of scripted answering:
+at most --timeout: the building block of scripted answering. This loop
+answers every question with its first option (examples/shell in askctl's
+repository):
 
-  while q=$(askctl pending --wait --timeout 60s --json | jq -er '.[0]'); do
-    id=$(jq -r .question_id <<<"$q")
-    label=$(jq -r '.questions[0].options[0].label' <<<"$q")
-    askctl answer --id "$id" "$label"
+  set -o pipefail
+  while q=$(askctl pending --wait --timeout 60s --json | jq -ce '.[0]'); do
+    mapfile -t sets < <(jq -r '.questions | to_entries[] |
+      "--set=\(.key + 1)=\(.value.options[0].label)"' <<<"$q")
+    askctl answer --id "$(jq -r .question_id <<<"$q")" "${sets[@]}" || exit
   done
+
+The table marks the questions of a request already answered and held.
 
 ` + bridgeExitHelp,
 		Flags: append([]cli.Flag{
@@ -383,6 +426,9 @@ func runPending(ctx context.Context, o *pendingOptions) error {
 			opts := strings.Join(labels, " | ")
 			if qq.MultiSelect {
 				opts += " (multiSelect)"
+			}
+			if held, ok := q.Draft[qq.Question]; ok {
+				opts = "held: " + held
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d. %s\t%s\n", id, sess, age, exp, i+1, qq.Question, opts)
 		}

@@ -46,9 +46,7 @@ Start with:
   askctl scenarios              list the built-in scenarios
   askctl help COMMAND           what a command does, its flags and exit statuses`,
 		Suggest: true,
-		// An answer's label may hold a comma: --set 2=Yes, please stays one.
-		DisableSliceFlagSeparator: true,
-		Reader:                    s.in,
+		Reader:  s.in,
 		Writer:                    s.out,
 		ErrWriter:                 s.err,
 		// Errors are mapped to exit statuses in run, never by os.Exit here.
@@ -81,6 +79,9 @@ Start with:
 // shapeCommands gives every command the same usage-error handling: a flag
 // mistake is one line and a hint (printed by run), never the whole help.
 func shapeCommands(cmd *cli.Command, s *stdio) {
+	// Each command parses its own slice flags: a label or value may hold a
+	// comma (--set "2=Yes, please" stays one).
+	cmd.DisableSliceFlagSeparator = true
 	cmd.OnUsageError = func(_ context.Context, c *cli.Command, err error, _ bool) error {
 		s.current = c.FullName()
 		return usageError{err}

@@ -17,7 +17,6 @@ func parse(t *testing.T, cmd *cli.Command, args ...string) error {
 	t.Helper()
 	shapeCommands(cmd, &stdio{})
 	cmd.ExitErrHandler = func(context.Context, *cli.Command, error) {}
-	cmd.DisableSliceFlagSeparator = true // as newApp sets it
 	return cmd.Run(context.Background(), append([]string{"askctl"}, args...))
 }
 

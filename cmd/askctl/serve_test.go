@@ -413,3 +413,20 @@ func TestServeGracefulRestart(t *testing.T) {
 		t.Errorf("the resumed session: %+v", ls[0])
 	}
 }
+
+// TestAnswerLabelsAreOptions: a label that is no option is refused (exit 6,
+// the options named), not sent as free text; --text is the way to free
+// text, commas and all; a value with a comma stays one value.
+func TestAnswerLabelsAreOptions(t *testing.T) {
+	s := serve(t, "--env", "ASKCTL_TEST_COMMA=a,b")
+	s.must("session", "start", "--scenario", "ask-free-text", "--prompt", "x")
+	id := gjson.Get(s.must("pending", "--wait", "--timeout", "10s", "--json"), "0.question_id").String()
+	code, _, errOut := s.askctl("answer", "--id", id, "--set", "1=MySQL, we already run it")
+	if code != exitRejected || !strings.Contains(errOut, `"MySQL, we already run it" is not an option`) || !strings.Contains(errOut, "--text") {
+		t.Errorf("free text as a label: exit %d, %s", code, errOut)
+	}
+	s.must("answer", "--id", id, "--text", "MySQL, we already run it")
+	if codes := s.exits(1); codes[0] != 0 {
+		t.Errorf("fakeclaude exited %v", codes)
+	}
+}
