@@ -45,10 +45,10 @@ Start with:
   askctl replay --agent real    … against the real claude CLI (offline, free)
   askctl scenarios              list the built-in scenarios
   askctl help COMMAND           what a command does, its flags and exit statuses`,
-		Suggest: true,
-		Reader:  s.in,
-		Writer:                    s.out,
-		ErrWriter:                 s.err,
+		Suggest:   true,
+		Reader:    s.in,
+		Writer:    s.out,
+		ErrWriter: s.err,
 		// Errors are mapped to exit statuses in run, never by os.Exit here.
 		ExitErrHandler: func(context.Context, *cli.Command, error) {},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
