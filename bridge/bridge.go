@@ -407,6 +407,18 @@ func (b *Bridge) liveSession(id string) *live {
 	return b.live[id]
 }
 
+// pending loads question id, if it is still pending; with answerMu held.
+func (b *Bridge) pending(ctx context.Context, id string) (*Question, error) {
+	q, err := b.st.question(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("question %s: %w", id, err)
+	}
+	if q.Status != QuestionPending {
+		return nil, resolvedError(q)
+	}
+	return q, nil
+}
+
 // AnswerResult is how an answer was taken.
 type AnswerResult struct {
 	Question *Question `json:"question"`
@@ -426,12 +438,9 @@ type AnswerResult struct {
 func (b *Bridge) Answer(ctx context.Context, id string, given map[string]Answer) (*AnswerResult, error) {
 	b.answerMu.Lock()
 	defer b.answerMu.Unlock()
-	q, err := b.st.question(ctx, id)
+	q, err := b.pending(ctx, id)
 	if err != nil {
-		return nil, fmt.Errorf("question %s: %w", id, err)
-	}
-	if q.Status != QuestionPending {
-		return nil, resolvedError(q)
+		return nil, err
 	}
 	merged, missing, err := resolveAnswers(q, given)
 	if err != nil {
@@ -512,12 +521,9 @@ const DefaultSkipReason = "The user skipped the question without answering."
 func (b *Bridge) Skip(ctx context.Context, id, reason string, interrupt bool) (*Question, error) {
 	b.answerMu.Lock()
 	defer b.answerMu.Unlock()
-	q, err := b.st.question(ctx, id)
+	q, err := b.pending(ctx, id)
 	if err != nil {
-		return nil, fmt.Errorf("question %s: %w", id, err)
-	}
-	if q.Status != QuestionPending {
-		return nil, resolvedError(q)
+		return nil, err
 	}
 	if strings.TrimSpace(reason) == "" {
 		reason = DefaultSkipReason
