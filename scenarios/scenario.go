@@ -824,6 +824,9 @@ func contradictions(e *Expect, u *User) []contradiction {
 	return out
 }
 
+// dataKeyed names the members whose objects are maps keyed by data.
+var dataKeyed = map[string]bool{"answers": true, "annotations": true, "match": true, "input": true, "request": true, "result": true}
+
 // duplicateKey returns the path of the first key that appears twice in one
 // JSON object of data, or "". encoding/json keeps the last silently; in a
 // hand-written scenario a repeated key is a mistake.
@@ -837,6 +840,10 @@ func duplicateKey(data []byte) string {
 		}
 		switch t {
 		case json.Delim('{'):
+			// Objects that decode into structs match keys case-insensitively
+			// (encoding/json folds case), so "prompt" and "Prompt" collide
+			// there; maps keyed by data (answers, match, tool input) do not.
+			fold := !dataKeyed[path[strings.LastIndex(path, ".")+1:]]
 			seen := map[string]bool{}
 			for dec.More() {
 				kt, err := dec.Token()
@@ -848,10 +855,14 @@ func duplicateKey(data []byte) string {
 				if path != "" {
 					at = path + "." + k
 				}
-				if seen[k] {
+				key := k
+				if fold {
+					key = strings.ToLower(k)
+				}
+				if seen[key] {
 					return at
 				}
-				seen[k] = true
+				seen[key] = true
 				if d := walk(at); d != "" {
 					return d
 				}

@@ -64,6 +64,7 @@ func TestParseErrors(t *testing.T) {
 		{"duplicate key", hdr + `{"prompt":"hi","prompt":"again"}` + "\n", "t.txtar:4: prompt: key appears twice"},
 		{"duplicate nested key", hdr + `{"prompt":"hi"}` + "\n" + `{"ask":{"questions":[` + q1 + `]},"user":{"answers":{"Which?":"A","Which?":"B"}}}` + "\n",
 			"t.txtar:5: user.answers.Which?: key appears twice"},
+		{"keys differing in case", hdr + `{"prompt":"hi","Prompt":"again"}` + "\n", "t.txtar:4: Prompt: key appears twice"},
 		{"duplicate header key", "-- scenario.json --\n{\"name\":\"a\",\"name\":\"b\"}\n-- steps.jsonl --\n{\"prompt\":\"hi\"}\n", "t.txtar:2: name: key appears twice"},
 		{"expect contradicts answer", hdr + `{"prompt":"hi"}` + "\n" + `{"ask":{"questions":[` + q1 + `]},"user":{"answers":{"Which?":"A"}},"expect":{"answers":{"Which?":"B"}}}` + "\n",
 			`t.txtar:5: expect.answers: contradicts user: the user answers "Which?" with "A", and expect wants "B"`},
