@@ -34,6 +34,10 @@ const (
 	ExitTerminated  = 143
 )
 
+// DefaultModel is the model claude 2.1.330 reports with no --model (or
+// --model default) and an API key.
+const DefaultModel = "claude-opus-5-5"
+
 // DefaultTimeout bounds each wait for the SDK side when Options.Timeout is 0.
 const DefaultTimeout = 5 * time.Minute
 
@@ -215,7 +219,7 @@ func newFake(ctx context.Context, opts Options, out io.Writer) *fake {
 		f.home, _ = os.UserHomeDir()
 	}
 	if f.model == "" || f.model == "default" {
-		f.model = "claude-sonnet-4-5"
+		f.model = DefaultModel
 	}
 	if f.flags.PermissionMode == "" {
 		f.flags.PermissionMode = "default"
@@ -429,6 +433,23 @@ func (f *fake) startTurn(prompt protocol.Line) {
 	f.turnCalls, f.turnStart, f.denials, f.lastText, f.inResponse = 0, f.now(), nil, "", false
 	f.record(transcript.Record{Event: transcript.EventStep, Step: f.step, Text: "turn started by the prompt on stdin line " + fmt.Sprint(prompt.N)})
 	f.send(f.systemInit())
+	if f.flags.ReplayUserMessages {
+		// The real CLI echoes the prompt right after system/init.
+		var in struct {
+			Message json.RawMessage `json:"message"`
+		}
+		_ = prompt.Decode(&in)
+		f.send(obj{{"type", protocol.TypeUser}, {"message", in.Message}, {"session_id", f.sessionID}, {"parent_tool_use_id", nil},
+			{"uuid", newUUID()}, {"timestamp", f.timestamp()}, {"isReplay", true}})
+	}
+}
+
+// echoResponse writes back a control_response as received, as the real CLI
+// does with --replay-user-messages.
+func (f *fake) echoResponse(l protocol.Line) {
+	if f.flags.ReplayUserMessages {
+		f.send(l.Raw)
+	}
 }
 
 // beginResponse counts a model response; a text step followed by a tool call

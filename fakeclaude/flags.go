@@ -22,6 +22,7 @@ type Flags struct {
 	DisallowedTools      []string
 	MCPConfig            []string
 	Resume               string // --resume ID: continue that session
+	ReplayUserMessages   bool   // echo each prompt (isReplay) and each control_response received
 	Scenario             string // fakeclaude's own --scenario
 	Transcript           string // fakeclaude's own --transcript
 	Version              bool
@@ -30,9 +31,16 @@ type Flags struct {
 	Ignored              []string // known flags that change nothing here
 }
 
+// The flags of claude 2.1.330 (its --help, and the ones the SDKs pass that
+// it does not list), so that none is reported as unknown.
+
 // boolFlags take no value.
 var boolFlags = map[string]bool{
-	"-p": true, "--print": true, "--verbose": true, "--debug": true,
+	"-p": true, "--print": true, "--verbose": true,
+	"--ax-screen-reader": true, "--bare": true, "--bg": true, "--brief": true, "--chrome": true, "--no-chrome": true,
+	"--desktop": true, "--disable-slash-commands": true, "--exclude-dynamic-system-prompt-sections": true,
+	"--forward-subagent-text": true, "--ide": true, "--no-session-persistence": true, "--restricted": true,
+	"--safe-mode": true, "--tmux": true,
 	"--strict-mcp-config": true, "--continue": true, "-c": true, "--fork-session": true,
 	"--include-partial-messages": true, "--include-hook-events": true,
 	"--allow-dangerously-skip-permissions": true, "--dangerously-skip-permissions": true,
@@ -46,12 +54,21 @@ var valueFlags = map[string]bool{
 	"--permission-prompts": true, "--mcp-config": true, "--allowedTools": true, "--allowed-tools": true,
 	"--disallowedTools": true, "--disallowed-tools": true, "--tools": true, "--permission-mode": true,
 	"--model": true, "--fallback-model": true, "--max-turns": true, "--max-budget-usd": true,
-	"--task-budget": true, "--resume": true, "-r": true, "--session-id": true, "--resume-session-at": true,
+	"--task-budget": true, "--session-id": true, "--resume-session-at": true,
 	"--resume-drops-turn": true, "--setting-sources": true, "--settings": true, "--add-dir": true,
 	"--json-schema": true, "--betas": true, "--effort": true, "--thinking": true,
 	"--max-thinking-tokens": true, "--plugin-dir": true, "--system-prompt": true,
 	"--append-system-prompt": true, "--agents": true, "--sdk-url": true, "--debug-file": true,
+	"--append-system-prompt-file": true, "--system-prompt-file": true, "--agent": true, "--autocompact": true,
+	"--environment": true, "--file": true, "--name": true, "-n": true, "--plugin-url": true,
+	"--remote-control-session-name-prefix": true, "--system-prompt-snapshot": true,
 	"--scenario": true, "--transcript": true,
+}
+
+// optionalFlags take a value when the next word is not a flag.
+var optionalFlags = map[string]bool{
+	"--debug": true, "-d": true, "--cloud": true, "--from-pr": true, "--prompt-suggestions": true,
+	"--remote-control": true, "--teleport": true, "--worktree": true, "-w": true, "--resume": true, "-r": true,
 }
 
 // ParseArgs reads the arguments after the program name.
@@ -75,6 +92,11 @@ func ParseArgs(args []string) (Flags, error) {
 				if i+1 >= len(args) {
 					return f, fmt.Errorf("flag %s needs a value", name)
 				}
+				i++
+				val = args[i]
+			}
+		case optionalFlags[name]:
+			if !hasVal && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
 				i++
 				val = args[i]
 			}
@@ -119,6 +141,8 @@ func ParseArgs(args []string) (Flags, error) {
 			f.MCPConfig = append(f.MCPConfig, val)
 		case "--resume", "-r":
 			f.Resume = val
+		case "--replay-user-messages":
+			f.ReplayUserMessages = true
 		case "--scenario":
 			f.Scenario = val
 		case "--transcript":

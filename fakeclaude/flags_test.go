@@ -79,3 +79,38 @@ func TestHelpAndVersion(t *testing.T) {
 		t.Errorf("no scenario: exit %d stderr %q", code, errOut.String())
 	}
 }
+
+// TestCLIFlagsAreKnown: every flag claude 2.1.330's --help lists (and the
+// hidden ones the SDKs pass) parses as known: none is noted as unknown.
+func TestCLIFlagsAreKnown(t *testing.T) {
+	bools := []string{"--allow-dangerously-skip-permissions", "--ax-screen-reader", "--bare", "--bg", "--brief", "--chrome", "--continue", "-c",
+		"--dangerously-skip-permissions", "--desktop", "--disable-slash-commands", "--exclude-dynamic-system-prompt-sections", "--fork-session",
+		"--forward-subagent-text", "--ide", "--include-hook-events", "--include-partial-messages", "--no-chrome", "--no-session-persistence",
+		"--print", "-p", "--replay-user-messages", "--restricted", "--safe-mode", "--strict-mcp-config", "--tmux", "--verbose"}
+	values := []string{"--add-dir", "--agent", "--agents", "--allowedTools", "--allowed-tools", "--append-system-prompt", "--append-system-prompt-file",
+		"--autocompact", "--betas", "--debug-file", "--disallowedTools", "--disallowed-tools", "--effort", "--environment", "--fallback-model", "--file",
+		"--input-format", "--json-schema", "--max-budget-usd", "--mcp-config", "--model", "--name", "-n", "--output-format", "--permission-mode",
+		"--permission-prompts", "--permission-prompt-tool", "--plugin-dir", "--plugin-url", "--remote-control-session-name-prefix", "--session-id",
+		"--setting-sources", "--settings", "--system-prompt", "--system-prompt-file", "--system-prompt-snapshot", "--tools", "--max-turns"}
+	optional := []string{"--cloud", "--debug", "-d", "--from-pr", "--prompt-suggestions", "--remote-control", "--resume", "-r", "--teleport", "--worktree", "-w"}
+	for _, f := range bools {
+		if got, err := fakeclaude.ParseArgs([]string{f}); err != nil || len(got.Unknown) > 0 {
+			t.Errorf("%s: %v, unknown %v", f, err, got.Unknown)
+		}
+	}
+	for _, f := range values {
+		if got, err := fakeclaude.ParseArgs([]string{f, "v", "--verbose"}); err != nil || len(got.Unknown) > 0 || !got.Verbose {
+			t.Errorf("%s v: %v, unknown %v", f, err, got.Unknown)
+		}
+	}
+	for _, f := range optional {
+		for _, args := range [][]string{{f}, {f, "v"}, {f, "--verbose"}} {
+			if got, err := fakeclaude.ParseArgs(args); err != nil || len(got.Unknown) > 0 {
+				t.Errorf("%v: %v, unknown %v", args, err, got.Unknown)
+			}
+		}
+	}
+	if got, _ := fakeclaude.ParseArgs([]string{"--resume", "abc", "-p"}); got.Resume != "abc" || !got.Print {
+		t.Errorf("--resume abc -p: %+v", got)
+	}
+}

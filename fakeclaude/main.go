@@ -41,8 +41,11 @@ instead of calling a model. Point a bridge at it where it would spawn claude
 It answers initialize, sends system/init, asks each scripted question as a
 can_use_tool control_request, blocks until the answer (or a deadline), writes
 the tool_result the real CLI would, checks the answer against the scenario, and
-ends each turn with a result. It accepts every flag the official SDKs pass and
-notes unknown ones in the transcript.
+ends each turn with a result. It accepts every flag of claude's --help and
+the ones the official SDKs pass, and notes unknown ones in the transcript.
+As the real CLI: with no --model it reports ` + "{{model}}" + `; --resume ID keeps ID as the
+session id (and plays the scenario's resume.jsonl); --replay-user-messages
+echoes each prompt after system/init and each control_response it receives.
 
 Scenarios (built in): ` + "{{builtins}}" + `
   A scenario file is a txtar archive; see the scenarios package docs.
@@ -93,7 +96,7 @@ func Command(args []string, getenv func(string) string, stdin io.Reader, stdout,
 		return ExitUsage
 	}
 	if flags.Help {
-		fmt.Fprint(stdout, strings.Replace(Help, "{{builtins}}", strings.Join(scenarios.Names(), ", "), 1))
+		fmt.Fprint(stdout, strings.NewReplacer("{{builtins}}", strings.Join(scenarios.Names(), ", "), "{{model}}", DefaultModel).Replace(Help))
 		return ExitOK
 	}
 	if flags.Version {

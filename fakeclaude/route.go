@@ -112,6 +112,7 @@ func (r *sdkRoute) ask(c toolCall) outcome {
 	end := f.wait(f.timeout, cancel, exit, func(l protocol.Line) bool {
 		switch l.Type {
 		case protocol.TypeControlResponse:
+			f.echoResponse(l)
 			cr, err := protocol.ParseControlResponse(l)
 			if err != nil {
 				f.fail(ExitProtocol, "protocol", "%v", err)

@@ -131,6 +131,7 @@ func (f *fake) between(l protocol.Line) {
 	case protocol.TypeControlRequest:
 		f.sdkRequest(l, "")
 	case protocol.TypeControlResponse:
+		f.echoResponse(l)
 		if cr, err := protocol.ParseControlResponse(l); err != nil {
 			f.fail(ExitProtocol, "protocol", "%v", err)
 		} else {

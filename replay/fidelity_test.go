@@ -4,9 +4,15 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/askctl/askctl/agent"
+	"github.com/askctl/askctl/internal/testenv"
 	"github.com/askctl/askctl/replay"
 	"github.com/askctl/askctl/scenarios"
+	"github.com/askctl/askctl/shape"
+	"github.com/askctl/askctl/transcript"
+	"github.com/tidwall/gjson"
 )
 
 // TestFidelity plays every built-in scenario with fakeclaude and with the real
@@ -57,5 +63,50 @@ func TestFidelityCatchesDrift(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("diffs %v do not name the missing key", fr.Diffs)
+	}
+}
+
+// TestReplayUserMessagesAndDefaultModel: with --replay-user-messages and no
+// --model, fakeclaude writes what the real CLI 2.1.330 writes: the prompt
+// echoed after system/init (isReplay), every control_response it receives
+// echoed back, and the default model in system/init.
+func TestReplayUserMessagesAndDefaultModel(t *testing.T) {
+	claude := testenv.RealClaude(t)
+	sc, err := scenarios.Builtin("ask-multi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--output-format=stream-json", "--verbose", "--input-format=stream-json", "--permission-prompt-tool=stdio", "--replay-user-messages"}
+	o := replay.Options{Timeout: 60 * time.Second, Args: args}
+	fake := replay.Replay(context.Background(), sc, fake, o)
+	real := replay.Replay(context.Background(), sc, agent.Real{Claude: claude}, o)
+	for _, r := range []replay.Report{fake, real} {
+		if r.Err != nil {
+			t.Fatalf("%s: %v", r.Agent, r.Err)
+		}
+	}
+	if d := shape.Compare(replay.Normalize(real.Records), replay.Normalize(fake.Records)); len(d) != 0 {
+		t.Errorf("fakeclaude differs from the real CLI:\n%v", d)
+	}
+	for _, r := range []replay.Report{fake, real} {
+		var model string
+		replays, echoes := 0, 0
+		for _, rec := range r.Records {
+			if rec.Dir != transcript.FromCLI {
+				continue
+			}
+			m := gjson.ParseBytes(rec.Msg)
+			switch {
+			case m.Get("subtype").String() == "init":
+				model = m.Get("model").String()
+			case m.Get("isReplay").Bool():
+				replays++
+			case m.Get("type").String() == "control_response" && m.Get("response.response.behavior").String() == "allow":
+				echoes++
+			}
+		}
+		if model != "claude-opus-5-5" || replays != 1 || echoes != 1 {
+			t.Errorf("%s agent: model %q, %d prompt echoes, %d control_response echoes; want claude-opus-5-5, 1, 1", r.Agent, model, replays, echoes)
+		}
 	}
 }

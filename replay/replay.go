@@ -44,6 +44,8 @@ type Options struct {
 	// means one minute; a sooner deadline on ctx shortens it.
 	Timeout time.Duration
 	Log     transcript.Sink
+	// Args are the agent's flags; nil means agent.SDKArgs.
+	Args []string
 }
 
 // Why a session did not play through; a Report's Err wraps one of them, or
@@ -103,7 +105,7 @@ func Replay(ctx context.Context, sc *scenarios.Scenario, ag agent.Agent, opts Op
 		}
 		return nil
 	})}
-	p, err := ag.Start(ctx, sc, agent.Options{Log: sink, WaitTimeout: wait})
+	p, err := ag.Start(ctx, sc, agent.Options{Log: sink, WaitTimeout: wait, Args: opts.Args})
 	if err != nil {
 		return fail(fmt.Errorf("starting the %s agent: %w", ag.Name(), err))
 	}
