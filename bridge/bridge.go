@@ -419,6 +419,23 @@ func (b *Bridge) pending(ctx context.Context, id string) (*Question, error) {
 	return q, nil
 }
 
+// claim resolves pending question q as status, if nothing resolved it first
+// (the database decides), and stops its deadline.
+func (b *Bridge) claim(ctx context.Context, q *Question, status string, answers map[string]string, reason string) error {
+	won, err := b.st.resolve(ctx, q.ID, status, answers, reason, time.Now())
+	if err != nil {
+		return err
+	}
+	if !won {
+		if now, err := b.st.question(ctx, q.ID); err == nil {
+			q = now
+		}
+		return resolvedError(q)
+	}
+	b.stopTimer(q.ID)
+	return nil
+}
+
 // AnswerResult is how an answer was taken.
 type AnswerResult struct {
 	Question *Question `json:"question"`
@@ -466,15 +483,9 @@ func (b *Bridge) Answer(ctx context.Context, id string, given map[string]Answer)
 			return nil, fmt.Errorf("%w: question %s cannot be answered late: its agent never said its session id, so the session cannot be resumed", ErrInvalid, id)
 		}
 	}
-	won, err := b.st.resolve(ctx, id, QuestionAnswered, merged, "", time.Now())
-	if err != nil {
+	if err := b.claim(ctx, q, QuestionAnswered, merged, ""); err != nil {
 		return nil, err
 	}
-	if !won {
-		q, _ = b.st.question(ctx, id)
-		return nil, resolvedError(q)
-	}
-	b.stopTimer(id)
 	res := &AnswerResult{}
 	if q.Orphaned {
 		if err := b.resume(q, merged); err != nil {
@@ -532,15 +543,9 @@ func (b *Bridge) Skip(ctx context.Context, id, reason string, interrupt bool) (*
 	if l == nil && !q.Orphaned {
 		return nil, fmt.Errorf("%w: question %s: its agent has exited", ErrResolved, id)
 	}
-	won, err := b.st.resolve(ctx, id, QuestionSkipped, nil, reason, time.Now())
-	if err != nil {
+	if err := b.claim(ctx, q, QuestionSkipped, nil, reason); err != nil {
 		return nil, err
 	}
-	if !won {
-		q, _ = b.st.question(ctx, id)
-		return nil, resolvedError(q)
-	}
-	b.stopTimer(id)
 	if l != nil {
 		if err := l.s.Respond(q.RequestID, protocol.Reply{Skip: true, Message: reason, Interrupt: interrupt}); err != nil {
 			b.cfg.Logf("question %s: %v", id, err)

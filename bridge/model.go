@@ -129,17 +129,9 @@ type Answer []string
 
 // UnmarshalJSON accepts a string or an array of strings.
 func (a *Answer) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err == nil {
-		*a = Answer{s}
-		return nil
-	}
-	var l []string
-	if err := json.Unmarshal(b, &l); err != nil {
-		return errors.New("an answer is a string or an array of strings")
-	}
-	*a = l
-	return nil
+	labels, _, err := protocol.DecodeLabels(b)
+	*a = labels
+	return err
 }
 
 // resolveAnswers checks answers given for q and merges them into its draft.

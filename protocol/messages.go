@@ -173,17 +173,25 @@ type AnswerValue string
 
 // UnmarshalJSON accepts a string or an array of strings.
 func (a *AnswerValue) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err == nil {
-		*a = AnswerValue(s)
-		return nil
+	labels, _, err := DecodeLabels(b)
+	if err != nil {
+		return err
 	}
-	var list []string
-	if err := json.Unmarshal(b, &list); err != nil {
-		return fmt.Errorf("an answer must be a string or an array of strings, got %s", jsonKind(b))
-	}
-	*a = AnswerValue(JoinLabels(list))
+	*a = AnswerValue(JoinLabels(labels))
 	return nil
+}
+
+// DecodeLabels reads an answer as people and bridges write it: a JSON
+// string (one label, or free text) or an array of labels; isList says which.
+func DecodeLabels(b []byte) (labels []string, isList bool, err error) {
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		return []string{s}, false, nil
+	}
+	if err := json.Unmarshal(b, &labels); err != nil {
+		return nil, false, fmt.Errorf("an answer must be a string or an array of strings, got %s", jsonKind(b))
+	}
+	return labels, true, nil
 }
 
 // MultiSelectSeparator joins the labels of a multiSelect answer.

@@ -224,16 +224,11 @@ func (a Answer) String() string { return protocol.JoinLabels(a.Labels) }
 
 // UnmarshalJSON accepts a string or an array of strings.
 func (a *Answer) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err == nil {
-		*a = Answer{Labels: []string{s}}
-		return nil
-	}
-	var l []string
-	if err := json.Unmarshal(b, &l); err != nil {
+	labels, isList, err := protocol.DecodeLabels(b)
+	if err != nil {
 		return errors.New("want a string or an array of strings")
 	}
-	*a = Answer{Labels: l, IsList: true}
+	*a = Answer{Labels: labels, IsList: isList}
 	return nil
 }
 
