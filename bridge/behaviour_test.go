@@ -409,11 +409,12 @@ func TestWebSocketSkipAndOrigin(t *testing.T) {
 // number; a client that reconnects with Last-Event-ID gets what it missed.
 func TestEventStream(t *testing.T) {
 	e := newEnv(t, bridge.Config{})
+	s := e.start("ask-single", "Set up storage.")
+	e.pending(s.ID, 1)
+	// From the start of the log: the question is there, with its seq.
 	ctx, cancel := context.WithCancel(bg)
 	first := make(chan bridge.Event, 100)
 	go e.c.Events(ctx, "", 0, func(ev bridge.Event) error { first <- ev; return nil })
-	time.Sleep(100 * time.Millisecond) // subscribed
-	s := e.start("ask-single", "Set up storage.")
 	var asked bridge.Event
 	for asked.Type != bridge.EventQuestion {
 		select {

@@ -150,7 +150,9 @@ func (c *Client) Skip(ctx context.Context, id, reason string, interrupt bool) (*
 }
 
 // Events reads the SSE stream, calling f with each event until f returns an
-// error, ctx ends, or the stream does. lastID > 0 resumes after that event.
+// error, ctx ends, or the stream does. lastID >= 0 resumes after that event
+// (0: from the start of the log); a negative lastID connects as a new
+// client, which gets the current state, then live events.
 func (c *Client) Events(ctx context.Context, session string, lastID int64, f func(Event) error) error {
 	q := url.Values{}
 	if session != "" {
@@ -162,7 +164,7 @@ func (c *Client) Events(ctx context.Context, session string, lastID int64, f fun
 	}
 	req.Header.Set("Authorization", "Bearer "+c.Token)
 	req.Header.Set("Accept", "text/event-stream")
-	if lastID > 0 {
+	if lastID >= 0 {
 		req.Header.Set("Last-Event-ID", strconv.FormatInt(lastID, 10))
 	}
 	resp, err := (&http.Client{}).Do(req)

@@ -442,7 +442,7 @@ func waitPending(ctx context.Context, c *bridge.Client, session string, timeout 
 	defer cancel()
 	errFound := errors.New("found")
 	for {
-		err := c.Events(ctx, session, 0, func(ev bridge.Event) error {
+		err := c.Events(ctx, session, -1, func(ev bridge.Event) error {
 			if ev.Type == bridge.EventQuestion {
 				return errFound
 			}
@@ -513,7 +513,7 @@ func runWatch(ctx context.Context, o *watchOptions) error {
 	if err != nil {
 		return err
 	}
-	var last int64
+	last := int64(-1) // a new client first, then resuming where it stopped
 	connected := false
 	for {
 		err := c.Events(ctx, o.session, last, func(ev bridge.Event) error {
