@@ -196,7 +196,7 @@ func (b *Bridge) StartSession(ctx context.Context, o StartOptions) (*Session, er
 	}
 	if err := b.spawn(ss, "", o.Prompt); err != nil {
 		ss.Status, ss.Detail, ss.EndedAt = StatusExited, err.Error(), time.Now()
-		_ = b.st.updateSession(context.Background(), ss)
+		_ = b.st.setStatus(context.Background(), ss)
 		return nil, err
 	}
 	return b.Session(ctx, ss.ID)
@@ -235,7 +235,7 @@ func (b *Bridge) spawn(ss *Session, resume, prompt string) error {
 	}
 	l.s = s
 	ss.Status = StatusRunning
-	if err := b.st.updateSession(b.ctx, ss); err != nil {
+	if err := b.st.setStatus(b.ctx, ss); err != nil {
 		b.cfg.Logf("session %s: %v", ss.ID, err)
 	}
 	b.mu.Lock()
@@ -287,7 +287,7 @@ func (b *Bridge) watch(id string, l *live) {
 			ss.Detail += ": " + lastLine(e)
 		}
 	}
-	if err := b.st.updateSession(ctx, ss); err != nil {
+	if err := b.st.setStatus(ctx, ss); err != nil {
 		b.cfg.Logf("session %s: %v", id, err)
 	}
 	qs, _ := b.st.questions(ctx, QuestionPending, id)
@@ -310,13 +310,7 @@ func lastLine(s string) string {
 }
 
 func (b *Bridge) sawInit(id, claudeSession string) {
-	ctx := context.Background()
-	ss, err := b.st.session(ctx, id)
-	if err != nil || ss.ClaudeSessionID == claudeSession {
-		return
-	}
-	ss.ClaudeSessionID = claudeSession
-	if err := b.st.updateSession(ctx, ss); err != nil {
+	if err := b.st.setClaudeSession(context.Background(), id, claudeSession); err != nil {
 		b.cfg.Logf("session %s: %v", id, err)
 	}
 }

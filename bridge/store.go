@@ -98,13 +98,21 @@ func (s *store) insertSession(ctx context.Context, ss *Session) error {
 	return err
 }
 
-func (s *store) updateSession(ctx context.Context, ss *Session) error {
+// setStatus records how a session runs or ended; the CLI's session id is
+// kept, whatever the caller's copy holds.
+func (s *store) setStatus(ctx context.Context, ss *Session) error {
 	var ended any
 	if !ss.EndedAt.IsZero() {
 		ended = ts(ss.EndedAt)
 	}
-	_, err := s.db.ExecContext(ctx, `UPDATE sessions SET claude_session_id=?, status=?, exit_code=?, detail=?, ended_at=? WHERE id=?`,
-		ss.ClaudeSessionID, ss.Status, ss.ExitCode, ss.Detail, ended, ss.ID)
+	_, err := s.db.ExecContext(ctx, `UPDATE sessions SET claude=?, status=?, exit_code=?, detail=?, ended_at=? WHERE id=?`,
+		ss.Claude, ss.Status, ss.ExitCode, ss.Detail, ended, ss.ID)
+	return err
+}
+
+// setClaudeSession records the CLI's own session id, what --resume takes.
+func (s *store) setClaudeSession(ctx context.Context, id, claudeSession string) error {
+	_, err := s.db.ExecContext(ctx, `UPDATE sessions SET claude_session_id=? WHERE id=?`, claudeSession, id)
 	return err
 }
 
