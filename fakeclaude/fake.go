@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -397,27 +396,10 @@ func (f *fake) checkPrompt(st *scenarios.Step, l protocol.Line) {
 	}
 	var in protocol.UserInput
 	_ = l.Decode(&in)
-	text := promptText(in.Message.Content)
+	text := protocol.PromptText(in.Message.Content)
 	if !st.ExpectPrompt.MatchString(text) {
 		f.fail(ExitExpectation, "expectation", "stdin line %d: the prompt %s does not match %q", l.N, clip.Quote(text, 300), st.ExpectPrompt)
 	}
-}
-
-// promptText is a user message's text: the string, or its text blocks.
-func promptText(content json.RawMessage) string {
-	var s string
-	if json.Unmarshal(content, &s) == nil {
-		return s
-	}
-	var blocks []protocol.ContentBlock
-	_ = json.Unmarshal(content, &blocks)
-	var parts []string
-	for _, b := range blocks {
-		if b.Type == "text" {
-			parts = append(parts, b.Text)
-		}
-	}
-	return strings.Join(parts, "\n")
 }
 
 func hasAsk(steps []scenarios.Step) bool {

@@ -1,6 +1,9 @@
 package protocol
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"strings"
+)
 
 // UserInput is a user message the SDK side writes to start a turn.
 type UserInput struct {
@@ -51,4 +54,22 @@ type ContentBlock struct {
 	// for MCP tools.
 	Content json.RawMessage `json:"content,omitempty"`
 	IsError *bool           `json:"is_error,omitempty"`
+}
+
+// PromptText is a user message's text: the content string, or its text
+// blocks joined with newlines.
+func PromptText(content json.RawMessage) string {
+	var s string
+	if json.Unmarshal(content, &s) == nil {
+		return s
+	}
+	var blocks []ContentBlock
+	_ = json.Unmarshal(content, &blocks)
+	var parts []string
+	for _, b := range blocks {
+		if b.Type == "text" {
+			parts = append(parts, b.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
 }

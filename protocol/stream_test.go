@@ -94,3 +94,16 @@ func TestDecodeCaptures(t *testing.T) {
 		})
 	}
 }
+
+func TestPromptText(t *testing.T) {
+	tests := []struct{ content, want string }{
+		{`"Set up storage."`, "Set up storage."},
+		{`[{"type":"text","text":"one"},{"type":"image","source":{}},{"type":"text","text":"two"}]`, "one\ntwo"},
+		{`null`, ""},
+	}
+	for _, tt := range tests {
+		if got := PromptText([]byte(tt.content)); got != tt.want {
+			t.Errorf("PromptText(%s) = %q, want %q", tt.content, got, tt.want)
+		}
+	}
+}

@@ -137,7 +137,7 @@ func Steps(recs []transcript.Record) ([]scenarios.StepLine, error) {
 		typ := m.Get("type").String()
 		switch {
 		case r.Dir == transcript.ToCLI && typ == protocol.TypeUser:
-			text := promptText(m.Get("message.content"))
+			text := protocol.PromptText(json.RawMessage(m.Get("message.content").Raw))
 			steps = append(steps, scenarios.StepLine{Prompt: &text})
 		case r.Dir == transcript.FromCLI && typ == protocol.TypeSystem && m.Get("subtype").String() == protocol.SubtypeInit:
 			cwd = m.Get("cwd").String()
@@ -224,19 +224,6 @@ func Steps(recs []transcript.Record) ([]scenarios.StepLine, error) {
 		return nil, fmt.Errorf("the recording has no prompt from the SDK side before the agent's first message")
 	}
 	return steps, nil
-}
-
-func promptText(c gjson.Result) string {
-	if c.Type == gjson.String {
-		return c.String()
-	}
-	var parts []string
-	for _, b := range c.Array() {
-		if b.Get("type").String() == "text" {
-			parts = append(parts, b.Get("text").String())
-		}
-	}
-	return strings.Join(parts, "\n")
 }
 
 // requestExtras keeps the can_use_tool fields a scenario's tool step carries,
