@@ -148,7 +148,7 @@ func resolveAnswers(q *Question, given map[string]Answer) (map[string]string, []
 	}
 	seen := map[string]string{}
 	for key, vals := range given {
-		qq, err := findQuestion(q.Questions, key)
+		qq, err := FindQuestion(q.Questions, key)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -171,7 +171,9 @@ func resolveAnswers(q *Question, given map[string]Answer) (map[string]string, []
 	return merged, missing, nil
 }
 
-func findQuestion(qs []protocol.Question, key string) (protocol.Question, error) {
+// FindQuestion is the question of a request that key names: its full text,
+// or its number from 1 when no question has that text.
+func FindQuestion(qs []protocol.Question, key string) (protocol.Question, error) {
 	for _, q := range qs {
 		if q.Question == key {
 			return q, nil

@@ -181,8 +181,8 @@ func (o *answerOptions) answers(ctx context.Context, c *bridge.Client) (map[stri
 		out[key] = bridge.Answer(o.labels)
 	}
 	for key, labels := range out {
-		qq, ok := findQuestion(q, key)
-		if !ok {
+		qq, err := bridge.FindQuestion(q.Questions, key)
+		if err != nil {
 			continue // the bridge names the unknown question
 		}
 		for _, l := range labels {
@@ -196,18 +196,6 @@ func (o *answerOptions) answers(ctx context.Context, c *bridge.Client) (map[stri
 		}
 	}
 	return out, nil
-}
-
-func findQuestion(q *bridge.Question, key string) (protocol.Question, bool) {
-	for _, qq := range q.Questions {
-		if qq.Question == key {
-			return qq, true
-		}
-	}
-	if n, err := strconv.Atoi(key); err == nil && n >= 1 && n <= len(q.Questions) {
-		return q.Questions[n-1], true
-	}
-	return protocol.Question{}, false
 }
 
 func isLabel(q protocol.Question, label string) bool {
