@@ -73,23 +73,34 @@ func writeError(w http.ResponseWriter, status int, code, msg string) {
 	writeJSON(w, status, APIError{Code: code, Error: msg})
 }
 
-// fail maps the bridge's errors to statuses and codes.
-func fail(w http.ResponseWriter, err error) {
+// errorCode is the one mapping of the bridge's errors to an HTTP status and
+// the code every surface names them by.
+func errorCode(err error) (int, string) {
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.Is(err, ErrNotFound):
-		writeError(w, http.StatusNotFound, "not_found", err.Error())
+		return http.StatusNotFound, "not_found"
 	case errors.Is(err, ErrResolved):
-		writeError(w, http.StatusConflict, "resolved", err.Error())
+		return http.StatusConflict, "resolved"
 	case errors.Is(err, ErrInvalid):
-		writeError(w, http.StatusUnprocessableEntity, "invalid", err.Error())
+		return http.StatusUnprocessableEntity, "invalid"
 	case errors.As(err, &mbe):
-		writeError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("request body over %d bytes", mbe.Limit))
+		return http.StatusRequestEntityTooLarge, "too_large"
 	case errors.Is(err, errBadRequest):
-		writeError(w, http.StatusBadRequest, "bad_request", err.Error())
-	default:
-		writeError(w, http.StatusInternalServerError, "internal", err.Error())
+		return http.StatusBadRequest, "bad_request"
 	}
+	return http.StatusInternalServerError, "internal"
+}
+
+// fail answers a request with the error's status and code.
+func fail(w http.ResponseWriter, err error) {
+	status, code := errorCode(err)
+	msg := err.Error()
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		msg = fmt.Sprintf("request body over %d bytes", mbe.Limit)
+	}
+	writeError(w, status, code, msg)
 }
 
 var errBadRequest = errors.New("bad request")

@@ -3,7 +3,6 @@ package bridge
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -201,14 +200,6 @@ func (s *Server) wsHandle(ctx context.Context, c *wsClient, data []byte) wsReply
 }
 
 func wsError(qid string, err error) wsReply {
-	code := "internal"
-	switch {
-	case errors.Is(err, ErrNotFound):
-		code = "not_found"
-	case errors.Is(err, ErrResolved):
-		code = "resolved"
-	case errors.Is(err, ErrInvalid):
-		code = "invalid"
-	}
+	_, code := errorCode(err)
 	return wsReply{Type: "error", QuestionID: qid, Code: code, Error: err.Error()}
 }
