@@ -52,6 +52,16 @@ func (e *RemoteError) Is(target error) bool {
 	return false
 }
 
+// remoteError reads an error response's body; a body that is not the
+// bridge's {"code","error"} becomes an internal error saying fallback.
+func remoteError(status int, body []byte, fallback string) *RemoteError {
+	re := &RemoteError{Status: status}
+	if json.Unmarshal(body, &re.APIError) != nil || re.Code == "" {
+		re.Code, re.APIError.Error = "internal", fallback
+	}
+	return re
+}
+
 func (c *Client) httpClient() *http.Client {
 	if c.HTTP != nil {
 		return c.HTTP
@@ -86,11 +96,7 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) (in
 		return resp.StatusCode, fmt.Errorf("%w: reading the response: %v", ErrUnreachable, err)
 	}
 	if resp.StatusCode >= 400 {
-		re := &RemoteError{Status: resp.StatusCode}
-		if json.Unmarshal(data, &re.APIError) != nil || re.Code == "" {
-			re.Code, re.APIError.Error = "internal", fmt.Sprintf("%s %s: %s", method, path, resp.Status)
-		}
-		return resp.StatusCode, re
+		return resp.StatusCode, remoteError(resp.StatusCode, data, fmt.Sprintf("%s %s: %s", method, path, resp.Status))
 	}
 	if out != nil {
 		if err := json.Unmarshal(data, out); err != nil {
@@ -173,12 +179,8 @@ func (c *Client) Events(ctx context.Context, session string, lastID int64, f fun
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		re := &RemoteError{Status: resp.StatusCode}
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		if json.Unmarshal(data, &re.APIError) != nil || re.Code == "" {
-			re.Code, re.APIError.Error = "internal", resp.Status
-		}
-		return re
+		return remoteError(resp.StatusCode, data, resp.Status)
 	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), MaxBody*4)
