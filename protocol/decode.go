@@ -1,13 +1,14 @@
 package protocol
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"reflect"
+
+	"github.com/askctl/askctl/internal/jsonl"
 )
 
 // DefaultMaxLineBytes bounds one line. The CLI's lines can exceed 1 MiB (the
@@ -41,21 +42,19 @@ func (e *LineError) Error() string {
 func (e *LineError) Unwrap() error { return e.Err }
 
 // ErrLineTooLong is returned for a line over the decoder's bound.
-var ErrLineTooLong = errors.New("line too long")
+var ErrLineTooLong = jsonl.ErrTooLong
 
 // Decoder reads newline-delimited JSON, one object a line. Blank lines are
 // skipped. It is not safe for concurrent use.
 type Decoder struct {
-	r    *bufio.Reader
-	n    int
-	max  int
+	lr   *jsonl.Reader
 	skip bool
 }
 
 // NewDecoder returns a Decoder reading from r.
-func NewDecoder(r io.Reader) *Decoder {
-	return &Decoder{r: bufio.NewReaderSize(r, 64<<10), max: DefaultMaxLineBytes}
-}
+func NewDecoder(r io.Reader) *Decoder { return newDecoder(r, DefaultMaxLineBytes) }
+
+func newDecoder(r io.Reader, max int) *Decoder { return &Decoder{lr: jsonl.NewReader(r, max)} }
 
 // SkipNonJSON makes the decoder pass over lines that do not start with '{', as
 // the Python SDK does with the CLI's stdout (some builds print debug lines).
@@ -77,36 +76,16 @@ func (d *Decoder) Next() (Line, error) {
 		if d.skip && raw[0] != '{' {
 			continue
 		}
-		return DecodeLine(d.n, raw)
+		return DecodeLine(d.lr.N(), raw)
 	}
 }
 
 func (d *Decoder) readLine() ([]byte, error) {
-	var buf []byte
-	for {
-		chunk, err := d.r.ReadSlice('\n')
-		buf = append(buf, chunk...)
-		if len(buf) > d.max {
-			d.n++
-			// Drain the rest of the line so the next call starts fresh.
-			for errors.Is(err, bufio.ErrBufferFull) {
-				_, err = d.r.ReadSlice('\n')
-			}
-			return nil, &LineError{Line: d.n, Err: fmt.Errorf("%w: over %d bytes", ErrLineTooLong, d.max)}
-		}
-		switch {
-		case err == nil:
-			d.n++
-			return buf, nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case errors.Is(err, io.EOF) && len(buf) > 0:
-			d.n++
-			return buf, nil
-		default:
-			return nil, err
-		}
+	line, err := d.lr.Line()
+	if errors.Is(err, jsonl.ErrTooLong) {
+		return nil, &LineError{Line: d.lr.N(), Err: fmt.Errorf("%w: over %d bytes", ErrLineTooLong, d.lr.Max())}
 	}
+	return line, err
 }
 
 // DecodeLine checks that raw is one JSON object with a string "type" and

@@ -86,8 +86,7 @@ func TestDecoderGoesOnAfterBadLine(t *testing.T) {
 }
 
 func TestDecoderLongLine(t *testing.T) {
-	d := NewDecoder(strings.NewReader(`{"type":"user","x":"` + strings.Repeat("a", 300<<10) + "\"}\n{\"type\":\"result\"}\n"))
-	d.max = 100 << 10
+	d := newDecoder(strings.NewReader(`{"type":"user","x":"`+strings.Repeat("a", 300<<10)+"\"}\n{\"type\":\"result\"}\n"), 100<<10)
 	_, err := d.Next()
 	if !errors.Is(err, ErrLineTooLong) {
 		t.Fatalf("Next() error = %v, want ErrLineTooLong", err)

@@ -14,7 +14,6 @@
 package transcript
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -24,6 +23,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/askctl/askctl/internal/jsonl"
 )
 
 // Directions of a wire record, named from the CLI's side as in the captures.
@@ -109,55 +110,30 @@ const MaxLineBytes = 64 << 20
 
 // Reader reads records one at a time, as they are written: a transcript file
 // that is still growing, or a live-events connection.
-type Reader struct {
-	br *bufio.Reader
-	n  int
-}
+type Reader struct{ lr *jsonl.Reader }
 
 // NewReader returns a Reader on r.
-func NewReader(r io.Reader) *Reader { return &Reader{br: bufio.NewReaderSize(r, 1<<16)} }
+func NewReader(r io.Reader) *Reader { return &Reader{lr: jsonl.NewReader(r, MaxLineBytes)} }
 
 // Next returns the next record; io.EOF after the last. Errors name the line;
 // a line too long or not a record is an error the reader can go on after.
 func (r *Reader) Next() (Record, error) {
 	for {
-		line, err := r.readLine()
+		line, err := r.lr.Line()
+		if errors.Is(err, jsonl.ErrTooLong) {
+			return Record{}, fmt.Errorf("line %d: over %d bytes", r.lr.N(), MaxLineBytes)
+		}
 		if err != nil {
 			return Record{}, err
 		}
-		r.n++
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
 		var rec Record
 		if jerr := json.Unmarshal(line, &rec); jerr != nil {
-			return Record{}, fmt.Errorf("line %d: %v", r.n, jerr)
+			return Record{}, fmt.Errorf("line %d: %v", r.lr.N(), jerr)
 		}
 		return rec, nil
-	}
-}
-
-func (r *Reader) readLine() ([]byte, error) {
-	var line []byte
-	for {
-		chunk, err := r.br.ReadSlice('\n')
-		if len(line)+len(chunk) > MaxLineBytes {
-			for errors.Is(err, bufio.ErrBufferFull) {
-				_, err = r.br.ReadSlice('\n')
-			}
-			r.n++
-			return nil, fmt.Errorf("line %d: over %d bytes", r.n, MaxLineBytes)
-		}
-		line = append(line, chunk...)
-		switch {
-		case err == nil:
-			return line, nil
-		case errors.Is(err, bufio.ErrBufferFull):
-		case errors.Is(err, io.EOF) && len(line) > 0:
-			return line, nil
-		default:
-			return nil, err
-		}
 	}
 }
 
