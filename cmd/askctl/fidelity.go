@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -102,8 +101,9 @@ func runFidelity(ctx context.Context, o *fidelityOptions) error {
 		}
 	}
 	if o.json {
-		b, _ := json.MarshalIndent(reps, "", "  ")
-		fmt.Fprintf(w, "%s\n", b)
+		if err := printJSON(w, reps); err != nil {
+			return err
+		}
 	} else {
 		for _, fr := range reps {
 			if fr.Equal {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -136,9 +135,7 @@ func runReplay(ctx context.Context, o *replayOptions) error {
 		}
 	}
 	if o.json {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(reports); err != nil {
+		if err := printJSON(stdout, reports); err != nil {
 			return err
 		}
 	} else {
