@@ -119,6 +119,9 @@ func (p *Process) Kill() {
 	}
 }
 
+// PID is the process id.
+func (p *Process) PID() int { return p.cmd.Process.Pid }
+
 // Stderr is what the process wrote on stderr so far.
 func (p *Process) Stderr() string { return p.stderr.String() }
 

@@ -38,6 +38,7 @@ type Hub struct {
 	conns    map[net.Conn]bool
 	closed   bool
 	wg       sync.WaitGroup
+	director Director
 }
 
 type sub struct {
@@ -146,7 +147,7 @@ func (h *Hub) serve(c net.Conn) {
 		c.Close()
 	}()
 	r := transcript.NewReader(c)
-	for {
+	for first := true; ; first = false {
 		rec, err := r.Next()
 		if err != nil {
 			var ne net.Error
@@ -155,6 +156,8 @@ func (h *Hub) serve(c net.Conn) {
 			}
 			// A bad line: say so to every subscriber, and go on.
 			rec = transcript.Record{Event: transcript.EventError, Kind: "events", Text: err.Error()}
+		} else if first && rec.Event == EventHello {
+			h.direct(c, &rec)
 		}
 		h.route(rec)
 	}

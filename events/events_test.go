@@ -2,6 +2,7 @@ package events_test
 
 import (
 	"context"
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
@@ -231,4 +232,84 @@ func TestCloseDelivers(t *testing.T) {
 func dial(addr string) (net.Conn, error) {
 	network, address, _ := strings.Cut(addr, ":")
 	return net.Dial(network, address)
+}
+
+// TestDirector: a fakeclaude with no scenario asks the hub, plays what the
+// director assigns under the session id it was given, and a hub without a
+// director (or a director that refuses) sends it away with the reason.
+func TestDirector(t *testing.T) {
+	dir := t.TempDir()
+	hub, err := events.Listen("unix", filepath.Join(dir, "ev.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hub.Close()
+	all := &collector{recs: map[string][]transcript.Record{}, ch: make(chan struct{}, 1)}
+	hub.Subscribe("", all)
+	exe, _ := os.Executable()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	start := func() *agent.Process {
+		p, err := agent.Launch(ctx, agent.Command{Path: exe, Args: agent.SDKArgs, Dir: dir,
+			Env: append(os.Environ(), agent.RunAsEnv+"=fakeclaude", "FAKECLAUDE_SCENARIO=", "FAKECLAUDE_EVENTS="+hub.Addr())})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+
+	// No director: a clear refusal, exit 2.
+	p := start()
+	p.Stdin.Close()
+	if code, _ := p.Wait(); code != 2 || !strings.Contains(p.Stderr(), "assigns no scenarios") {
+		t.Fatalf("without a director: exit %d, stderr %q", code, p.Stderr())
+	}
+
+	sc, err := os.ReadFile(filepath.Join("..", "scenarios", "ask-single.txtar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hellos []events.Hello
+	var mu sync.Mutex
+	hub.SetDirector(func(h events.Hello) (events.Assignment, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		hellos = append(hellos, h)
+		if len(hellos) > 1 {
+			return events.Assignment{}, errors.New("nothing more to play")
+		}
+		return events.Assignment{Name: "ask-single", Scenario: string(sc), SessionID: "sess-directed", Timeout: "20s"}, nil
+	})
+	p = start()
+	s, err := sdk.Start(ctx, p.Stdin, p.Stdout, sdk.SourceFunc(func(s *sdk.Session, req sdk.Request) {
+		s.Respond(req.ID, protocol.Reply{Answers: map[string]string{"Which database should I use?": "Postgres"}})
+	}), sdk.Options{OnResult: func(s *sdk.Session, _ protocol.Line) { s.CloseInput() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Prompt("Set up storage for the app."); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := p.Wait(); code != 0 {
+		t.Fatalf("directed fakeclaude exited %d: %s", code, p.Stderr())
+	}
+	all.await(t, "hello of sess-directed", func(r transcript.Record) bool {
+		return r.Session == "sess-directed" && r.Event == events.EventHello
+	})
+	all.await(t, "exit of sess-directed", func(r transcript.Record) bool {
+		return r.Session == "sess-directed" && r.Event == transcript.EventExit
+	})
+	if len(hellos) != 1 || hellos[0].PID != p.PID() || len(hellos[0].Args) == 0 {
+		t.Errorf("hello = %+v, want the process's pid and args", hellos)
+	}
+
+	// The director refuses the next one: its reason reaches stderr.
+	p = start()
+	p.Stdin.Close()
+	if code, _ := p.Wait(); code != 2 || !strings.Contains(p.Stderr(), "nothing more to play") {
+		t.Fatalf("refused: exit %d, stderr %q", code, p.Stderr())
+	}
 }

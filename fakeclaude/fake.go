@@ -61,6 +61,9 @@ type Options struct {
 	Sink transcript.Sink
 	// Stderr receives failures, one line each. Nil discards them.
 	Stderr io.Writer
+	// SessionID is the session id to announce; a new one when empty. With
+	// --resume the resumed id is kept, as the real CLI does.
+	SessionID string
 	// Cwd and Home appear in system/init and in tool requests; default the
 	// process's.
 	Cwd, Home string
@@ -223,7 +226,10 @@ func newFake(ctx context.Context, opts Options, out io.Writer) *fake {
 	if f.flags.PermissionMode == "" {
 		f.flags.PermissionMode = "default"
 	}
-	f.sessionID = newUUID()
+	f.sessionID = opts.SessionID
+	if f.sessionID == "" {
+		f.sessionID = newUUID()
+	}
 	if f.flags.Resume != "" {
 		// The real CLI keeps the session id it resumes.
 		f.sessionID = f.flags.Resume

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/askctl/askctl/events"
 	"github.com/askctl/askctl/protocol"
 	"github.com/askctl/askctl/scenarios"
 	"github.com/askctl/askctl/transcript"
@@ -51,7 +52,8 @@ Scenarios (built in): ` + "{{builtins}}" + `
   A scenario file is a txtar archive; see the scenarios package docs.
 
 Environment:
-  FAKECLAUDE_SCENARIO    built-in name or scenario file (or --scenario)
+  FAKECLAUDE_SCENARIO    built-in name or scenario file (or --scenario); with
+                         none, the harness at FAKECLAUDE_EVENTS assigns one
   FAKECLAUDE_TRANSCRIPT  write every message both ways, with timestamps, notes,
                          failures and the exit to this JSON Lines file (or
                          --transcript); "{pid}" in the name becomes the pid.
@@ -107,12 +109,42 @@ func Command(args []string, getenv func(string) string, stdin io.Reader, stdout,
 	if name == "" {
 		name = getenv(EnvScenario)
 	}
-	sc, err := scenarios.Load(name)
-	if err != nil {
-		fmt.Fprintf(stderr, "fakeclaude: %v\n", err)
-		return ExitUsage
+	var es *eventSink
+	if addr := getenv(EnvEvents); addr != "" {
+		var err error
+		if es, err = dialEvents(addr); err != nil {
+			fmt.Fprintf(stderr, "fakeclaude: %s: %v\n", EnvEvents, err)
+			return ExitUsage
+		}
+		defer es.Close()
 	}
-	opts := Options{Scenario: sc, Flags: flags, Stderr: stderr}
+	opts := Options{Flags: flags, Stderr: stderr}
+	if name == "" && es != nil {
+		// No scenario: the harness behind FAKECLAUDE_EVENTS assigns one.
+		cwd, _ := os.Getwd()
+		a, err := events.Ask(es.conn, events.Hello{PID: os.Getpid(), Args: args, Cwd: cwd, Resume: flags.Resume}, 30*time.Second)
+		if err != nil {
+			fmt.Fprintf(stderr, "fakeclaude: %s: %v\n", EnvEvents, err)
+			return ExitUsage
+		}
+		if opts.Scenario, err = scenarios.Parse(a.Name, []byte(a.Scenario)); err != nil {
+			fmt.Fprintf(stderr, "fakeclaude: assigned scenario: %v\n", err)
+			return ExitUsage
+		}
+		opts.SessionID = a.SessionID
+		if a.Timeout != "" {
+			if d, err := time.ParseDuration(a.Timeout); err == nil && d > 0 {
+				opts.Timeout = d
+			}
+		}
+	} else {
+		sc, err := scenarios.Load(name)
+		if err != nil {
+			fmt.Fprintf(stderr, "fakeclaude: %v\n", err)
+			return ExitUsage
+		}
+		opts.Scenario = sc
+	}
 	for env, dst := range map[string]*time.Duration{EnvTimeout: &opts.Timeout, EnvLinger: &opts.Linger} {
 		if v := getenv(env); v != "" {
 			d, err := time.ParseDuration(v)
@@ -138,13 +170,7 @@ func Command(args []string, getenv func(string) string, stdin io.Reader, stdout,
 		defer tf.Close()
 		sinks = append(sinks, transcript.NewWriter(tf))
 	}
-	if addr := getenv(EnvEvents); addr != "" {
-		es, err := dialEvents(addr)
-		if err != nil {
-			fmt.Fprintf(stderr, "fakeclaude: %s: %v\n", EnvEvents, err)
-			return ExitUsage
-		}
-		defer es.Close()
+	if es != nil {
 		sinks = append(sinks, es)
 	}
 	if len(sinks) > 0 {
