@@ -288,7 +288,12 @@ func TestAuth(t *testing.T) {
 // wsDial opens the WebSocket surface of a session.
 func wsDial(t *testing.T, e *env, session string) *websocket.Conn {
 	t.Helper()
-	url := strings.Replace(e.srv.URL, "http", "ws", 1) + "/ws?session_id=" + session
+	return socketDial(t, e, "/ws", session)
+}
+
+func socketDial(t *testing.T, e *env, path, session string) *websocket.Conn {
+	t.Helper()
+	url := strings.Replace(e.srv.URL, "http", "ws", 1) + path + "?session_id=" + session
 	ctx, cancel := context.WithTimeout(bg, 5*time.Second)
 	defer cancel()
 	c, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer test-token"}}})
@@ -515,5 +520,64 @@ func TestStopAndBadRequests(t *testing.T) {
 	req.Header.Set("Authorization", "Bearer test-token")
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusBadRequest {
 		t.Errorf("status=bogus: %v %v", resp.StatusCode, err)
+	}
+}
+
+// TestControlSocket: the control surface forwards the agent's request as a
+// control_request under the question's id, takes a control_response back
+// (request_id inside response, or at the top level as in seed 001), refuses
+// an allow without answers, and tells the client how a question ended.
+func TestControlSocket(t *testing.T) {
+	e := newEnv(t, bridge.Config{})
+	s := e.start("ask-multi", "Ask me how to format.")
+	q := e.pending(s.ID, 1)[0]
+	c := socketDial(t, e, "/control", s.ID)
+	m := wsRead(t, c, "control_request")
+	if m.Get("request_id").String() != q.ID || m.Get("request.tool_name").String() != "AskUserQuestion" ||
+		m.Get("request.input.questions.1.options.2.description").String() != "c" || !m.Get("request.input.questions.1.multiSelect").Bool() {
+		t.Errorf("control_request %s", m.Raw)
+	}
+	for _, bad := range []string{
+		`{"type":"control_response","response":{"subtype":"success","request_id":"` + q.ID + `","response":{"behavior":"allow","updatedInput":{"questions":[]}}}}`,
+		`{"type":"control_response","response":{"subtype":"success","request_id":"` + q.ID + `","response":{"behavior":"maybe"}}}`,
+		`{"type":"control_response","response":{"subtype":"success","response":{"behavior":"deny"}}}`,
+		`{"type":"control_request"}`, `[`,
+	} {
+		if err := c.Write(bg, websocket.MessageText, []byte(bad)); err != nil {
+			t.Fatal(err)
+		}
+		if r := wsRead(t, c, "error"); r.Get("error").String() == "" {
+			t.Errorf("%s: %s", bad, r.Raw)
+		}
+	}
+	if got := e.pending(s.ID, 1); got[0].ID != q.ID {
+		t.Fatalf("after bad messages: %v", got)
+	}
+	wsSend(t, c, map[string]any{"type": "control_response", "request_id": q.ID, "response": map[string]any{"subtype": "success",
+		"response": map[string]any{"behavior": "allow", "updated_input": map[string]any{"answers": map[string]string{"How should I format the output?": "Summary", "Which sections?": "Intro, Outro"}}}}})
+	if r := wsRead(t, c, "ask_user_ack"); r.Get("status").String() != "answered" {
+		t.Errorf("ack %s", r.Raw)
+	}
+	if r := wsRead(t, c, "control_cancel_request"); r.Get("request_id").String() != q.ID || r.Get("status").String() != "answered" {
+		t.Errorf("end of the question: %s", r.Raw)
+	}
+	ended := e.ended(s.ID)
+	sent := answersSent(e.transcript(ended.ClaudeSessionID))
+	if len(sent) != 1 || gjson.Get(sent[0], "updatedInput.answers").Raw != `{"How should I format the output?":"Summary","Which sections?":"Intro, Outro"}` {
+		t.Errorf("the agent received %v", sent)
+	}
+
+	// A deny skips, with its message.
+	s2 := e.start("ask-skip", "Ask me how to format.")
+	q2 := e.pending(s2.ID, 1)[0]
+	c2 := socketDial(t, e, "/control", s2.ID)
+	wsRead(t, c2, "control_request")
+	wsSend(t, c2, map[string]any{"type": "control_response", "response": map[string]any{"subtype": "success", "request_id": q2.ID,
+		"response": map[string]any{"behavior": "deny", "message": "User skipped this question"}}})
+	if r := wsRead(t, c2, "ask_user_ack"); r.Get("status").String() != "skipped" {
+		t.Errorf("ack %s", r.Raw)
+	}
+	if ended := e.ended(s2.ID); *ended.ExitCode != 0 {
+		t.Errorf("exit %d: %s", *ended.ExitCode, ended.Detail)
 	}
 }

@@ -44,6 +44,7 @@
 //	POST   /api/questions/{id}/skip        {"reason":"…","interrupt":false}
 //	GET    /api/events?session=            the event stream (SSE)
 //	GET    /ws?session_id=                 the WebSocket surface
+//	GET    /control?session_id=            the control surface: the CLI's own messages
 //
 // Errors are {"code":"…","error":"…"}: 400 bad_request (malformed JSON,
 // wrong types, unknown fields), 401 unauthorized, 404 not_found, 409
@@ -89,6 +90,16 @@
 // code session_taken. The upgrade checks Origin (a page of another site must
 // not reach a loopback bridge; Server.OriginPatterns allows more), and a
 // message over 1 MiB closes the connection with status 1009.
+//
+// # Control surface
+//
+// GET /control?session_id=ID forwards the CLI's own messages, as seed 001
+// does: a question arrives as its can_use_tool control_request, with the
+// question id as request_id, and the client answers with a control_response
+// (allow with updatedInput.answers, or deny with a message to skip). The end
+// of a question arrives as control_cancel_request with a status (answered,
+// skipped, expired, withdrawn). Acks, errors, replay on connect and takeover
+// are as on /ws. See control.go.
 //
 // # State
 //

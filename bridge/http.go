@@ -49,6 +49,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /api/questions/{id}/skip", s.auth(s.skip))
 	mux.HandleFunc("GET /api/events", s.authQuery(s.events))
 	mux.HandleFunc("GET /ws", s.authQuery(s.ws))
+	mux.HandleFunc("GET /control", s.authQuery(s.control))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no route %s %s (see the bridge package docs)", r.Method, r.URL.Path))
 	})

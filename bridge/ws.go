@@ -77,7 +77,20 @@ type wsReply struct {
 	Error      string   `json:"error,omitempty"`
 }
 
+// dialect is what a socket surface speaks: how an event is put to the
+// client, and how a client message is handled. The seed-003 protocol (/ws)
+// and the raw control forwarding (/control) differ only there.
+type dialect struct {
+	name   string                                                      // the takeover namespace
+	encode func(Event) (any, bool)                                     // false: not for this client
+	handle func(ctx context.Context, c *wsClient, data []byte) wsReply // one client message
+}
+
 func (s *Server) ws(w http.ResponseWriter, r *http.Request) {
+	s.socket(w, r, dialect{name: "ws", encode: func(e Event) (any, bool) { return e, true }, handle: s.wsHandle})
+}
+
+func (s *Server) socket(w http.ResponseWriter, r *http.Request, d dialect) {
 	session := r.URL.Query().Get("session_id")
 	if session != "" {
 		if _, err := s.B.Session(r.Context(), session); err != nil {
@@ -102,8 +115,9 @@ func (s *Server) ws(w http.ResponseWriter, r *http.Request) {
 	if s.wsConn == nil {
 		s.wsConn = map[string]*wsClient{}
 	}
-	old := s.wsConn[session]
-	s.wsConn[session] = c
+	key := d.name + "\x00" + session
+	old := s.wsConn[key]
+	s.wsConn[key] = c
 	s.wsMu.Unlock()
 	if old != nil {
 		old.mu.Lock()
@@ -113,8 +127,8 @@ func (s *Server) ws(w http.ResponseWriter, r *http.Request) {
 	}
 	defer func() {
 		s.wsMu.Lock()
-		if s.wsConn[session] == c {
-			delete(s.wsConn, session)
+		if s.wsConn[key] == c {
+			delete(s.wsConn, key)
 		}
 		s.wsMu.Unlock()
 	}()
@@ -124,7 +138,9 @@ func (s *Server) ws(w http.ResponseWriter, r *http.Request) {
 	// Status, then the pending questions, replayed with their ids.
 	replayed := map[string]bool{}
 	for _, e := range s.B.Snapshot(ctx, session) {
-		_ = c.send(ctx, e)
+		if m, ok := d.encode(e); ok {
+			_ = c.send(ctx, m)
+		}
 		replayed[e.QuestionID] = e.Type == EventQuestion
 	}
 	go func() {
@@ -141,7 +157,11 @@ func (s *Server) ws(w http.ResponseWriter, r *http.Request) {
 				if e.Type == EventQuestion && replayed[e.QuestionID] {
 					continue
 				}
-				if c.send(ctx, e) != nil {
+				m, ok := d.encode(e)
+				if !ok {
+					continue
+				}
+				if c.send(ctx, m) != nil {
 					return
 				}
 			}
@@ -152,7 +172,7 @@ func (s *Server) ws(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return // closed, or a message over the limit (closed with 1009)
 		}
-		_ = c.send(ctx, s.wsHandle(ctx, c, data))
+		_ = c.send(ctx, d.handle(ctx, c, data))
 	}
 }
 
@@ -172,16 +192,8 @@ func (s *Server) wsHandle(ctx context.Context, c *wsClient, data []byte) wsReply
 	if resp.QuestionID == "" {
 		return wsReply{Type: "error", Code: "bad_request", Error: "question_id is missing"}
 	}
-	c.mu.Lock()
-	taken := c.taken
-	c.mu.Unlock()
-	if taken {
-		return wsReply{Type: "error", QuestionID: resp.QuestionID, Code: "session_taken", Error: "another connection took this session over: its answers count, this one's do not"}
-	}
-	if c.session != "" {
-		if q, err := s.B.Question(ctx, resp.QuestionID); err == nil && q.SessionID != c.session {
-			return wsReply{Type: "error", QuestionID: resp.QuestionID, Code: "not_found", Error: fmt.Sprintf("question %s is not in session %s", resp.QuestionID, c.session)}
-		}
+	if r, ok := s.mayAnswer(ctx, c, resp.QuestionID); !ok {
+		return r
 	}
 	if resp.Cancelled {
 		if _, err := s.B.Skip(ctx, resp.QuestionID, resp.Reason, false); err != nil {
@@ -202,4 +214,21 @@ func (s *Server) wsHandle(ctx context.Context, c *wsClient, data []byte) wsReply
 func wsError(qid string, err error) wsReply {
 	_, code := errorCode(err)
 	return wsReply{Type: "error", QuestionID: qid, Code: code, Error: err.Error()}
+}
+
+// mayAnswer refuses answers from a connection that was taken over, and to
+// questions of other sessions.
+func (s *Server) mayAnswer(ctx context.Context, c *wsClient, qid string) (wsReply, bool) {
+	c.mu.Lock()
+	taken := c.taken
+	c.mu.Unlock()
+	if taken {
+		return wsReply{Type: "error", QuestionID: qid, Code: "session_taken", Error: "another connection took this session over: its answers count, this one's do not"}, false
+	}
+	if c.session != "" {
+		if q, err := s.B.Question(ctx, qid); err == nil && q.SessionID != c.session {
+			return wsReply{Type: "error", QuestionID: qid, Code: "not_found", Error: fmt.Sprintf("question %s is not in session %s", qid, c.session)}, false
+		}
+	}
+	return wsReply{}, true
 }
