@@ -143,16 +143,34 @@ func (c *Client) Question(ctx context.Context, id string) (*Question, error) {
 
 // Answer answers a question (or part of a multi-question request).
 func (c *Client) Answer(ctx context.Context, id string, answers map[string]Answer) (*AnswerResult, error) {
+	return c.AnswerIn(ctx, "", id, answers)
+}
+
+// AnswerIn answers as Answer does, from the view of one session: a question
+// of another session is refused (ErrNotFound).
+func (c *Client) AnswerIn(ctx context.Context, session, id string, answers map[string]Answer) (*AnswerResult, error) {
 	var out AnswerResult
-	_, err := c.do(ctx, http.MethodPost, "/api/questions/"+url.PathEscape(id)+"/answer", AnswerRequest{Answers: answers}, &out)
+	_, err := c.do(ctx, http.MethodPost, "/api/questions/"+url.PathEscape(id)+"/answer"+sessionQuery(session), AnswerRequest{Answers: answers}, &out)
 	return &out, err
 }
 
 // Skip declines a question.
 func (c *Client) Skip(ctx context.Context, id, reason string, interrupt bool) (*Question, error) {
+	return c.SkipIn(ctx, "", id, reason, interrupt)
+}
+
+// SkipIn skips as Skip does, from the view of one session.
+func (c *Client) SkipIn(ctx context.Context, session, id, reason string, interrupt bool) (*Question, error) {
 	var out Question
-	_, err := c.do(ctx, http.MethodPost, "/api/questions/"+url.PathEscape(id)+"/skip", SkipRequest{Reason: reason, Interrupt: interrupt}, &out)
+	_, err := c.do(ctx, http.MethodPost, "/api/questions/"+url.PathEscape(id)+"/skip"+sessionQuery(session), SkipRequest{Reason: reason, Interrupt: interrupt}, &out)
 	return &out, err
+}
+
+func sessionQuery(session string) string {
+	if session == "" {
+		return ""
+	}
+	return "?session=" + url.QueryEscape(session)
 }
 
 // Events reads the SSE stream, calling f with each event until f returns an
@@ -160,6 +178,12 @@ func (c *Client) Skip(ctx context.Context, id, reason string, interrupt bool) (*
 // (0: from the start of the log); a negative lastID connects as a new
 // client, which gets the current state, then live events.
 func (c *Client) Events(ctx context.Context, session string, lastID int64, f func(Event) error) error {
+	return c.EventsOpened(ctx, session, lastID, nil, f)
+}
+
+// EventsOpened is Events that also calls opened (when not nil) once the
+// bridge has accepted the stream, before any event.
+func (c *Client) EventsOpened(ctx context.Context, session string, lastID int64, opened func(), f func(Event) error) error {
 	q := url.Values{}
 	if session != "" {
 		q.Set("session", session)
@@ -181,6 +205,9 @@ func (c *Client) Events(ctx context.Context, session string, lastID int64, f fun
 	if resp.StatusCode != http.StatusOK {
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		return remoteError(resp.StatusCode, data, resp.Status)
+	}
+	if opened != nil {
+		opened()
 	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), MaxBody*4)

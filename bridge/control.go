@@ -21,6 +21,7 @@ import (
 //	{"type":"control_request","request_id":"q_…","session_id":"s_…","request":{"subtype":"can_use_tool","tool_name":"AskUserQuestion","input":{"questions":[…]}}}
 //	{"type":"control_cancel_request","request_id":"q_…","status":"expired"|"answered"|"skipped"|"withdrawn","reason":"…"}
 //	{"type":"session_taken","session_id":"s_…"}
+//	{"type":"session_status",…}                     as on /ws, on connect and on change
 //	{"type":"ask_user_ack",…} and {"type":"error",…}, as on /ws
 //
 // Client → server (request_id inside response as on the CLI's wire, or at
@@ -70,6 +71,8 @@ func controlEvent(e Event) (any, bool) {
 		return controlOut{Type: protocol.TypeControlCancelRequest, RequestID: e.QuestionID, Status: QuestionSkipped, Reason: e.Reason}, true
 	case EventWithdrawn:
 		return controlOut{Type: protocol.TypeControlCancelRequest, RequestID: e.QuestionID, Status: QuestionWithdrawn, Reason: e.Reason}, true
+	case EventStatus:
+		return e, true // not a CLI message: the session's state, as on /ws
 	}
 	return nil, false
 }

@@ -42,6 +42,7 @@
 //	POST   /api/questions/{id}/answer      {"answers":{"<question text or number from 1>":"<label or text>" | ["<label>",…]}}
 //	                                       → 200 answered, 202 held (part of a request: "missing" lists the rest)
 //	POST   /api/questions/{id}/skip        {"reason":"…","interrupt":false}
+//	                                       answer and skip take ?session=ID: a question of another session is 404
 //	GET    /api/events?session=            the event stream (SSE)
 //	GET    /ws?session_id=                 the WebSocket surface
 //	GET    /control?session_id=            the control surface: the CLI's own messages

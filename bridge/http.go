@@ -244,6 +244,10 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
+	if err := s.inSession(r); err != nil {
+		fail(w, err)
+		return
+	}
 	res, err := s.B.Answer(r.Context(), r.PathValue("id"), req.Answers)
 	if err != nil {
 		fail(w, err)
@@ -254,6 +258,24 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusAccepted
 	}
 	writeJSON(w, status, res)
+}
+
+// inSession refuses an answer or skip sent from one session's view
+// (?session=ID) to a question of another: a surface that shows one session
+// says so, and cannot answer another's questions by mistake.
+func (s *Server) inSession(r *http.Request) error {
+	session := r.URL.Query().Get("session")
+	if session == "" {
+		return nil
+	}
+	q, err := s.B.Question(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	if q.SessionID != session {
+		return fmt.Errorf("%w: question %s is not in session %s", ErrNotFound, q.ID, session)
+	}
+	return nil
 }
 
 // SkipRequest is the body of POST /api/questions/{id}/skip.
@@ -269,6 +291,10 @@ func (s *Server) skip(w http.ResponseWriter, r *http.Request) {
 			fail(w, err)
 			return
 		}
+	}
+	if err := s.inSession(r); err != nil {
+		fail(w, err)
+		return
 	}
 	q, err := s.B.Skip(r.Context(), r.PathValue("id"), req.Reason, req.Interrupt)
 	if err != nil {

@@ -1,0 +1,196 @@
+// Package conformance is askctl's conformance suite: one testscript case
+// per requirement (requirements.go, after REQUIREMENTS.md) that checks any
+// bridge described by a harness.Profile, with fakeclaude as every agent and
+// the harness's adapters as the person. It runs from go test
+// ([Run], [Setup]) and from askctl conformance ([RunSuite]), with the cases
+// embedded.
+package conformance
+
+import (
+	"embed"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/askctl/askctl/harness"
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// Cases are the suite's cases, one per requirement ID.
+//
+//go:embed testdata/*.txtar
+var Cases embed.FS
+
+// Profiles are worked example profiles: the reference bridge over each
+// adapter kind.
+//
+//go:embed profiles/*.json
+var Profiles embed.FS
+
+// Config says which bridge the suite checks and how.
+type Config struct {
+	Profile *harness.Profile
+	// Askctl is the askctl executable the claude shim runs as fakeclaude
+	// (and ${ASKCTL} in profiles).
+	Askctl string
+	// RunAsEnv is the variable that makes Askctl fakeclaude; default
+	// _ASKCTL_RUN_AS.
+	RunAsEnv string
+	// AgentTimeout is each agent's deadline for every wait (default 20s):
+	// longer than any case waits, so an agent left waiting ends by itself.
+	AgentTimeout time.Duration
+	// OnCase receives each case's measured latencies when it ends.
+	OnCase func(name string, lat []harness.Latency)
+}
+
+func (c *Config) defaults() {
+	if c.AgentTimeout <= 0 {
+		c.AgentTimeout = 20 * time.Second
+	}
+	if c.RunAsEnv == "" {
+		c.RunAsEnv = "_ASKCTL_RUN_AS"
+	}
+}
+
+// Setup makes p run conformance cases against cfg's bridge, keeping what p
+// already sets up: it adds the custom commands, the conditions
+// [cap:NAME], [surface:KIND], [policy:allow|deny], and a lazily started
+// bridge per case with its variables ($TIMEOUT, $TIMEOUT_GRACE: the
+// declared timeout, and one second more).
+func Setup(p *testscript.Params, cfg Config) error {
+	cfg.defaults()
+	if cfg.Profile == nil {
+		return fmt.Errorf("conformance: no profile")
+	}
+	origSetup, origCond := p.Setup, p.Condition
+	if p.Cmds == nil {
+		p.Cmds = map[string]func(*testscript.TestScript, bool, []string){}
+	}
+	for name, f := range commandFuncs() {
+		if _, ok := p.Cmds[name]; ok {
+			return fmt.Errorf("conformance: command %q is defined twice", name)
+		}
+		p.Cmds[name] = f
+	}
+	p.RequireExplicitExec, p.RequireUniqueNames = true, true
+	p.Setup = func(env *testscript.Env) error {
+		if origSetup != nil {
+			if err := origSetup(env); err != nil {
+				return err
+			}
+		}
+		l := &lazyEnv{cfg: &cfg, work: filepath.Join(env.WorkDir, "bridge")}
+		env.Values[keyEnv] = l
+		env.Values[keyCfg] = &cfg
+		t := cfg.Profile.Capabilities.Timeout.D()
+		env.Setenv("TIMEOUT", t.String())
+		env.Setenv("TIMEOUT_GRACE", (t + time.Second).String())
+		name := strings.TrimSuffix(filepath.Base(env.WorkDir), "")
+		env.Defer(func() {
+			if l.env == nil {
+				return
+			}
+			if cfg.OnCase != nil {
+				cfg.OnCase(caseName(name), l.env.Latencies())
+			}
+			l.env.Close()
+		})
+		return nil
+	}
+	p.Condition = func(cond string) (bool, error) {
+		kind, arg, ok := strings.Cut(cond, ":")
+		if ok {
+			switch kind {
+			case "cap":
+				if !contains(harness.CapabilityNames, arg) {
+					return false, fmt.Errorf("unknown capability %q", arg)
+				}
+				return cfg.Profile.Capabilities.Has(arg), nil
+			case "surface":
+				return cfg.Profile.Surface.Kind == arg, nil
+			case "policy":
+				o := cfg.Profile.Policy.OtherTools
+				if o == "" {
+					o = "allow"
+				}
+				return o == arg, nil
+			}
+		}
+		if origCond != nil {
+			return origCond(cond)
+		}
+		return false, fmt.Errorf("unknown condition %q", cond)
+	}
+	return nil
+}
+
+// caseName is the case a work directory belongs to (testscript names it
+// script-NAME).
+func caseName(dir string) string { return strings.TrimPrefix(dir, "script-") }
+
+// WriteCases writes the embedded cases to dir and returns their paths,
+// those whose name matches match (all when nil).
+func WriteCases(dir string, match func(string) bool) ([]string, error) {
+	var out []string
+	err := fs.WalkDir(Cases, "testdata", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		name := strings.TrimSuffix(d.Name(), ".txtar")
+		if match != nil && !match(name) {
+			return nil
+		}
+		data, err := Cases.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		dst := filepath.Join(dir, d.Name())
+		if err := os.WriteFile(dst, data, 0o644); err != nil {
+			return err
+		}
+		out = append(out, dst)
+		return nil
+	})
+	return out, err
+}
+
+// CaseNames lists the embedded cases.
+func CaseNames() []string {
+	ents, _ := fs.ReadDir(Cases, "testdata")
+	var out []string
+	for _, e := range ents {
+		out = append(out, strings.TrimSuffix(e.Name(), ".txtar"))
+	}
+	return out
+}
+
+// collector gathers per-case latencies.
+type collector struct {
+	mu  sync.Mutex
+	lat map[string][]harness.Latency
+}
+
+func (c *collector) add(name string, l []harness.Latency) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.lat[name] = append(c.lat[name], l...)
+}
+
+// Run runs every case against cfg's bridge as subtests of t (go test).
+func Run(t *testing.T, cfg Config) {
+	t.Helper()
+	dir := t.TempDir()
+	if _, err := WriteCases(dir, nil); err != nil {
+		t.Fatal(err)
+	}
+	p := testscript.Params{Dir: dir}
+	if err := Setup(&p, cfg); err != nil {
+		t.Fatal(err)
+	}
+	testscript.Run(t, p)
+}

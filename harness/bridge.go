@@ -1,0 +1,324 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/askctl/askctl/events"
+	"github.com/askctl/askctl/transcript"
+)
+
+// Options configure how the harness runs a bridge.
+type Options struct {
+	// Work is the directory of this run: the bridge's state, logs, the
+	// claude shim, agents' transcripts. Created if missing.
+	Work string
+	// Askctl is the askctl executable the claude shim runs as fakeclaude;
+	// default this process's executable.
+	Askctl string
+	// RunAsEnv is the variable that turns Askctl into fakeclaude
+	// (_ASKCTL_RUN_AS=fakeclaude).
+	RunAsEnv string
+	// AgentTimeout is each agent's deadline for every wait on the bridge
+	// (fakeclaude's FAKECLAUDE_TIMEOUT). Default 30s.
+	AgentTimeout time.Duration
+	// Logf receives what the harness does, a line at a time; nil discards.
+	Logf func(format string, args ...any)
+}
+
+// Bridge is a bridge under test: the process the profile starts (none for a
+// profile without start), the claude shim it spawns, and the live events of
+// its agents.
+type Bridge struct {
+	Profile *Profile // with every ${NAME} expanded
+	Vars    map[string]string
+
+	opts Options
+	hub  *events.Hub
+	dir  *director
+
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	exitErr error
+	logPath string
+}
+
+// StartBridge sets up the work directory, the events hub and the claude
+// shim, and starts the bridge of p (when p has start) and waits until it
+// is ready.
+func StartBridge(ctx context.Context, p *Profile, opts Options) (*Bridge, error) {
+	if opts.Work == "" {
+		return nil, errors.New("harness: Options.Work is empty")
+	}
+	if opts.AgentTimeout <= 0 {
+		opts.AgentTimeout = 30 * time.Second
+	}
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
+	}
+	if opts.Askctl == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		opts.Askctl = exe
+	}
+	work, err := filepath.Abs(opts.Work)
+	if err != nil {
+		return nil, err
+	}
+	opts.Work = work
+	state := filepath.Join(work, "state")
+	shimDir := filepath.Join(work, "bin")
+	for _, d := range []string{state, shimDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	hub, err := events.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	b := &Bridge{opts: opts, hub: hub, dir: newDirector(), logPath: filepath.Join(work, "bridge.log")}
+	hub.SetDirector(b.dir.assign)
+	port, err := freePort()
+	if err != nil {
+		hub.Close()
+		return nil, err
+	}
+	shim := filepath.Join(shimDir, "claude")
+	if err := writeShim(shim, opts, hub.Addr(), work); err != nil {
+		hub.Close()
+		return nil, err
+	}
+	b.Vars = map[string]string{"WORK": work, "STATE": state, "PORT": strconv.Itoa(port), "CLAUDE": shim,
+		"CLAUDE_DIR": shimDir, "ASKCTL": opts.Askctl, "PROFILE_DIR": p.Dir}
+	b.Profile = p.Expanded(b.Vars)
+	if err := b.start(ctx); err != nil {
+		b.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// writeShim writes the claude the bridge spawns: askctl as fakeclaude, with
+// everything it needs in the shim itself, so a bridge that passes its
+// agents no environment still reaches the harness.
+func writeShim(path string, o Options, events, work string) error {
+	runAs := o.RunAsEnv
+	if runAs == "" {
+		runAs = "_ASKCTL_RUN_AS"
+	}
+	script := "#!/bin/sh\n# claude for the bridge under test: askctl's fakeclaude, told what to play by the harness.\n" +
+		"exec env " + runAs + "=fakeclaude FAKECLAUDE_SCENARIO= FAKECLAUDE_EVENTS=" + shellQuote(events) +
+		" FAKECLAUDE_TRANSCRIPT=" + shellQuote(filepath.Join(work, "agents.jsonl")) +
+		" " + shellQuote(o.Askctl) + ` "$@"` + "\n"
+	return os.WriteFile(path, []byte(script), 0o755)
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// start starts the bridge process and waits until it is ready.
+func (b *Bridge) start(ctx context.Context) error {
+	st := b.Profile.Start
+	if st == nil {
+		return nil
+	}
+	cmd := exec.Command(st.Command, st.Args...)
+	if !strings.Contains(st.Command, "/") {
+		// A bare name is looked up on PATH; a relative path is from the
+		// profile's directory.
+	} else if !filepath.IsAbs(st.Command) {
+		cmd.Path = filepath.Join(b.Profile.Dir, st.Command)
+	}
+	cmd.Dir = st.Dir
+	if cmd.Dir == "" {
+		cmd.Dir = b.opts.Work
+	}
+	env := os.Environ()
+	for k, v := range st.Env {
+		env = append(env, k+"="+v)
+	}
+	switch c := b.Profile.Claude; {
+	case c == "path":
+		env = append(env, "PATH="+b.Vars["CLAUDE_DIR"]+string(os.PathListSeparator)+os.Getenv("PATH"))
+	case strings.HasPrefix(c, "env:"):
+		env = append(env, strings.TrimPrefix(c, "env:")+"="+b.Vars["CLAUDE"])
+	}
+	cmd.Env = env
+	log, err := os.OpenFile(b.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(log, "--- %s: %s %s\n", time.Now().Format(time.RFC3339Nano), st.Command, strings.Join(st.Args, " "))
+	cmd.Stdout, cmd.Stderr = log, log
+	setProcessGroup(cmd)
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		return fmt.Errorf("starting the bridge (%s): %w", b.Profile.File, err)
+	}
+	exited := make(chan struct{})
+	b.mu.Lock()
+	b.cmd, b.exited, b.exitErr = cmd, exited, nil
+	b.mu.Unlock()
+	go func() {
+		err := cmd.Wait()
+		log.Close()
+		b.mu.Lock()
+		b.exitErr = err
+		b.mu.Unlock()
+		close(exited)
+	}()
+	b.opts.Logf("bridge started: pid %d", cmd.Process.Pid)
+	return b.waitReady(ctx, exited)
+}
+
+// waitReady polls the readiness check until it passes, the bridge exits,
+// or the ready timeout (default 15s) passes.
+func (b *Bridge) waitReady(ctx context.Context, exited <-chan struct{}) error {
+	r := b.Profile.Ready
+	if r.URL == "" && r.TCP == "" {
+		return nil
+	}
+	timeout := r.Timeout.D()
+	if timeout <= 0 {
+		timeout = 15 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	client := &http.Client{Timeout: time.Second}
+	var last error
+	for {
+		if r.URL != "" {
+			resp, err := client.Get(r.URL)
+			if err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode/100 == 2 {
+					return nil
+				}
+				err = fmt.Errorf("%s: %s", r.URL, resp.Status)
+			}
+			last = err
+		} else {
+			c, err := net.DialTimeout("tcp", r.TCP, time.Second)
+			if err == nil {
+				c.Close()
+				return nil
+			}
+			last = err
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("the bridge exited before it was ready (%v); its log:\n%s", b.ExitErr(), b.LogTail(20))
+		case <-ctx.Done():
+			return fmt.Errorf("the bridge was not ready within %v (%v); its log:\n%s", timeout, last, b.LogTail(20))
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// Exited is closed when the bridge process exits (never, without start).
+func (b *Bridge) Exited() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.exited == nil {
+		return nil
+	}
+	return b.exited
+}
+
+// ExitErr is how the bridge process ended, once Exited is closed.
+func (b *Bridge) ExitErr() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.exitErr
+}
+
+// Stop ends the bridge: SIGTERM and up to 5s to exit, then SIGKILL; with
+// kill, SIGKILL at once (a crash). Its agents are left to the bridge (a
+// crashed bridge's agents see their stdin close).
+func (b *Bridge) Stop(kill bool) error {
+	b.mu.Lock()
+	cmd, exited := b.cmd, b.exited
+	b.mu.Unlock()
+	if cmd == nil {
+		return nil
+	}
+	select {
+	case <-exited:
+		return nil
+	default:
+	}
+	if kill {
+		_ = cmd.Process.Kill()
+	} else {
+		_ = terminate(cmd)
+	}
+	select {
+	case <-exited:
+	case <-time.After(5 * time.Second):
+		_ = cmd.Process.Kill()
+		<-exited
+	}
+	return nil
+}
+
+// Restart stops the bridge (killing it when kill) and starts it again, on
+// the same port and state directory.
+func (b *Bridge) Restart(ctx context.Context, kill bool) error {
+	if b.Profile.Start == nil {
+		return errors.New("the profile has no start: the harness cannot restart the bridge")
+	}
+	if err := b.Stop(kill); err != nil {
+		return err
+	}
+	return b.start(ctx)
+}
+
+// Subscribe hands the live records of every agent to sink.
+func (b *Bridge) Subscribe(sink transcript.Sink) (cancel func()) { return b.hub.Subscribe("", sink) }
+
+// Close stops the bridge, then every process it left behind in its process
+// group, and the events hub.
+func (b *Bridge) Close() error {
+	_ = b.Stop(false)
+	b.mu.Lock()
+	cmd := b.cmd
+	b.mu.Unlock()
+	if cmd != nil {
+		killGroup(cmd)
+	}
+	return b.hub.Close()
+}
+
+// LogTail is the last n lines the bridge wrote on stdout and stderr.
+func (b *Bridge) LogTail(n int) string {
+	data, _ := os.ReadFile(b.logPath)
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return "  " + strings.Join(lines, "\n  ")
+}

@@ -1,0 +1,292 @@
+package harness
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The exec adapter runs a command the bridge's author ships — a test channel
+// into a Slack bot, a WhatsApp gateway, any surface — and talks to it in
+// JSON Lines: one request a line on its stdin, one reply or event a line on
+// its stdout. Its stderr is kept for error messages. The contract:
+//
+//	→ {"id":1,"op":"start","prompt":"…"}                        ← {"id":1,"session":"s_1"}
+//	→ {"id":2,"op":"open","session":"s_1","conn":"c1"}          ← {"id":2}
+//	→ {"id":3,"op":"pending","conn":"c1"}                       ← {"id":3,"pending":[{"question_id","session_id","questions":[…]}]}
+//	→ {"id":4,"op":"answer","conn":"c1","question_id":"q_1","answers":{"<question>":["<label>",…]}}
+//	                                                             ← {"id":4,"status":"answered"|"held","missing":[…]}
+//	→ {"id":5,"op":"skip","conn":"c1","question_id":"q_1","reason":"…"}   ← {"id":5}
+//	→ {"id":6,"op":"raw","conn":"c1","question_id":"q_1","data":"<bytes as the surface would send them>"} ← {"id":6}
+//	→ {"id":7,"op":"close","conn":"c1"}                         ← {"id":7}
+//	← {"id":N,"error":"…","code":"resolved"}                      any request the bridge refused
+//	← {"event":{"type":"question","question_id","session_id","questions":[…]},"conn":"c1"}
+//
+// Event types are the Surf* constants (question, expired, answered, held,
+// skipped, withdrawn, resumed, status, taken, closed). answers hold the
+// labels a person picked in order (one element for a single-select
+// question or free text); the command decides how its surface carries them.
+// Each reply must come within 10 s.
+
+type execSurface struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stderr *tailBuffer
+
+	mu      sync.Mutex
+	nextID  int
+	nextCon int
+	waiting map[int]chan execReply
+	sinks   map[string]func(SurfaceEvent)
+	dead    error
+	done    chan struct{}
+}
+
+type execReply struct {
+	ID      *int            `json:"id"`
+	Error   string          `json:"error,omitempty"`
+	Code    string          `json:"code,omitempty"`
+	Session string          `json:"session,omitempty"`
+	Status  string          `json:"status,omitempty"`
+	Missing []string        `json:"missing,omitempty"`
+	Pending []Pending       `json:"pending,omitempty"`
+	Event   json.RawMessage `json:"event,omitempty"`
+	Conn    string          `json:"conn,omitempty"`
+}
+
+func startExecSurface(s SurfaceSpec) (*execSurface, error) {
+	cmd := exec.Command(s.Command, s.Args...)
+	cmd.Env = os.Environ()
+	for k, v := range s.Env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	e := &execSurface{cmd: cmd, stdin: stdin, stderr: &tailBuffer{max: 8 << 10}, waiting: map[int]chan execReply{},
+		sinks: map[string]func(SurfaceEvent){}, done: make(chan struct{})}
+	cmd.Stderr = e.stderr
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting the exec surface %s: %w", s.Command, err)
+	}
+	go e.read(stdout)
+	return e, nil
+}
+
+func (e *execSurface) Kind() string { return "exec" }
+
+func (e *execSurface) read(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	line := 0
+	var fail error
+	for sc.Scan() {
+		line++
+		var rep execReply
+		if err := json.Unmarshal(sc.Bytes(), &rep); err != nil {
+			fail = fmt.Errorf("exec surface stdout line %d: %v: %.200q", line, err, sc.Text())
+			break
+		}
+		if rep.Event != nil {
+			var ev SurfaceEvent
+			if err := json.Unmarshal(rep.Event, &ev); err != nil {
+				fail = fmt.Errorf("exec surface stdout line %d: event: %v", line, err)
+				break
+			}
+			ev.T, ev.Conn, ev.Raw = time.Now(), rep.Conn, rep.Event
+			e.mu.Lock()
+			sink := e.sinks[rep.Conn]
+			e.mu.Unlock()
+			if sink != nil {
+				sink(ev)
+			}
+			continue
+		}
+		if rep.ID == nil {
+			fail = fmt.Errorf("exec surface stdout line %d: neither a reply (id) nor an event", line)
+			break
+		}
+		e.mu.Lock()
+		ch := e.waiting[*rep.ID]
+		delete(e.waiting, *rep.ID)
+		e.mu.Unlock()
+		if ch != nil {
+			ch <- rep
+		}
+	}
+	if fail == nil {
+		fail = sc.Err()
+	}
+	werr := e.cmd.Wait()
+	if fail == nil {
+		fail = fmt.Errorf("the exec surface exited (%v)", werr)
+	}
+	if tail := strings.TrimSpace(e.stderr.String()); tail != "" {
+		fail = fmt.Errorf("%w; its stderr:\n%s", fail, tail)
+	}
+	e.mu.Lock()
+	e.dead = fail
+	for id, ch := range e.waiting {
+		close(ch)
+		delete(e.waiting, id)
+	}
+	sinks := e.sinks
+	e.sinks = map[string]func(SurfaceEvent){}
+	e.mu.Unlock()
+	for conn, sink := range sinks {
+		sink(SurfaceEvent{T: time.Now(), Conn: conn, Type: SurfClosed, Reason: fail.Error()})
+	}
+	close(e.done)
+}
+
+func (e *execSurface) call(ctx context.Context, req map[string]any) (execReply, error) {
+	e.mu.Lock()
+	if e.dead != nil {
+		e.mu.Unlock()
+		return execReply{}, e.dead
+	}
+	e.nextID++
+	id := e.nextID
+	req["id"] = id
+	ch := make(chan execReply, 1)
+	e.waiting[id] = ch
+	data, _ := json.Marshal(req)
+	_, err := e.stdin.Write(append(data, '\n'))
+	e.mu.Unlock()
+	if err != nil {
+		return execReply{}, fmt.Errorf("writing to the exec surface: %w", err)
+	}
+	t := time.NewTimer(replyTimeout)
+	defer t.Stop()
+	select {
+	case rep, ok := <-ch:
+		if !ok {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			return execReply{}, e.dead
+		}
+		if rep.Error != "" {
+			return rep, &Rejected{Code: rep.Code, Message: rep.Error}
+		}
+		return rep, nil
+	case <-t.C:
+		e.mu.Lock()
+		delete(e.waiting, id)
+		e.mu.Unlock()
+		return execReply{}, fmt.Errorf("the exec surface did not reply to %s (id %d) within %v", req["op"], id, replyTimeout)
+	case <-ctx.Done():
+		e.mu.Lock()
+		delete(e.waiting, id)
+		e.mu.Unlock()
+		return execReply{}, ctx.Err()
+	}
+}
+
+func (e *execSurface) Start(ctx context.Context, prompt string) (string, error) {
+	rep, err := e.call(ctx, map[string]any{"op": "start", "prompt": prompt})
+	if err != nil {
+		return "", err
+	}
+	if rep.Session == "" {
+		return "", fmt.Errorf("the exec surface's reply to start names no session")
+	}
+	return rep.Session, nil
+}
+
+func (e *execSurface) Open(ctx context.Context, session string, sink func(SurfaceEvent)) (Conn, error) {
+	e.mu.Lock()
+	e.nextCon++
+	conn := "c" + strconv.Itoa(e.nextCon)
+	e.sinks[conn] = sink
+	e.mu.Unlock()
+	if _, err := e.call(ctx, map[string]any{"op": "open", "session": session, "conn": conn}); err != nil {
+		e.mu.Lock()
+		delete(e.sinks, conn)
+		e.mu.Unlock()
+		return nil, err
+	}
+	return &execConn{e: e, conn: conn}, nil
+}
+
+func (e *execSurface) Close() error {
+	_ = e.stdin.Close()
+	select {
+	case <-e.done:
+	case <-time.After(3 * time.Second):
+		_ = e.cmd.Process.Kill()
+		<-e.done
+	}
+	return nil
+}
+
+type execConn struct {
+	e    *execSurface
+	conn string
+}
+
+func (c *execConn) Pending(ctx context.Context) ([]Pending, error) {
+	rep, err := c.e.call(ctx, map[string]any{"op": "pending", "conn": c.conn})
+	return rep.Pending, err
+}
+
+func (c *execConn) Answer(ctx context.Context, qid string, answers map[string][]string) (Ack, error) {
+	rep, err := c.e.call(ctx, map[string]any{"op": "answer", "conn": c.conn, "question_id": qid, "answers": answers})
+	if err != nil {
+		return Ack{}, err
+	}
+	return Ack{Status: rep.Status, Missing: rep.Missing}, nil
+}
+
+func (c *execConn) Skip(ctx context.Context, qid, reason string) error {
+	_, err := c.e.call(ctx, map[string]any{"op": "skip", "conn": c.conn, "question_id": qid, "reason": reason})
+	return err
+}
+
+func (c *execConn) SendRaw(ctx context.Context, qid string, raw []byte) error {
+	_, err := c.e.call(ctx, map[string]any{"op": "raw", "conn": c.conn, "question_id": qid, "data": string(raw)})
+	return err
+}
+
+func (c *execConn) Close() error {
+	_, err := c.e.call(context.Background(), map[string]any{"op": "close", "conn": c.conn})
+	c.e.mu.Lock()
+	delete(c.e.sinks, c.conn)
+	c.e.mu.Unlock()
+	return err
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = t.b[len(t.b)-t.max:]
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}

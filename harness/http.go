@@ -1,0 +1,193 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/askctl/askctl/bridge"
+)
+
+// The http adapter speaks the reference bridge's HTTP API (bridge/doc.go),
+// the shape of seed 002: sessions and answers by JSON requests, events by
+// SSE.
+
+type httpSurface struct {
+	c *bridge.Client
+}
+
+func newHTTPSurface(s SurfaceSpec, token string) *httpSurface {
+	return &httpSurface{c: &bridge.Client{URL: strings.TrimRight(s.URL, "/"), Token: token, HTTP: &http.Client{Timeout: 10 * time.Second}}}
+}
+
+func (h *httpSurface) Kind() string { return "http" }
+
+func (h *httpSurface) Start(ctx context.Context, prompt string) (string, error) {
+	s, err := h.c.StartSession(ctx, bridge.StartOptions{Prompt: prompt})
+	if err != nil {
+		return "", rejection(err)
+	}
+	return s.ID, nil
+}
+
+func (h *httpSurface) Close() error { return nil }
+
+func (h *httpSurface) Open(ctx context.Context, session string, sink func(SurfaceEvent)) (Conn, error) {
+	cctx, cancel := context.WithCancel(context.Background())
+	c := &httpConn{s: h, session: session, cancel: cancel, done: make(chan struct{})}
+	ready := make(chan error, 1)
+	go func() {
+		defer close(c.done)
+		opened := false
+		err := h.c.EventsOpened(cctx, session, -1, func() { opened = true; ready <- nil }, func(e bridge.Event) error {
+			sink(fromBridgeEvent(e))
+			return nil
+		})
+		if !opened {
+			ready <- err
+			return
+		}
+		if cctx.Err() == nil {
+			sink(SurfaceEvent{T: time.Now(), Type: SurfClosed, Session: session, Reason: fmt.Sprint(err)})
+		}
+	}()
+	// Open returns once the bridge has accepted the stream, so no event
+	// after it is missed.
+	select {
+	case err := <-ready:
+		if err != nil {
+			cancel()
+			<-c.done
+			return nil, rejection(err)
+		}
+	case <-ctx.Done():
+		cancel()
+		<-c.done
+		return nil, ctx.Err()
+	}
+	return c, nil
+}
+
+type httpConn struct {
+	s       *httpSurface
+	session string
+	cancel  context.CancelFunc
+	done    chan struct{}
+	once    sync.Once
+}
+
+func (c *httpConn) Pending(ctx context.Context) ([]Pending, error) {
+	qs, err := c.s.c.Pending(ctx, c.session)
+	if err != nil {
+		return nil, rejection(err)
+	}
+	out := make([]Pending, 0, len(qs))
+	for _, q := range qs {
+		out = append(out, Pending{QuestionID: q.ID, Session: q.SessionID, Questions: q.Questions})
+	}
+	return out, nil
+}
+
+func (c *httpConn) Answer(ctx context.Context, qid string, answers map[string][]string) (Ack, error) {
+	in := map[string]bridge.Answer{}
+	for k, v := range answers {
+		in[k] = bridge.Answer(v)
+	}
+	r, err := c.s.c.AnswerIn(ctx, c.session, qid, in)
+	if err != nil {
+		return Ack{}, rejection(err)
+	}
+	if r.Held {
+		return Ack{Status: "held", Missing: r.Missing}, nil
+	}
+	return Ack{Status: "answered"}, nil
+}
+
+func (c *httpConn) Skip(ctx context.Context, qid, reason string) error {
+	_, err := c.s.c.SkipIn(ctx, c.session, qid, reason, false)
+	return rejection(err)
+}
+
+func (c *httpConn) SendRaw(ctx context.Context, qid string, raw []byte) error {
+	u := c.s.c.URL + "/api/questions/" + url.PathEscape(qid) + "/answer"
+	if c.session != "" {
+		u += "?session=" + url.QueryEscape(c.session)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(raw))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.s.c.Token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.s.c.HTTP.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode/100 == 2 {
+		return nil
+	}
+	var e struct{ Code, Error string }
+	_ = json.Unmarshal(body, &e)
+	if e.Error == "" {
+		e.Error = fmt.Sprintf("%s: %s", resp.Status, bytes.TrimSpace(body))
+	}
+	return &Rejected{Code: e.Code, Message: e.Error}
+}
+
+func (c *httpConn) Close() error {
+	c.once.Do(func() {
+		c.cancel()
+		<-c.done
+	})
+	return nil
+}
+
+// rejection turns the bridge client's error responses into *Rejected.
+func rejection(err error) error {
+	var re *bridge.RemoteError
+	if errors.As(err, &re) {
+		return &Rejected{Code: re.Code, Message: re.APIError.Error}
+	}
+	return err
+}
+
+// fromBridgeEvent maps the reference bridge's events (ws and SSE share
+// them) to surface events.
+func fromBridgeEvent(e bridge.Event) SurfaceEvent {
+	raw, _ := json.Marshal(e)
+	se := SurfaceEvent{T: time.Now(), QuestionID: e.QuestionID, Session: e.SessionID, Questions: e.Questions, Raw: raw, Reason: e.Reason}
+	switch e.Type {
+	case bridge.EventQuestion:
+		se.Type = SurfQuestion
+	case bridge.EventTimeout:
+		se.Type, se.Reason = SurfExpired, e.Error
+	case bridge.EventAnswered:
+		se.Type = SurfAnswered
+	case bridge.EventHeld:
+		se.Type = SurfHeld
+	case bridge.EventSkipped:
+		se.Type = SurfSkipped
+	case bridge.EventWithdrawn:
+		se.Type = SurfWithdrawn
+	case bridge.EventResumed:
+		se.Type = SurfResumed
+	case bridge.EventStatus:
+		se.Type, se.Waiting = SurfStatus, e.WaitingForUser
+		if e.PendingQuestionID != nil {
+			se.PendingID = *e.PendingQuestionID
+		}
+	default:
+		se.Type = SurfOther
+	}
+	return se
+}

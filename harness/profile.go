@@ -1,0 +1,368 @@
+package harness
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+)
+
+// Profile says how to run and reach one bridge under test. It is one small
+// JSON file:
+//
+//	{
+//	  "name": "askctl serve over ws",
+//	  "start": {"command": "${ASKCTL}", "args": ["serve", "--addr", "127.0.0.1:${PORT}", "--state", "${STATE}", "--claude", "${CLAUDE}", "--timeout", "1s"],
+//	            "env": {"KEY": "value"}, "dir": "${WORK}"},
+//	  "ready": {"url": "http://127.0.0.1:${PORT}/api/health", "timeout": "10s"},
+//	  "claude": "arg",
+//	  "surface": {"kind": "ws", "url": "ws://127.0.0.1:${PORT}/ws", "api": "http://127.0.0.1:${PORT}", "token_file": "${STATE}/token"},
+//	  "capabilities": {"sdk": true, "timeout": "1s", "reconnect": true, "takeover": true, "persist": true},
+//	  "policy": {"other_tools": "allow"}
+//	}
+//
+// claude says how the bridge is made to spawn fakeclaude instead of claude:
+// "arg" (the profile passes ${CLAUDE} itself, in start.args or start.env),
+// "env:NAME" (the harness sets NAME to the path of the claude shim), or
+// "path" (a directory holding an executable named claude goes first on
+// PATH). The shim carries everything fakeclaude needs, so a bridge that
+// passes its agents no environment still works.
+//
+// Strings may use ${NAME}: the harness's variables (WORK, STATE, PORT,
+// CLAUDE, CLAUDE_DIR, ASKCTL, PROFILE_DIR) or, failing those, the
+// environment. An unknown one is an error naming the field.
+type Profile struct {
+	Name         string       `json:"name"`
+	Start        *Start       `json:"start,omitempty"`
+	Ready        Ready        `json:"ready,omitzero"`
+	Claude       string       `json:"claude,omitempty"`
+	Surface      SurfaceSpec  `json:"surface"`
+	Capabilities Capabilities `json:"capabilities"`
+	Policy       Policy       `json:"policy,omitzero"`
+
+	// File is where the profile was read from; Dir its directory.
+	File string `json:"-"`
+	Dir  string `json:"-"`
+	raw  []byte
+}
+
+// Start is how to start the bridge. Without it the bridge is already
+// running (askctl answer --bridge on a live bridge).
+type Start struct {
+	Command string            `json:"command"`
+	Args    []string          `json:"args,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	Dir     string            `json:"dir,omitempty"`
+}
+
+// Ready is how the harness knows the bridge is up: an HTTP GET of URL that
+// answers 2xx, or a TCP address that accepts. Neither: at once.
+type Ready struct {
+	URL     string   `json:"url,omitempty"`
+	TCP     string   `json:"tcp,omitempty"`
+	Timeout Duration `json:"timeout,omitzero"`
+}
+
+// SurfaceSpec is the user surface and how to reach it.
+type SurfaceSpec struct {
+	// Kind is ws, control-ws, http or exec.
+	Kind string `json:"kind"`
+	// URL is the WebSocket endpoint (ws, control-ws) or the API base (http).
+	URL string `json:"url,omitempty"`
+	// API is the HTTP API base that starts sessions, for ws and control-ws.
+	API string `json:"api,omitempty"`
+	// Token, or TokenFile to read it from when the surface is opened, is
+	// sent as a bearer token.
+	Token     string `json:"token,omitempty"`
+	TokenFile string `json:"token_file,omitempty"`
+	// Command and Args run the exec surface.
+	Command string            `json:"command,omitempty"`
+	Args    []string          `json:"args,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+}
+
+// Capabilities are what the bridge claims; the cases of a capability it
+// does not declare are skipped, never passed.
+type Capabilities struct {
+	SDK         bool     `json:"sdk"`
+	MCP         bool     `json:"mcp"`
+	Timeout     Duration `json:"timeout,omitzero"` // the question timeout it declares; zero: none
+	Reconnect   bool     `json:"reconnect"`
+	Takeover    bool     `json:"takeover"`
+	Persist     bool     `json:"persist"`
+	Permissions bool     `json:"permissions"`
+}
+
+// Has reports whether the capability named is declared.
+func (c Capabilities) Has(name string) bool {
+	switch name {
+	case "sdk":
+		return c.SDK
+	case "mcp":
+		return c.MCP
+	case "timeout":
+		return c.Timeout > 0
+	case "reconnect":
+		return c.Reconnect
+	case "takeover":
+		return c.Takeover
+	case "persist":
+		return c.Persist
+	case "permissions":
+		return c.Permissions
+	}
+	return false
+}
+
+// CapabilityNames are the capabilities a profile can declare.
+var CapabilityNames = []string{"sdk", "mcp", "timeout", "reconnect", "takeover", "persist", "permissions"}
+
+// Policy is what the bridge claims to do where the requirements leave it a
+// choice.
+type Policy struct {
+	// OtherTools is how can_use_tool for tools other than AskUserQuestion is
+	// decided: allow or deny (default allow).
+	OtherTools string `json:"other_tools,omitempty"`
+}
+
+// Duration is a time.Duration written as "1.5s" in JSON.
+type Duration time.Duration
+
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return errors.New("want a duration such as \"2s\"")
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil || v < 0 {
+		return fmt.Errorf("want a duration such as \"2s\", got %q", s)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// D is d as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// SurfaceKinds are the adapters the harness has.
+var SurfaceKinds = []string{"ws", "control-ws", "http", "exec"}
+
+// LoadProfile reads and checks a profile file.
+func LoadProfile(path string) (*Profile, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return ParseProfile(path, data)
+}
+
+// ParseProfile parses a profile; errors name file, line and field.
+func ParseProfile(file string, data []byte) (*Profile, error) {
+	p := &Profile{File: file, Dir: filepath.Dir(file), raw: data}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(p); err != nil {
+		return nil, p.decodeError(dec, err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("%s:%d: more than one JSON value", file, lineAt(data, int(dec.InputOffset())))
+	}
+	if abs, err := filepath.Abs(p.Dir); err == nil {
+		p.Dir = abs
+	}
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *Profile) decodeError(dec *json.Decoder, err error) error {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return fmt.Errorf("%s:%d: %v", p.File, lineAt(p.raw, int(se.Offset)), err)
+	case errors.As(err, &te):
+		return fmt.Errorf("%s:%d: %s: want %s, got %s", p.File, lineAt(p.raw, int(te.Offset)), te.Field, te.Type, te.Value)
+	}
+	msg := err.Error()
+	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+		f = strings.Trim(f, `"`)
+		return fmt.Errorf("%s:%d: unknown field %q", p.File, lineAt(p.raw, int(dec.InputOffset())), f)
+	}
+	// Errors of our own UnmarshalJSON (durations) carry no offset: find the
+	// field that failed by decoding the document loosely.
+	if field, line := p.badDuration(); field != "" {
+		return fmt.Errorf("%s:%d: %s: %v", p.File, line, field, err)
+	}
+	return fmt.Errorf("%s: %v", p.File, err)
+}
+
+func (p *Profile) badDuration() (string, int) {
+	for _, f := range []string{"ready.timeout", "capabilities.timeout"} {
+		r := gjson.GetBytes(p.raw, f)
+		if !r.Exists() {
+			continue
+		}
+		var d Duration
+		if d.UnmarshalJSON([]byte(r.Raw)) != nil {
+			return f, lineAt(p.raw, r.Index)
+		}
+	}
+	return "", 0
+}
+
+// errAt is an error about field, at its line.
+func (p *Profile) errAt(field, format string, args ...any) error {
+	line := 1
+	if r := gjson.GetBytes(p.raw, field); r.Exists() {
+		line = lineAt(p.raw, r.Index)
+	} else if parent, _, ok := cutLast(field); ok {
+		if r := gjson.GetBytes(p.raw, parent); r.Exists() {
+			line = lineAt(p.raw, r.Index)
+		}
+	}
+	return fmt.Errorf("%s:%d: %s: %s", p.File, line, field, fmt.Sprintf(format, args...))
+}
+
+func cutLast(field string) (string, string, bool) {
+	i := strings.LastIndex(field, ".")
+	if i < 0 {
+		return "", "", false
+	}
+	return field[:i], field[i+1:], true
+}
+
+func lineAt(data []byte, off int) int {
+	if off > len(data) {
+		off = len(data)
+	}
+	return bytes.Count(data[:off], []byte("\n")) + 1
+}
+
+var varRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+func (p *Profile) check() error {
+	if strings.TrimSpace(p.Name) == "" {
+		return p.errAt("name", "missing: name the bridge")
+	}
+	if p.Start != nil && p.Start.Command == "" {
+		return p.errAt("start.command", "missing")
+	}
+	switch {
+	case p.Claude == "", p.Claude == "arg", p.Claude == "path":
+	case strings.HasPrefix(p.Claude, "env:") && len(p.Claude) > 4:
+	default:
+		return p.errAt("claude", "want arg, path or env:NAME, got %q", p.Claude)
+	}
+	if p.Start != nil && p.Claude == "" {
+		return p.errAt("claude", "missing: say how the bridge is made to spawn fakeclaude (arg, path or env:NAME)")
+	}
+	if p.Claude == "arg" && p.Start != nil && !strings.Contains(string(p.raw), "${CLAUDE}") {
+		return p.errAt("claude", `"arg" but no start.args or start.env uses ${CLAUDE}`)
+	}
+	s := p.Surface
+	switch s.Kind {
+	case "ws", "control-ws":
+		if s.URL == "" {
+			return p.errAt("surface.url", "missing: the WebSocket endpoint, e.g. ws://127.0.0.1:${PORT}/ws")
+		}
+		if s.API == "" {
+			return p.errAt("surface.api", "missing: the HTTP API base that starts sessions")
+		}
+	case "http":
+		if s.URL == "" {
+			return p.errAt("surface.url", "missing: the API base, e.g. http://127.0.0.1:${PORT}")
+		}
+	case "exec":
+		if s.Command == "" {
+			return p.errAt("surface.command", "missing: the command that speaks the exec contract")
+		}
+	case "":
+		return p.errAt("surface.kind", "missing: want one of %s", strings.Join(SurfaceKinds, ", "))
+	default:
+		return p.errAt("surface.kind", "want one of %s, got %q", strings.Join(SurfaceKinds, ", "), s.Kind)
+	}
+	if !p.Capabilities.SDK && !p.Capabilities.MCP {
+		return p.errAt("capabilities", "declares neither sdk nor mcp: which route does the bridge serve?")
+	}
+	if o := p.Policy.OtherTools; o != "" && o != "allow" && o != "deny" {
+		return p.errAt("policy.other_tools", "want allow or deny, got %q", o)
+	}
+	// Every ${NAME} must be known now or when run: harness variables, or the
+	// environment.
+	known := map[string]bool{}
+	for _, v := range Vars {
+		known[v] = true
+	}
+	var unknown []string
+	for _, m := range varRef.FindAllSubmatch(p.raw, -1) {
+		n := string(m[1])
+		if !known[n] && os.Getenv(n) == "" {
+			unknown = append(unknown, n)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		i := bytes.Index(p.raw, []byte("${"+unknown[0]+"}"))
+		return fmt.Errorf("%s:%d: ${%s}: not a harness variable (%s) nor set in the environment", p.File, lineAt(p.raw, i), unknown[0], strings.Join(Vars, ", "))
+	}
+	return nil
+}
+
+// Vars are the variables the harness defines for a profile.
+var Vars = []string{"WORK", "STATE", "PORT", "CLAUDE", "CLAUDE_DIR", "ASKCTL", "PROFILE_DIR"}
+
+// expand replaces ${NAME} in s from vars, then the environment.
+func expand(s string, vars map[string]string) string {
+	return varRef.ReplaceAllStringFunc(s, func(m string) string {
+		n := m[2 : len(m)-1]
+		if v, ok := vars[n]; ok {
+			return v
+		}
+		return os.Getenv(n)
+	})
+}
+
+// Expanded returns a copy of p with every ${NAME} replaced.
+func (p *Profile) Expanded(vars map[string]string) *Profile {
+	q := *p
+	x := func(s string) string { return expand(s, vars) }
+	xs := func(ss []string) []string {
+		out := make([]string, len(ss))
+		for i, s := range ss {
+			out[i] = x(s)
+		}
+		return out
+	}
+	xm := func(m map[string]string) map[string]string {
+		if m == nil {
+			return nil
+		}
+		out := map[string]string{}
+		for k, v := range m {
+			out[k] = x(v)
+		}
+		return out
+	}
+	if p.Start != nil {
+		st := *p.Start
+		st.Command, st.Args, st.Env, st.Dir = x(st.Command), xs(st.Args), xm(st.Env), x(st.Dir)
+		q.Start = &st
+	}
+	q.Ready.URL, q.Ready.TCP = x(p.Ready.URL), x(p.Ready.TCP)
+	s := p.Surface
+	s.URL, s.API, s.Token, s.TokenFile, s.Command, s.Args, s.Env = x(s.URL), x(s.API), x(s.Token), x(s.TokenFile), x(s.Command), xs(s.Args), xm(s.Env)
+	q.Surface = s
+	return &q
+}

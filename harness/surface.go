@@ -1,0 +1,129 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/askctl/askctl/protocol"
+)
+
+// Surface is the user side of a bridge, as a person (or a script) reaches
+// it: askctl's adapters speak each kind of surface, so a conformance case
+// and askctl answer --bridge work the same on any bridge with a profile.
+type Surface interface {
+	// Kind is the adapter's kind (ws, control-ws, http, exec).
+	Kind() string
+	// Start starts a session with a first prompt and returns the bridge's
+	// id for it.
+	Start(ctx context.Context, prompt string) (string, error)
+	// Open connects a person to a session ("" for every session the
+	// surface shows at once, where it can). Events reach sink as they
+	// come, from the connection's goroutine, until Close.
+	Open(ctx context.Context, session string, sink func(SurfaceEvent)) (Conn, error)
+	// Close ends the surface and every connection.
+	Close() error
+}
+
+// Conn is one person's connection to a session.
+type Conn interface {
+	// Pending lists the questions waiting for this person.
+	Pending(ctx context.Context) ([]Pending, error)
+	// Answer answers a question: question text → the selected labels in
+	// order, or one free text. A rejection is a *Rejected.
+	Answer(ctx context.Context, questionID string, answers map[string][]string) (Ack, error)
+	// Skip declines a question with a reason.
+	Skip(ctx context.Context, questionID, reason string) error
+	// SendRaw sends raw bytes where an answer to questionID goes, in the
+	// surface's own protocol (an HTTP body, a WebSocket message), for cases
+	// that send malformed input. A refusal is a *Rejected.
+	SendRaw(ctx context.Context, questionID string, raw []byte) error
+	// Close disconnects.
+	Close() error
+}
+
+// Pending is a question waiting for a person.
+type Pending struct {
+	QuestionID string              `json:"question_id"`
+	Session    string              `json:"session_id,omitempty"`
+	Questions  []protocol.Question `json:"questions"`
+}
+
+// Ack is a bridge's acceptance of an answer: answered, or held until the
+// rest of a multi-question request comes (Missing names the rest).
+type Ack struct {
+	Status  string   `json:"status"`
+	Missing []string `json:"missing,omitempty"`
+}
+
+// Rejected is a bridge's refusal of an answer or skip.
+type Rejected struct {
+	Code    string // resolved, invalid, not_found, session_taken, bad_request, … as the bridge says
+	Message string
+}
+
+func (r *Rejected) Error() string {
+	if r.Code == "" {
+		return "rejected: " + r.Message
+	}
+	return fmt.Sprintf("rejected (%s): %s", r.Code, r.Message)
+}
+
+// Surface event types, the same whatever the surface kind.
+const (
+	SurfQuestion  = "question"  // a question to show (asked, or replayed on connect)
+	SurfExpired   = "expired"   // it timed out
+	SurfAnswered  = "answered"  // answered (from any connection)
+	SurfHeld      = "held"      // part of a multi-question answer was kept
+	SurfSkipped   = "skipped"   // skipped
+	SurfWithdrawn = "withdrawn" // the agent withdrew it, exited, or the session stopped
+	SurfResumed   = "resumed"   // a late answer resumed its session
+	SurfStatus    = "status"    // the session's status
+	SurfTaken     = "taken"     // another connection took this session over
+	SurfClosed    = "closed"    // the connection ended (Reason says why)
+	SurfOther     = "other"     // anything else the surface said
+)
+
+// SurfaceEvent is one thing a surface told a person.
+type SurfaceEvent struct {
+	T          time.Time           `json:"t"`
+	Conn       string              `json:"conn,omitempty"` // which connection heard it
+	Type       string              `json:"type"`
+	QuestionID string              `json:"question_id,omitempty"`
+	Session    string              `json:"session_id,omitempty"`
+	Questions  []protocol.Question `json:"questions,omitempty"`
+	Waiting    *bool               `json:"waiting_for_user,omitempty"`
+	PendingID  string              `json:"pending_question_id,omitempty"`
+	Reason     string              `json:"reason,omitempty"`
+	Raw        json.RawMessage     `json:"raw,omitempty"`
+}
+
+// NewSurface returns the adapter for a profile's surface.
+func NewSurface(s SurfaceSpec) (Surface, error) {
+	token := s.Token
+	if token == "" && s.TokenFile != "" {
+		b, err := os.ReadFile(s.TokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("surface token: %w", err)
+		}
+		token = strings.TrimSpace(string(b))
+	}
+	switch s.Kind {
+	case "ws", "control-ws":
+		return newSocketSurface(s, token), nil
+	case "http":
+		return newHTTPSurface(s, token), nil
+	case "exec":
+		return startExecSurface(s)
+	}
+	return nil, fmt.Errorf("surface kind %q: want one of %s", s.Kind, strings.Join(SurfaceKinds, ", "))
+}
+
+// joinLabels is how a person's selection becomes one answer string.
+func joinLabels(labels []string) string { return protocol.JoinLabels(labels) }
+
+var errClosed = errors.New("connection closed")
