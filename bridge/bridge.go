@@ -113,6 +113,11 @@ func New(cfg Config) (*Bridge, error) {
 		st.Close()
 		unlock()
 		return nil, err
+	} else if n > 0 && defect("lost-on-restart") {
+		qs, _ := st.questions(ctx, QuestionPending, "")
+		for _, q := range qs {
+			_, _ = st.resolve(ctx, q.ID, QuestionWithdrawn, nil, "lost", time.Now())
+		}
 	} else if n > 0 {
 		cfg.Logf("%d session(s) were running when the bridge last stopped: their pending questions stay listed, and answering one resumes its session", n)
 	}
@@ -379,9 +384,11 @@ func (b *Bridge) ask(sessionID string, s *sdk.Session, r sdk.Request) {
 		return
 	}
 	b.mu.Lock()
-	b.timer[q.ID] = time.AfterFunc(b.cfg.Timeout, func() { b.expire(q.ID) })
+	if !defect("no-timeout") {
+		b.timer[q.ID] = time.AfterFunc(b.cfg.Timeout, func() { b.expire(q.ID) })
+	}
 	b.mu.Unlock()
-	b.publish(Event{Type: EventQuestion, SessionID: sessionID, QuestionID: q.ID, Questions: q.Questions, TimeoutSeconds: q.TimeoutSeconds})
+	b.publish(Event{Type: EventQuestion, SessionID: sessionID, QuestionID: q.ID, Questions: shown(q.Questions), TimeoutSeconds: q.TimeoutSeconds})
 	b.answerMu.Unlock()
 	b.publishStatus(sessionID)
 }
@@ -451,11 +458,17 @@ func (b *Bridge) Answer(ctx context.Context, id string, given map[string]Answer)
 	defer b.answerMu.Unlock()
 	q, err := b.pending(ctx, id)
 	if err != nil {
+		if (defect("late-forwarded") || defect("double-answer")) && errors.Is(err, ErrResolved) {
+			return b.forwardAgain(ctx, id, given, err)
+		}
 		return nil, err
 	}
 	merged, missing, err := resolveAnswers(q, given)
 	if err != nil {
 		return nil, err
+	}
+	if defect("partial-sent") && len(missing) > 0 {
+		missing = nil
 	}
 	if len(missing) > 0 {
 		if err := b.st.saveDraft(ctx, id, merged); err != nil {
@@ -490,7 +503,7 @@ func (b *Bridge) Answer(ctx context.Context, id string, given map[string]Answer)
 			return nil, fmt.Errorf("resuming session %s for question %s: %w", q.SessionID, id, err)
 		}
 		res.Resumed = true
-	} else if err := l.s.Respond(q.RequestID, protocol.Reply{Answers: merged}); err != nil {
+	} else if err := l.s.Respond(q.RequestID, protocol.Reply{Answers: sent(q.Questions, merged)}); err != nil {
 		// Nothing was sent: the agent withdrew the request a moment before,
 		// or it is exiting. The surfaces are told, as for any withdrawal.
 		status, reason := QuestionWithdrawn, "the agent exited before the answer reached it"
@@ -541,7 +554,11 @@ func (b *Bridge) Skip(ctx context.Context, id, reason string, interrupt bool) (*
 		return nil, err
 	}
 	if l != nil {
-		if err := l.s.Respond(q.RequestID, protocol.Reply{Skip: true, Message: reason, Interrupt: interrupt}); err != nil {
+		reply := protocol.Reply{Skip: true, Message: reason, Interrupt: interrupt}
+		if defect("skip-allow-empty") {
+			reply = protocol.Reply{Allow: true}
+		}
+		if err := l.s.Respond(q.RequestID, reply); err != nil {
 			b.cfg.Logf("question %s: %v", id, err)
 		}
 	}
@@ -582,7 +599,15 @@ func (b *Bridge) expire(id string) {
 		return
 	}
 	if l := b.liveSession(q.SessionID); l != nil {
-		if err := l.s.Respond(q.RequestID, protocol.Reply{Skip: true, Message: TimeoutMessage(b.cfg.Timeout), Interrupt: b.cfg.TimeoutInterrupt}); err != nil {
+		reply := protocol.Reply{Skip: true, Message: TimeoutMessage(b.cfg.Timeout), Interrupt: b.cfg.TimeoutInterrupt}
+		if defect("timeout-allow") {
+			first := map[string]string{}
+			for _, qq := range q.Questions {
+				first[qq.Question] = qq.Options[0].Label
+			}
+			reply = protocol.Reply{Answers: first}
+		}
+		if err := l.s.Respond(q.RequestID, reply); err != nil {
 			b.cfg.Logf("question %s: %v", id, err)
 		}
 	}
@@ -595,7 +620,7 @@ func (b *Bridge) agentCancelled(sessionID, requestID string) {
 	b.mu.Lock()
 	closing, stopping := b.closing, b.stopping[sessionID]
 	b.mu.Unlock()
-	if closing {
+	if closing || defect("cancel-ignored") {
 		return // the agent withdraws because the bridge is stopping it
 	}
 	status, reason := QuestionCancelled, "withdrawn by the agent (control_cancel_request)"
@@ -755,4 +780,75 @@ func (b *Bridge) publish(e Event) {
 			s.deliver(e)
 		}
 	}
+}
+
+// shown is what the surfaces are shown of questions.
+func shown(qs []protocol.Question) []protocol.Question {
+	if !defect("descriptions-dropped") {
+		return qs
+	}
+	out := make([]protocol.Question, len(qs))
+	for i, q := range qs {
+		q.Options = append([]protocol.Option(nil), q.Options...)
+		for j := range q.Options {
+			q.Options[j].Description = ""
+		}
+		out[i] = q
+	}
+	return out
+}
+
+// sent is what the agent is sent of the answers: them, unchanged, but in
+// broken bridges that join multiSelect labels wrongly or key answers by
+// index.
+func sent(qs []protocol.Question, answers map[string]string) map[string]string {
+	if defect("multi-comma") || defect("multi-one-label") || defect("keys-index") {
+		return misjoin(qs, answers)
+	}
+	return answers
+}
+
+func misjoin(qs []protocol.Question, answers map[string]string) map[string]string {
+	out := map[string]string{}
+	for i, q := range qs {
+		a := answers[q.Question]
+		switch {
+		case defect("multi-comma") && q.MultiSelect:
+			a = strings.ReplaceAll(a, ", ", ",")
+		case defect("multi-one-label") && q.MultiSelect:
+			a, _, _ = strings.Cut(a, ", ")
+		}
+		key := q.Question
+		if defect("keys-index") {
+			key = fmt.Sprintf("q_%d", i)
+		}
+		out[key] = a
+	}
+	return out
+}
+
+// forwardAgain is a broken bridge's answer to an answer that came too
+// late: it sends it to the agent anyway.
+func (b *Bridge) forwardAgain(ctx context.Context, id string, given map[string]Answer, resolved error) (*AnswerResult, error) {
+	q, err := b.st.question(ctx, id)
+	if err != nil {
+		return nil, resolved
+	}
+	if defect("double-answer") && time.Since(q.ResolvedAt) > 300*time.Millisecond {
+		return nil, resolved
+	}
+	l := b.liveSession(q.SessionID)
+	if l == nil {
+		return nil, resolved
+	}
+	answers := map[string]string{}
+	for k, v := range given {
+		answers[k] = protocol.JoinLabels(v)
+	}
+	msg, err := protocol.Reply{Answers: answers}.Response(q.RequestID, protocol.ToolAskUserQuestion, q.input)
+	if err != nil {
+		return nil, resolved
+	}
+	_ = l.s.Send(msg)
+	return &AnswerResult{Question: q}, nil
 }

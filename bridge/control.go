@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/askctl/askctl/protocol"
 )
@@ -45,6 +46,7 @@ type controlOut struct {
 	Request   *controlRequest `json:"request,omitempty"`
 	Status    string          `json:"status,omitempty"`
 	Reason    string          `json:"reason,omitempty"`
+	Time      time.Time       `json:"time,omitzero"`
 }
 
 type controlRequest struct {
@@ -64,13 +66,13 @@ func controlEvent(e Event) (any, bool) {
 		req.Input.Questions = e.Questions
 		return controlOut{Type: protocol.TypeControlRequest, RequestID: e.QuestionID, SessionID: e.SessionID, Request: req}, true
 	case EventTimeout:
-		return controlOut{Type: protocol.TypeControlCancelRequest, RequestID: e.QuestionID, Status: QuestionExpired, Reason: e.Error}, true
+		return controlOut{Type: protocol.TypeControlCancelRequest, RequestID: e.QuestionID, Status: QuestionExpired, Reason: e.Error, Time: e.Time}, true
 	case EventAnswered:
-		return controlOut{Type: protocol.TypeControlCancelRequest, RequestID: e.QuestionID, Status: QuestionAnswered}, true
+		return controlOut{Type: protocol.TypeControlCancelRequest, RequestID: e.QuestionID, Status: QuestionAnswered, Time: e.Time}, true
 	case EventSkipped:
-		return controlOut{Type: protocol.TypeControlCancelRequest, RequestID: e.QuestionID, Status: QuestionSkipped, Reason: e.Reason}, true
+		return controlOut{Type: protocol.TypeControlCancelRequest, RequestID: e.QuestionID, Status: QuestionSkipped, Reason: e.Reason, Time: e.Time}, true
 	case EventWithdrawn:
-		return controlOut{Type: protocol.TypeControlCancelRequest, RequestID: e.QuestionID, Status: QuestionWithdrawn, Reason: e.Reason}, true
+		return controlOut{Type: protocol.TypeControlCancelRequest, RequestID: e.QuestionID, Status: QuestionWithdrawn, Reason: e.Reason, Time: e.Time}, true
 	case EventStatus:
 		return e, true // not a CLI message: the session's state, as on /ws
 	}

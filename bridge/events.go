@@ -22,6 +22,9 @@ type Subscription struct {
 // Subscribe returns the events of session (of every session when ""),
 // from now on. Close it when done.
 func (b *Bridge) Subscribe(session string) *Subscription {
+	if defect("sessions-crossed") {
+		session = ""
+	}
 	c := make(chan Event, subscriptionBuffer)
 	s := &Subscription{C: c, c: c, session: session, b: b}
 	b.mu.Lock()
@@ -65,9 +68,12 @@ func (b *Bridge) Snapshot(ctx context.Context, session string) []Event {
 			out = append(out, statusEvent(ss))
 		}
 	}
+	if defect("lost-on-reconnect") {
+		return out
+	}
 	qs, _ := b.Pending(ctx, session)
 	for _, q := range qs {
-		out = append(out, Event{Type: EventQuestion, SessionID: q.SessionID, QuestionID: q.ID, Questions: q.Questions, TimeoutSeconds: q.TimeoutSeconds, Time: q.CreatedAt})
+		out = append(out, Event{Type: EventQuestion, SessionID: q.SessionID, QuestionID: q.ID, Questions: shown(q.Questions), TimeoutSeconds: q.TimeoutSeconds, Time: q.CreatedAt})
 	}
 	return out
 }

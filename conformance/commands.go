@@ -33,7 +33,7 @@ type command struct {
 func commands() map[string]command {
 	return map[string]command{
 		"answer":      {"[!] answer [-conn C] [-qid ID] [-code CODE] ALIAS [QUESTION=ANSWER…]  answer the current question (default: as the scenario's user part); ! expects a rejection", cmdAnswer},
-		"await":       {"[!] await [-timeout D] [-for D] [-conn C] [-same] ALIAS question|answered [N]|surface TYPE|turn [N]|exit [CODE]|asked [N]|resumed  wait until it holds; ! checks it does not happen for D (500ms)", cmdAwait},
+		"await":       {"[!] await [-timeout D] [-for D] [-conn C] [-same] [-alive] ALIAS question|answered [N]|surface TYPE|turn [N]|exit [CODE]|asked [N]|resumed  wait until it holds; ! checks it does not happen for D (500ms)", cmdAwait},
 		"check":       {"check ALIAS  the agent reported no failure: every answer as the scenario expects, one control_response per request, no protocol error", cmdCheck},
 		"connect":     {"connect ALIAS CONN  open another surface connection to the session", cmdConnect},
 		"delivered":   {"delivered [-conn C] ALIAS  the current question as shown equals what the agent asked: every question, header, option label and description, multiSelect, in order", cmdDelivered},
@@ -270,7 +270,7 @@ func cmdRestart(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
-	f, args := flags(ts, args, []string{"timeout", "for", "conn"}, []string{"same"})
+	f, args := flags(ts, args, []string{"timeout", "for", "conn"}, []string{"same", "alive"})
 	if len(args) < 2 {
 		ts.Fatalf("usage: await [-timeout D] [-for D] [-conn C] [-same] ALIAS WHAT [ARG]")
 	}
@@ -315,6 +315,12 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 	default:
 		ts.Fatalf("await: unknown condition %q", what)
 	}
+	if f["alive"] != "" {
+		if what != "surface" {
+			ts.Fatalf("await -alive: only with surface TYPE")
+		}
+		exp = whileAlive(alias, f["conn"], rest[0], qid)
+	}
 	if neg {
 		d := duration(ts, f["for"], "500ms")
 		ctx, cancel := context.WithTimeout(context.Background(), d+5*time.Second)
@@ -350,6 +356,38 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 			fail(ts, "the surface shows question %s, but the agent did not ask %d question(s): %v\n%s", got, n, err, summary(e, alias))
 		}
 	}
+}
+
+// whileAlive is a surface event that must happen while the agent of
+// alias's session still runs: because of something the agent did, not
+// because it went away. The event's own time (the bridge's, when it gives
+// one; else when it was heard) is compared with the agent's exit record.
+func whileAlive(alias, conn, typ, qid string) harness.Expectation {
+	return harness.Expectation{Description: fmt.Sprintf("session %s's surface is told %s for question %s while its agent still runs", alias, typ, qid), Check: func(st *harness.State) (harness.Verdict, string) {
+		s := st.Sessions[alias]
+		if s == nil {
+			return harness.Unmeetable, "no session " + alias
+		}
+		var exitT time.Time
+		for _, r := range s.Agent {
+			if r.Event == "exit" {
+				exitT = r.T
+			}
+		}
+		for _, ev := range s.Surface {
+			if (conn == "" || ev.Conn == conn) && ev.Type == typ && ev.QuestionID == qid {
+				at := ev.At
+				if at.IsZero() {
+					at = ev.T
+				}
+				if exitT.IsZero() || at.Before(exitT) {
+					return harness.Met, ""
+				}
+				return harness.Unmeetable, fmt.Sprintf("it was told at %s, %v after the agent exited: the bridge reacted to the exit, not to the agent's cancel", at.Format("15:04:05.000"), at.Sub(exitT).Round(time.Microsecond))
+			}
+		}
+		return harness.Unmet, ""
+	}}
 }
 
 // resumed is met when an agent started with --resume for alias's session

@@ -54,7 +54,7 @@ type Session struct {
 	// first appearance; the n-th is the agent's n-th AskUserQuestion.
 	Questions []string
 	// Current is the question the case works on: the last one awaited.
-	Current string
+	Current  string
 	answered map[string]time.Time // question id → when the harness first answered it
 	consumed map[string]map[string]bool
 	conns    map[string]Conn

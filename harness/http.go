@@ -165,7 +165,7 @@ func rejection(err error) error {
 // them) to surface events.
 func fromBridgeEvent(e bridge.Event) SurfaceEvent {
 	raw, _ := json.Marshal(e)
-	se := SurfaceEvent{T: time.Now(), QuestionID: e.QuestionID, Session: e.SessionID, Questions: e.Questions, Raw: raw, Reason: e.Reason}
+	se := SurfaceEvent{T: time.Now(), At: e.Time, QuestionID: e.QuestionID, Session: e.SessionID, Questions: e.Questions, Raw: raw, Reason: e.Reason}
 	switch e.Type {
 	case bridge.EventQuestion:
 		se.Type = SurfQuestion

@@ -155,7 +155,7 @@ func controlToEvent(m gjson.Result) SurfaceEvent {
 		case "skipped":
 			t = SurfSkipped
 		}
-		return SurfaceEvent{Type: t, QuestionID: id, Reason: m.Get("reason").String()}
+		return SurfaceEvent{Type: t, QuestionID: id, Reason: m.Get("reason").String(), At: m.Get("time").Time()}
 	case "session_taken":
 		return SurfaceEvent{Type: SurfTaken, Session: m.Get("session_id").String()}
 	case "session_status":

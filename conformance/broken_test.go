@@ -1,0 +1,97 @@
+package conformance_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/askctl/askctl/conformance"
+	"github.com/askctl/askctl/harness"
+)
+
+// defects maps each defect a broken bridge can have (bridge/defect_on.go)
+// to the case named for it: the one that must catch it.
+var defects = map[string]string{
+	"skip-allow-empty":     "SDK-SKIP-DENY",
+	"multi-comma":          "SDK-ANSWER-MULTI",
+	"multi-one-label":      "SDK-ANSWER-MULTI",
+	"keys-index":           "SDK-ANSWER-SINGLE",
+	"no-timeout":           "SDK-TIMEOUT",
+	"timeout-allow":        "SDK-TIMEOUT",
+	"late-forwarded":       "SDK-LATE-ANSWER",
+	"double-answer":        "SDK-FIRST-WINS",
+	"lost-on-reconnect":    "UI-RECONNECT-REPLAY",
+	"takeover-ignored":     "UI-TAKEOVER",
+	"sessions-crossed":     "SDK-ISOLATION",
+	"descriptions-dropped": "SDK-DELIVER",
+	"cancel-ignored":       "SDK-CANCEL",
+	"lost-on-restart":      "UI-PERSIST",
+	"partial-sent":         "SDK-ANSWER-ALL",
+}
+
+// TestBrokenBridges proves the suite can fail: askctl built with
+// -tags askctl_broken serves bridges with one defect each, and the suite
+// run against each must fail the case named for the defect. The other
+// cases that fail too are logged.
+func TestBrokenBridges(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds askctl with the broken bridges and runs the suite 15 times")
+	}
+	bin := filepath.Join(t.TempDir(), "askctl-broken")
+	if out, err := exec.Command("go", "build", "-tags", "askctl_broken", "-o", bin, "../cmd/askctl").CombinedOutput(); err != nil {
+		t.Fatalf("building the broken bridges: %v\n%s", err, out)
+	}
+	base, err := harness.LoadProfile(filepath.Join("profiles", "reference-ws.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := make([]string, 0, len(defects))
+	for d := range defects {
+		names = append(names, d)
+	}
+	sort.Strings(names)
+	var mu sync.Mutex
+	table := map[string][]string{}
+	for _, d := range names {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			p := *base
+			st := *base.Start
+			st.Env = map[string]string{"ASKCTL_DEFECT": d}
+			p.Start = &st
+			p.Name = "broken bridge: " + d
+			rep, err := conformance.RunSuite(conformance.Config{Profile: &p, Askctl: bin}, conformance.RunOptions{Parallel: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			failing := rep.Failing()
+			mu.Lock()
+			table[d] = failing
+			mu.Unlock()
+			want := defects[d]
+			if !slices.Contains(failing, want) {
+				t.Errorf("defect %s: case %s passed; it must catch the defect (failing: %v)", d, want, failing)
+			}
+			for _, r := range rep.Results {
+				if r.Case == want && r.Status == conformance.Fail {
+					t.Logf("%s caught by %s: %s", d, want, r.Detail)
+				}
+			}
+		})
+	}
+	t.Cleanup(func() {
+		var b strings.Builder
+		for _, d := range names {
+			b.WriteString(d + " → fails " + strings.Join(table[d], ", ") + "\n")
+		}
+		t.Logf("cases failing per defect:\n%s", b.String())
+		if os.Getenv("ASKCTL_BROKEN_TABLE") != "" {
+			_ = os.WriteFile(os.Getenv("ASKCTL_BROKEN_TABLE"), []byte(b.String()), 0o644)
+		}
+	})
+}

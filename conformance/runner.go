@@ -1,0 +1,290 @@
+package conformance
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/askctl/askctl/harness"
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// Statuses of a case.
+const (
+	Pass = "PASS"
+	Fail = "FAIL"
+	Skip = "SKIP"
+	// XFail: failed, and listed as an expected failure: counts as passed.
+	XFail = "XFAIL"
+)
+
+// Result is how one case went.
+type Result struct {
+	Case        string            `json:"case"`
+	Requirement Requirement       `json:"requirement"`
+	Status      string            `json:"status"`
+	Duration    time.Duration     `json:"duration_ns"`
+	Detail      string            `json:"detail,omitempty"` // why it failed or was skipped
+	Log         string            `json:"log,omitempty"`    // the case's log, for a failure
+	Latencies   []harness.Latency `json:"latencies,omitempty"`
+	Expected    string            `json:"expected_failure,omitempty"` // the reason it is listed as expected to fail
+}
+
+// Report is one run of the suite.
+type Report struct {
+	Profile  string        `json:"profile"`
+	Bridge   string        `json:"bridge"`
+	Agent    string        `json:"agent"`
+	Started  time.Time     `json:"started"`
+	Duration time.Duration `json:"duration_ns"`
+	Results  []Result      `json:"results"`
+	// Stale lists expected failures that passed: take them off the list.
+	Stale []string `json:"stale,omitempty"`
+}
+
+// Failed reports whether any case failed (expected failures aside).
+func (r *Report) Failed() bool {
+	for _, res := range r.Results {
+		if res.Status == Fail {
+			return true
+		}
+	}
+	return false
+}
+
+// Failing lists the cases that failed.
+func (r *Report) Failing() []string {
+	var out []string
+	for _, res := range r.Results {
+		if res.Status == Fail || res.Status == XFail {
+			out = append(out, res.Case)
+		}
+	}
+	return out
+}
+
+// RunOptions tune RunSuite.
+type RunOptions struct {
+	// Match selects cases by name; nil runs all.
+	Match func(string) bool
+	// Parallel is how many cases run at once; default the number of CPUs
+	// (at least 2).
+	Parallel int
+	// Progress is called as each case ends, from one goroutine at a time.
+	Progress func(done, total int, r Result)
+	// ExpectedFailures maps a case to why it is known to fail.
+	ExpectedFailures map[string]string
+	// Work is where cases run; a temporary directory when empty (removed
+	// after).
+	Work string
+}
+
+// RunSuite runs the embedded cases against cfg's bridge outside go test.
+func RunSuite(cfg Config, o RunOptions) (*Report, error) {
+	cfg.defaults()
+	work := o.Work
+	if work == "" {
+		dir, err := os.MkdirTemp("", "askctl-conformance-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		work = dir
+	}
+	caseDir := filepath.Join(work, "cases")
+	if err := os.MkdirAll(caseDir, 0o755); err != nil {
+		return nil, err
+	}
+	files, err := WriteCases(caseDir, o.Match)
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no case matches")
+	}
+	par := o.Parallel
+	if par <= 0 {
+		par = max(runtime.NumCPU(), 2)
+	}
+	lat := &collector{lat: map[string][]harness.Latency{}}
+	orig := cfg.OnCase
+	cfg.OnCase = func(name string, l []harness.Latency) {
+		lat.add(name, l)
+		if orig != nil {
+			orig(name, l)
+		}
+	}
+	rep := &Report{Profile: cfg.Profile.File, Bridge: cfg.Profile.Name, Agent: "fake", Started: time.Now()}
+	results := make([]Result, len(files))
+	sem := make(chan struct{}, par)
+	var wg sync.WaitGroup
+	var pmu sync.Mutex
+	done := 0
+	for i, f := range files {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			r := runCase(cfg, f, filepath.Join(work, "run"))
+			r.Latencies = lat.get(r.Case)
+			if why, ok := o.ExpectedFailures[r.Case]; ok {
+				r.Expected = why
+				if r.Status == Fail {
+					r.Status = XFail
+				}
+			}
+			results[i] = r
+			pmu.Lock()
+			done++
+			if o.Progress != nil {
+				o.Progress(done, len(files), r)
+			}
+			pmu.Unlock()
+		}()
+	}
+	wg.Wait()
+	rep.Duration = time.Since(rep.Started)
+	rep.Results = results
+	sort.Slice(rep.Results, func(i, j int) bool { return rep.Results[i].Case < rep.Results[j].Case })
+	for name := range o.ExpectedFailures {
+		for _, r := range rep.Results {
+			if r.Case == name && r.Status == Pass {
+				rep.Stale = append(rep.Stale, name)
+			}
+		}
+	}
+	sort.Strings(rep.Stale)
+	return rep, nil
+}
+
+func (c *collector) get(name string) []harness.Latency {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lat[name]
+}
+
+// runCase runs one case file through testscript with a T of our own.
+func runCase(cfg Config, file, root string) Result {
+	name := strings.TrimSuffix(filepath.Base(file), ".txtar")
+	r := Result{Case: name, Requirement: Requirements[name]}
+	if r.Requirement.ID == "" {
+		r.Requirement = Requirement{ID: name}
+	}
+	_ = os.MkdirAll(root, 0o755)
+	t := &caseT{}
+	p := testscript.Params{Files: []string{file}, WorkdirRoot: root}
+	start := time.Now()
+	if err := Setup(&p, cfg); err != nil {
+		r.Status, r.Detail = Fail, err.Error()
+		return r
+	}
+	func() {
+		defer func() {
+			switch v := recover(); v {
+			case nil, errSkip, errFail:
+			default:
+				t.failed = true
+				t.log.WriteString(fmt.Sprintf("panic: %v\n", v))
+			}
+		}()
+		testscript.RunT(t, p)
+	}()
+	r.Duration = time.Since(start)
+	r.Log = t.log.String()
+	switch {
+	case t.failed:
+		r.Status, r.Detail = Fail, failureDetail(r.Log)
+	case t.skipped:
+		r.Status, r.Detail, r.Log = Skip, t.skipMsg, ""
+	default:
+		r.Status, r.Log = Pass, ""
+	}
+	return r
+}
+
+// failureDetail is the "FAIL ID … observed: …" part of a failed case's log.
+func failureDetail(log string) string {
+	if i := strings.Index(log, "observed: "); i >= 0 {
+		rest := log[i+len("observed: "):]
+		if j := strings.Index(rest, "\n"); j >= 0 {
+			rest = rest[:j]
+		}
+		return strings.TrimSpace(rest)
+	}
+	lines := strings.Split(strings.TrimSpace(log), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.Contains(lines[i], "FAIL") {
+			return strings.TrimSpace(lines[i])
+		}
+	}
+	return "failed"
+}
+
+var (
+	errSkip = fmt.Errorf("skip")
+	errFail = fmt.Errorf("fail")
+)
+
+// caseT is testscript.T outside go test, as go-internal's cmd/testscript
+// has it.
+type caseT struct {
+	mu      sync.Mutex
+	log     strings.Builder
+	failed  bool
+	skipped bool
+	skipMsg string
+}
+
+func (t *caseT) Skip(args ...any) {
+	t.mu.Lock()
+	t.skipped, t.skipMsg = true, strings.TrimSpace(fmt.Sprint(args...))
+	t.mu.Unlock()
+	panic(errSkip)
+}
+
+func (t *caseT) Fatal(args ...any) {
+	t.Log(args...)
+	t.FailNow()
+}
+
+func (t *caseT) Parallel() {}
+
+func (t *caseT) Log(args ...any) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	msg := fmt.Sprint(args...)
+	t.log.WriteString(msg)
+	if !strings.HasSuffix(msg, "\n") {
+		t.log.WriteString("\n")
+	}
+}
+
+func (t *caseT) FailNow() {
+	t.mu.Lock()
+	t.failed = true
+	t.mu.Unlock()
+	panic(errFail)
+}
+
+func (t *caseT) Run(_ string, f func(testscript.T)) {
+	defer func() {
+		switch v := recover(); v {
+		case nil, errSkip:
+		case errFail:
+			t.mu.Lock()
+			t.failed = true
+			t.mu.Unlock()
+		default:
+			panic(v)
+		}
+	}()
+	f(t)
+}
+
+func (t *caseT) Verbose() bool { return false }
