@@ -272,12 +272,17 @@ func (e *Env) Answer(ctx context.Context, alias, conn, qid string, answers map[s
 	if err != nil {
 		return Ack{}, err
 	}
-	e.mu.Lock()
-	if _, ok := s.answered[qid]; !ok {
-		s.answered[qid] = time.Now()
+	t0 := time.Now()
+	ack, err := c.Answer(ctx, qid, answers)
+	if err == nil && ack.Status != "held" {
+		// The answer latency runs from the answer that completed the set.
+		e.mu.Lock()
+		if _, ok := s.answered[qid]; !ok {
+			s.answered[qid] = t0
+		}
+		e.mu.Unlock()
 	}
-	e.mu.Unlock()
-	return c.Answer(ctx, qid, answers)
+	return ack, err
 }
 
 // Skip skips question qid of alias's session over connection conn.
@@ -286,12 +291,16 @@ func (e *Env) Skip(ctx context.Context, alias, conn, qid, reason string) error {
 	if err != nil {
 		return err
 	}
-	e.mu.Lock()
-	if _, ok := s.answered[qid]; !ok {
-		s.answered[qid] = time.Now()
+	t0 := time.Now()
+	err = c.Skip(ctx, qid, reason)
+	if err == nil {
+		e.mu.Lock()
+		if _, ok := s.answered[qid]; !ok {
+			s.answered[qid] = t0
+		}
+		e.mu.Unlock()
 	}
-	e.mu.Unlock()
-	return c.Skip(ctx, qid, reason)
+	return err
 }
 
 // SendRaw sends raw bytes where an answer to qid goes.

@@ -91,7 +91,7 @@ const (
 // SurfaceEvent is one thing a surface told a person.
 type SurfaceEvent struct {
 	T          time.Time           `json:"t"`              // when the harness heard it
-	At         time.Time           `json:"time,omitzero"` // when the bridge says it happened, if it says
+	At         time.Time           `json:"time,omitzero"`  // when the bridge says it happened, if it says
 	Conn       string              `json:"conn,omitempty"` // which connection heard it
 	Type       string              `json:"type"`
 	QuestionID string              `json:"question_id,omitempty"`

@@ -61,6 +61,7 @@ Start with:
 			newReplayCmd(s, nil),
 			newRecordCmd(s, nil),
 			newFidelityCmd(s, nil),
+			newConformanceCmd(s, nil),
 			newScenariosCmd(s, nil),
 			newModelCmd(s, nil),
 			newClaudeCmd(s, nil, nil),

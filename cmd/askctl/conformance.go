@@ -1,0 +1,229 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/askctl/askctl/agent"
+	"github.com/askctl/askctl/conformance"
+	"github.com/askctl/askctl/harness"
+	"github.com/urfave/cli/v3"
+)
+
+type conformanceOptions struct {
+	bridge   string
+	run      string
+	agent    string
+	junit    string
+	json     string
+	expected string
+	parallel int
+	keep     bool
+	list     bool
+	io       *stdio
+
+	match *regexp.Regexp
+}
+
+// defaultProfile is the embedded profile of the reference bridge, checked
+// when no --bridge is given.
+const defaultProfile = "reference-ws"
+
+func newConformanceCmd(s *stdio, runF func(context.Context, *conformanceOptions) error) *cli.Command {
+	o := &conformanceOptions{io: s}
+	if runF == nil {
+		runF = runConformance
+	}
+	return &cli.Command{
+		Name:  "conformance",
+		Usage: "check a bridge against every requirement, with fakeclaude as the agent and askctl as the person",
+		Description: `Runs the conformance suite — one case per requirement (SDK-*, UI-*) — against the
+bridge a profile describes: askctl starts the bridge, makes it spawn fakeclaude
+(each session told what to play), plays the person through the bridge's user
+surface (ws, control-ws, http or exec), and checks what reaches the agent and
+the surface. Cases of capabilities the profile does not declare are skipped.
+
+With no --bridge it checks askctl's own reference bridge (askctl serve) over
+its WebSocket surface; --bridge also takes reference-http, reference-control-ws
+or a profile file. See conformance/README.md to write a profile.
+
+Output: a line per case as it ends (stderr), then a table by requirement with
+measured latencies; --junit and --json write reports for CI. Exit status 0
+when every case that ran passed (expected failures aside), 1 when one failed,
+2 for bad flags or an invalid profile, 3 when the suite could not run.
+
+Examples:
+  askctl conformance
+  askctl conformance --bridge ./mybridge.json --run 'SDK-ANSWER' --junit report.xml
+  askctl conformance --bridge ./mybridge.json --expected-failures known.txt`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "bridge", Usage: "the profile of the bridge to check (a file, or reference-ws|reference-http|reference-control-ws)", Value: defaultProfile, Destination: &o.bridge, Sources: cli.EnvVars("ASKCTL_BRIDGE")},
+			&cli.StringFlag{Name: "run", Usage: "run only the cases whose name matches this regular expression", Destination: &o.run},
+			&cli.StringFlag{Name: "agent", Usage: "the agent the bridge spawns: fake (fakeclaude)", Value: "fake", Destination: &o.agent},
+			&cli.StringFlag{Name: "junit", Usage: "write a JUnit XML report to `FILE`", Destination: &o.junit},
+			&cli.StringFlag{Name: "json", Usage: "write a JSON report to `FILE`", Destination: &o.json},
+			&cli.StringFlag{Name: "expected-failures", Usage: "`FILE` of cases known to fail (CASE reason, a line each)", Destination: &o.expected},
+			&cli.IntFlag{Name: "parallel", Usage: "cases run at once (default: the number of CPUs, at least 2)", Destination: &o.parallel},
+			&cli.BoolFlag{Name: "keep", Usage: "keep the work directory (bridge logs, agent transcripts) and print where it is", Destination: &o.keep},
+			&cli.BoolFlag{Name: "list", Usage: "list the cases and their requirements, and exit", Destination: &o.list},
+		},
+		Before: func(ctx context.Context, cmd *cli.Command) (context.Context, error) {
+			if cmd.Args().Len() > 0 {
+				return ctx, usagef("unexpected argument %q (select cases with --run)", cmd.Args().First())
+			}
+			return ctx, o.validate()
+		},
+		Action: func(ctx context.Context, cmd *cli.Command) error { return runF(ctx, o) },
+	}
+}
+
+func (o *conformanceOptions) validate() error {
+	if o.agent != "fake" {
+		if o.agent == "real" {
+			return usagef("--agent real: not available yet; the suite runs with fakeclaude (--agent fake)")
+		}
+		return usagef("--agent: want fake, got %q", o.agent)
+	}
+	if o.run != "" {
+		re, err := regexp.Compile(o.run)
+		if err != nil {
+			return usagef("--run: %v", err)
+		}
+		o.match = re
+	}
+	if o.parallel < 0 {
+		return usagef("--parallel: want a positive number, got %d", o.parallel)
+	}
+	return nil
+}
+
+// loadProfile reads --bridge: an embedded reference profile by name, or a
+// file.
+func loadProfile(name string) (*harness.Profile, error) {
+	if !strings.ContainsAny(name, "/.") {
+		data, err := conformance.Profiles.ReadFile("profiles/" + name + ".json")
+		if err == nil {
+			return harness.ParseProfile(name, data)
+		}
+	}
+	p, err := harness.LoadProfile(name)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, usagef("--bridge %s: no such profile file (built in: reference-ws, reference-http, reference-control-ws)", name)
+	}
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return p, nil
+}
+
+func runConformance(ctx context.Context, o *conformanceOptions) error {
+	w, ew := o.io.out, o.io.err
+	if o.list {
+		for _, name := range conformance.CaseNames() {
+			r := conformance.Requirements[name]
+			fmt.Fprintf(w, "%-22s %-6s %-10s %s\n", name, r.Level, r.Capability, r.Text)
+		}
+		return nil
+	}
+	p, err := loadProfile(o.bridge)
+	if err != nil {
+		return err
+	}
+	var expected map[string]string
+	if o.expected != "" {
+		if expected, err = conformance.ReadExpectedFailures(o.expected); err != nil {
+			return usageError{err}
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	work, err := os.MkdirTemp("", "askctl-conformance-")
+	if err != nil {
+		return err
+	}
+	if o.keep {
+		fmt.Fprintf(ew, "work directory: %s\n", work)
+	} else {
+		defer os.RemoveAll(work)
+	}
+	var match func(string) bool
+	if o.match != nil {
+		match = o.match.MatchString
+	}
+	total := 0
+	for _, n := range conformance.CaseNames() {
+		if match == nil || match(n) {
+			total++
+		}
+	}
+	if total == 0 {
+		return usagef("--run %q matches no case (askctl conformance --list lists them)", o.run)
+	}
+	fmt.Fprintf(ew, "checking %s: %d cases\n", p.Name, total)
+	rep, err := conformance.RunSuite(conformance.Config{Profile: p, Askctl: self, RunAsEnv: agent.RunAsEnv}, conformance.RunOptions{
+		Match: match, Parallel: o.parallel, ExpectedFailures: expected, Work: work,
+		Progress: func(done, total int, r conformance.Result) {
+			line := fmt.Sprintf("[%d/%d] %-5s %s (%s)", done, total, r.Status, r.Case, r.Duration.Round(time.Millisecond))
+			if r.Status == conformance.Fail {
+				line += ": " + r.Detail
+			}
+			fmt.Fprintln(ew, clipLine(line, 200))
+		},
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	conformance.WriteTable(w, rep)
+	if o.json != "" {
+		if err := writeFileWith(o.json, func(f *os.File) error {
+			enc := json.NewEncoder(f)
+			enc.SetIndent("", "  ")
+			return enc.Encode(rep)
+		}); err != nil {
+			return err
+		}
+	}
+	if o.junit != "" {
+		if err := writeFileWith(o.junit, func(f *os.File) error { return conformance.WriteJUnit(f, rep) }); err != nil {
+			return err
+		}
+	}
+	if rep.Failed() {
+		return errMismatch
+	}
+	return nil
+}
+
+func clipLine(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+func writeFileWith(path string, f func(*os.File) error) error {
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	file, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := f(file); err != nil {
+		file.Close()
+		return err
+	}
+	return file.Close()
+}

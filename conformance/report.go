@@ -1,0 +1,197 @@
+package conformance
+
+import (
+	"bufio"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/askctl/askctl/harness"
+)
+
+// WriteTable prints the report as a table by requirement, the failures'
+// details after it, and a summary line.
+func WriteTable(w io.Writer, r *Report) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "REQUIREMENT\tLEVEL\tRESULT\tTIME\tLATENCY p50/p99")
+	for _, res := range r.Results {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", res.Case, res.Requirement.Level, res.Status, roundDur(res.Duration), latencyCell(res))
+	}
+	tw.Flush()
+	for _, res := range r.Results {
+		switch res.Status {
+		case Fail:
+			fmt.Fprintf(w, "\n%s FAILED: %s\n  requirement: %s\n  observed: %s\n", res.Case, res.Requirement.Level, res.Requirement.Text, res.Detail)
+		case XFail:
+			fmt.Fprintf(w, "\n%s failed, as expected (%s): %s\n", res.Case, res.Expected, res.Detail)
+		}
+	}
+	if len(r.Stale) > 0 {
+		fmt.Fprintf(w, "\nstale expected failures (these pass now; take them off the list): %s\n", strings.Join(r.Stale, ", "))
+	}
+	n := map[string]int{}
+	for _, res := range r.Results {
+		n[res.Status]++
+	}
+	all := Latencies(r)
+	fmt.Fprintf(w, "\n%d cases: %d passed, %d failed, %d skipped", len(r.Results), n[Pass], n[Fail], n[Skip])
+	if n[XFail] > 0 {
+		fmt.Fprintf(w, ", %d expected failures", n[XFail])
+	}
+	fmt.Fprintf(w, " in %s (%s)\n", roundDur(r.Duration), r.Bridge)
+	if len(all.Deliver) > 0 {
+		fmt.Fprintf(w, "latency over %d questions: to the surface p50 %s p99 %s; answer to the agent p50 %s p99 %s\n", len(all.Deliver),
+			roundDur(harness.Percentile(all.Deliver, 50)), roundDur(harness.Percentile(all.Deliver, 99)),
+			roundDur(harness.Percentile(all.Answer, 50)), roundDur(harness.Percentile(all.Answer, 99)))
+	}
+}
+
+// LatencySet is every measured latency of a run.
+type LatencySet struct{ Deliver, Answer []time.Duration }
+
+// Latencies gathers the latencies of every case.
+func Latencies(r *Report) LatencySet {
+	var s LatencySet
+	for _, res := range r.Results {
+		for _, l := range res.Latencies {
+			if l.Deliver > 0 {
+				s.Deliver = append(s.Deliver, l.Deliver)
+			}
+			if l.Answer > 0 {
+				s.Answer = append(s.Answer, l.Answer)
+			}
+		}
+	}
+	return s
+}
+
+func latencyCell(res Result) string {
+	var d, a []time.Duration
+	for _, l := range res.Latencies {
+		if l.Deliver > 0 {
+			d = append(d, l.Deliver)
+		}
+		if l.Answer > 0 {
+			a = append(a, l.Answer)
+		}
+	}
+	var parts []string
+	if len(d) > 0 {
+		parts = append(parts, "deliver "+roundDur(harness.Percentile(d, 50))+"/"+roundDur(harness.Percentile(d, 99)))
+	}
+	if len(a) > 0 {
+		parts = append(parts, "answer "+roundDur(harness.Percentile(a, 50))+"/"+roundDur(harness.Percentile(a, 99)))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func roundDur(d time.Duration) string {
+	switch {
+	case d >= time.Second:
+		return d.Round(10 * time.Millisecond).String()
+	case d >= time.Millisecond:
+		return d.Round(10 * time.Microsecond).String()
+	}
+	return d.Round(time.Microsecond).String()
+}
+
+// WriteJUnit writes the report as JUnit XML, one testcase per case.
+func WriteJUnit(w io.Writer, r *Report) error {
+	type failure struct {
+		Message string `xml:"message,attr"`
+		Text    string `xml:",chardata"`
+	}
+	type skipped struct {
+		Message string `xml:"message,attr"`
+	}
+	type testcase struct {
+		Name      string   `xml:"name,attr"`
+		Classname string   `xml:"classname,attr"`
+		Time      string   `xml:"time,attr"`
+		Failure   *failure `xml:"failure,omitempty"`
+		Skipped   *skipped `xml:"skipped,omitempty"`
+	}
+	type suite struct {
+		XMLName  xml.Name   `xml:"testsuite"`
+		Name     string     `xml:"name,attr"`
+		Tests    int        `xml:"tests,attr"`
+		Failures int        `xml:"failures,attr"`
+		Skipped  int        `xml:"skipped,attr"`
+		Time     string     `xml:"time,attr"`
+		Cases    []testcase `xml:"testcase"`
+	}
+	s := suite{Name: "askctl conformance: " + r.Bridge, Tests: len(r.Results), Time: secs(r.Duration)}
+	for _, res := range r.Results {
+		tc := testcase{Name: res.Case, Classname: "conformance." + res.Requirement.Level, Time: secs(res.Duration)}
+		switch res.Status {
+		case Fail:
+			s.Failures++
+			tc.Failure = &failure{Message: res.Detail, Text: res.Requirement.Text + "\n\n" + res.Log}
+		case Skip:
+			s.Skipped++
+			tc.Skipped = &skipped{Message: res.Detail}
+		}
+		s.Cases = append(s.Cases, tc)
+	}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(s); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}
+
+func secs(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }
+
+// ReadExpectedFailures reads a file of cases known to fail, one a line:
+//
+//	# comments and blank lines are ignored
+//	UI-TAKEOVER   our surface has one connection per user; see #12
+//
+// Each case must exist; the reason is required.
+func ReadExpectedFailures(path string) (map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	known := map[string]bool{}
+	for _, c := range CaseNames() {
+		known[c] = true
+	}
+	out := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, reason, _ := strings.Cut(line, " ")
+		name, reason = strings.TrimSpace(name), strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(reason), "#"))
+		if !known[name] {
+			names := CaseNames()
+			sort.Strings(names)
+			return nil, fmt.Errorf("%s:%d: %q is not a case (cases: %s)", path, n, name, strings.Join(names, ", "))
+		}
+		if reason == "" {
+			return nil, fmt.Errorf("%s:%d: %s: say why it is expected to fail", path, n, name)
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("%s:%d: %s is listed twice", path, n, name)
+		}
+		out[name] = reason
+	}
+	return out, sc.Err()
+}
