@@ -198,7 +198,11 @@ func (p *Profile) decodeError(dec *json.Decoder, err error) error {
 	msg := err.Error()
 	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
 		f = strings.Trim(f, `"`)
-		return fmt.Errorf("%s:%d: unknown field %q", p.File, lineAt(p.raw, int(dec.InputOffset())), f)
+		off := int(dec.InputOffset())
+		if i := bytes.Index(p.raw, []byte(`"`+f+`"`)); i >= 0 {
+			off = i
+		}
+		return fmt.Errorf("%s:%d: unknown field %q", p.File, lineAt(p.raw, off), f)
 	}
 	// Errors of our own UnmarshalJSON (durations) carry no offset: find the
 	// field that failed by decoding the document loosely.

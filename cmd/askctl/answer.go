@@ -24,9 +24,17 @@ import (
 
 type bridgeConn struct {
 	url, token, state string
+	profile           string // --bridge: reach the bridge through a profile's surface
 }
 
+// flags are how a command reaches the bridge: the reference bridge's API,
+// or any bridge through a profile's surface (--bridge).
 func (c *bridgeConn) flags() []cli.Flag {
+	return append(c.apiFlags(), &cli.StringFlag{Name: "bridge", Usage: "reach the bridge through the surface of this `PROFILE` (a file, or reference-ws|reference-http|reference-control-ws), as askctl conformance does", Destination: &c.profile, Sources: cli.EnvVars("ASKCTL_BRIDGE")})
+}
+
+// apiFlags reach the reference bridge's HTTP API only.
+func (c *bridgeConn) apiFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "url", Usage: "the bridge's URL (default: the one askctl serve wrote to the state directory)", Destination: &c.url, Sources: cli.EnvVars("ASKCTL_URL")},
 		&cli.StringFlag{Name: "token", Usage: "the bridge's token (default: the state directory's token file)", Destination: &c.token, Sources: cli.EnvVars("ASKCTL_TOKEN")},
@@ -161,6 +169,11 @@ func (o *answerOptions) answers(ctx context.Context, c *bridge.Client) (map[stri
 	if err != nil {
 		return nil, err
 	}
+	return o.answersFor(q)
+}
+
+// answersFor builds the answers to q, keyed as given (number or text).
+func (o *answerOptions) answersFor(q *bridge.Question) (map[string]bridge.Answer, error) {
 	out := map[string]bridge.Answer{}
 	if len(o.set) > 0 {
 		for _, kv := range o.set {
@@ -208,6 +221,9 @@ func isLabel(q protocol.Question, label string) bool {
 }
 
 func runAnswer(ctx context.Context, o *answerOptions) error {
+	if o.conn.profile != "" {
+		return runAnswerProfile(ctx, o)
+	}
 	c, err := o.conn.client(o.io)
 	if err != nil {
 		return err
@@ -298,6 +314,9 @@ func newSkipCmd(s *stdio, runF func(context.Context, *skipOptions) error) *cli.C
 }
 
 func runSkip(ctx context.Context, o *skipOptions) error {
+	if o.conn.profile != "" {
+		return runSkipProfile(ctx, o)
+	}
 	c, err := o.conn.client(o.io)
 	if err != nil {
 		return err
@@ -371,6 +390,9 @@ The table marks the questions of a request already answered and held.
 }
 
 func runPending(ctx context.Context, o *pendingOptions) error {
+	if o.conn.profile != "" {
+		return runPendingProfile(ctx, o)
+	}
 	c, err := o.conn.client(o.io)
 	if err != nil {
 		return err
@@ -497,6 +519,9 @@ is resumed where it stopped.
 }
 
 func runWatch(ctx context.Context, o *watchOptions) error {
+	if o.conn.profile != "" {
+		return runWatchProfile(ctx, o)
+	}
 	c, err := o.conn.client(o.io)
 	if err != nil {
 		return err

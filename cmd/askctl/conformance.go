@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -142,7 +143,7 @@ func runConformance(ctx context.Context, o *conformanceOptions) error {
 			return usageError{err}
 		}
 	}
-	self, err := os.Executable()
+	self, err := selfPath()
 	if err != nil {
 		return err
 	}
@@ -226,4 +227,15 @@ func writeFileWith(path string, f func(*os.File) error) error {
 		return err
 	}
 	return file.Close()
+}
+
+// selfPath is this askctl as it was invoked (a multi-call binary is
+// dispatched by its name), else the executable.
+func selfPath() (string, error) {
+	if arg0 := os.Args[0]; filepath.Base(arg0) == "askctl" {
+		if p, err := exec.LookPath(arg0); err == nil {
+			return filepath.Abs(p)
+		}
+	}
+	return os.Executable()
 }

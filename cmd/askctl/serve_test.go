@@ -430,3 +430,64 @@ func TestAnswerLabelsAreOptions(t *testing.T) {
 		t.Errorf("fakeclaude exited %v", codes)
 	}
 }
+
+// TestAnswerThroughProfiles: answer, skip and pending --bridge reach the
+// bridge through a profile's surface (each adapter kind), with the same
+// rules and exit statuses as through the HTTP API.
+func TestAnswerThroughProfiles(t *testing.T) {
+	s := serve(t)
+	for _, kind := range []string{"reference-ws", "reference-http", "reference-control-ws"} {
+		t.Run(kind, func(t *testing.T) {
+			s.must("session", "start", "--scenario", "ask-multi", "--prompt", "Ask me how to format.")
+			out := s.must("pending", "--bridge", kind, "--wait", "--timeout", "10s", "--json")
+			id := gjson.Get(out, "0.question_id").String()
+			if !strings.HasPrefix(id, "q_") || gjson.Get(out, "0.questions.1.options.2.description").String() != "c" {
+				t.Fatalf("pending --bridge %s: %s", kind, out)
+			}
+			if code, _, errOut := s.askctl("answer", "--bridge", kind, "--id", id, "--question", "1", "Nonsense"); code != exitRejected {
+				t.Errorf("a label that is no option: exit %d, %s", code, errOut)
+			}
+			if code, _, errOut := s.askctl("answer", "--bridge", kind, "--id", "q_nosuch", "x"); code != exitNotFound {
+				t.Errorf("unknown id: exit %d, %s", code, errOut)
+			}
+			s.must("answer", "--bridge", kind, "--id", id, "--set", "1=Summary", "--set", "2=Outro", "--set", "2=Intro")
+			if code, _, errOut := s.askctl("skip", "--bridge", kind, "--id", id); code != exitNotFound && code != exitResolved {
+				t.Errorf("skipping an answered question: exit %d, %s", code, errOut)
+			}
+			q := s.question(id)
+			if q.Status != bridge.QuestionAnswered || q.Answers["Which sections?"] != "Outro, Intro" {
+				t.Errorf("the bridge holds %+v", q)
+			}
+		})
+	}
+	if code, _, errOut := s.askctl("pending", "--bridge", "nosuch.json"); code != exitUsage || !strings.Contains(errOut, "no such profile file") {
+		t.Errorf("a missing profile: exit %d, %s", code, errOut)
+	}
+}
+
+// question reads question id from the bridge's API.
+func (s *served) question(id string) *bridge.Question {
+	s.t.Helper()
+	c := &bridge.Client{URL: s.endpoint(), Token: s.token()}
+	q, err := c.Question(context.Background(), id)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return q
+}
+
+func (s *served) endpoint() string {
+	e, err := bridge.ReadEndpoint(s.state)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return e.URL
+}
+
+func (s *served) token() string {
+	tok, err := bridge.ReadToken(s.state)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return tok
+}

@@ -53,7 +53,7 @@ stopped (its pending questions are withdrawn).
 					&cli.StringFlag{Name: "prompt", Usage: "the user's message", Destination: &o.prompt},
 					&cli.StringFlag{Name: "scenario", Usage: "fakeclaude's scenario (a built-in name or a file), when the bridge runs fakeclaude", Destination: &o.scenario},
 					jsonFlag,
-				}, o.conn.flags()...),
+				}, o.conn.apiFlags()...),
 				Before: func(ctx context.Context, cmd *cli.Command) (context.Context, error) {
 					if o.prompt == "" {
 						return ctx, usagef("--prompt is required")
@@ -68,14 +68,14 @@ stopped (its pending questions are withdrawn).
 			{
 				Name:   "ls",
 				Usage:  "list the sessions",
-				Flags:  append([]cli.Flag{jsonFlag}, o.conn.flags()...),
+				Flags:  append([]cli.Flag{jsonFlag}, o.conn.apiFlags()...),
 				Action: func(ctx context.Context, cmd *cli.Command) error { return lsF(ctx, o) },
 			},
 			{
 				Name:      "stop",
 				Usage:     "stop a session: close its agent's stdin, then end it",
 				ArgsUsage: "ID",
-				Flags:     append([]cli.Flag{jsonFlag}, o.conn.flags()...),
+				Flags:     append([]cli.Flag{jsonFlag}, o.conn.apiFlags()...),
 				Before: func(ctx context.Context, cmd *cli.Command) (context.Context, error) {
 					if cmd.Args().Len() != 1 {
 						return ctx, usagef("stop takes one session id, got %d arguments", cmd.Args().Len())
