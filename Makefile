@@ -4,7 +4,7 @@ NPM_DIR   := testdata/sdk
 NPM_STAMP := $(NPM_DIR)/node_modules/.installed
 STATICCHECK_VERSION := v0.8.2
 
-.PHONY: help build replay demo test race npm real-cli lint bench fuzz fidelity clean
+.PHONY: help build conformance replay demo test race npm real-cli lint bench fuzz fidelity clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*?## "} /^[a-zA-Z_-]+:.*?## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -12,7 +12,10 @@ help: ## list the targets
 build: ## build bin/askctl and bin/fakeclaude
 	$(GO) build -o bin/ ./cmd/...
 
-replay: build ## the main job: replay every built-in scenario against fakeclaude
+conformance: build ## the main job: check the reference bridge against every requirement (askctl conformance)
+	./bin/askctl conformance
+
+replay: build ## replay every built-in scenario against fakeclaude
 	./bin/askctl replay
 
 demo: build ## start the reference bridge with fakeclaude, run a session, answer it with askctl, show what the agent got

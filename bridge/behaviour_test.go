@@ -320,6 +320,25 @@ func wsRead(t *testing.T, c *websocket.Conn, typ string) gjson.Result {
 	}
 }
 
+// wsReadEach reads until a message of each type has come, in any order.
+func wsReadEach(t *testing.T, c *websocket.Conn, types ...string) map[string]gjson.Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(bg, 10*time.Second)
+	defer cancel()
+	got := map[string]gjson.Result{}
+	for len(got) < len(types) {
+		_, data, err := c.Read(ctx)
+		if err != nil {
+			t.Fatalf("waiting for %v (got %v): %v", types, got, err)
+		}
+		m := gjson.ParseBytes(data)
+		if typ := m.Get("type").String(); contains(types, typ) {
+			got[typ] = m
+		}
+	}
+	return got
+}
+
 func wsSend(t *testing.T, c *websocket.Conn, v any) {
 	t.Helper()
 	data, _ := json.Marshal(v)
@@ -555,10 +574,12 @@ func TestControlSocket(t *testing.T) {
 	}
 	wsSend(t, c, map[string]any{"type": "control_response", "request_id": q.ID, "response": map[string]any{"subtype": "success",
 		"response": map[string]any{"behavior": "allow", "updated_input": map[string]any{"answers": map[string]string{"How should I format the output?": "Summary", "Which sections?": "Intro, Outro"}}}}})
-	if r := wsRead(t, c, "ask_user_ack"); r.Get("status").String() != "answered" {
+	// The ack and the end of the question come in either order.
+	got := wsReadEach(t, c, "ask_user_ack", "control_cancel_request")
+	if r := got["ask_user_ack"]; r.Get("status").String() != "answered" {
 		t.Errorf("ack %s", r.Raw)
 	}
-	if r := wsRead(t, c, "control_cancel_request"); r.Get("request_id").String() != q.ID || r.Get("status").String() != "answered" {
+	if r := got["control_cancel_request"]; r.Get("request_id").String() != q.ID || r.Get("status").String() != "answered" {
 		t.Errorf("end of the question: %s", r.Raw)
 	}
 	ended := e.ended(s.ID)

@@ -1,10 +1,12 @@
 package conformance_test
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/askctl/askctl/conformance"
@@ -43,5 +45,33 @@ func TestReferenceBridge(t *testing.T) {
 			}
 			conformance.Run(t, conformance.Config{Profile: p, Askctl: askctlBin})
 		})
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite README.md's command reference")
+
+// readmeMarker starts README.md's command reference, which runs to the end.
+const readmeMarker = "<!-- commands: generated from conformance.Usage(); TestReadmeCommands checks it -->\n"
+
+// TestReadmeCommands: README.md's command reference is the commands' usage
+// (go test ./conformance -run TestReadmeCommands -update rewrites it).
+func TestReadmeCommands(t *testing.T) {
+	data, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, _, ok := strings.Cut(string(data), readmeMarker)
+	if !ok {
+		t.Fatal("README.md has no command reference marker")
+	}
+	want := head + readmeMarker + "```\n" + strings.Join(conformance.Usage(), "\n") + "\n```\n"
+	if *update {
+		if err := os.WriteFile("README.md", []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if string(data) != want {
+		t.Errorf("README.md's command reference is stale: run go test ./conformance -run TestReadmeCommands -update")
 	}
 }

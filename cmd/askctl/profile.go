@@ -265,4 +265,3 @@ func runWatchProfile(ctx context.Context, o *watchOptions) error {
 		}
 	}
 }
-
