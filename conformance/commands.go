@@ -86,7 +86,6 @@ type lazyEnv struct {
 	err  error
 	cfg  *Config
 	work string
-	ts   *testscript.TestScript
 }
 
 func envOf(ts *testscript.TestScript) *harness.Env {

@@ -3,7 +3,6 @@ package harness
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -542,4 +541,3 @@ func contains(xs []string, x string) bool {
 	return false
 }
 
-var errNoSession = errors.New("no such session")

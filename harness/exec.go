@@ -167,6 +167,14 @@ func (e *execSurface) call(ctx context.Context, req map[string]any) (execReply, 
 	_, err := e.stdin.Write(append(data, '\n'))
 	e.mu.Unlock()
 	if err != nil {
+		// It died: say why, with its stderr, once its end is read.
+		select {
+		case <-e.done:
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			return execReply{}, e.dead
+		case <-time.After(2 * time.Second):
+		}
 		return execReply{}, fmt.Errorf("writing to the exec surface: %w", err)
 	}
 	t := time.NewTimer(replyTimeout)

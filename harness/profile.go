@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -192,6 +193,8 @@ func (p *Profile) decodeError(dec *json.Decoder, err error) error {
 	switch {
 	case errors.As(err, &se):
 		return fmt.Errorf("%s:%d: %v", p.File, lineAt(p.raw, int(se.Offset)), err)
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+		return fmt.Errorf("%s:%d: unexpected end of JSON input: a brace or bracket is not closed", p.File, lineAt(p.raw, len(p.raw)))
 	case errors.As(err, &te):
 		return fmt.Errorf("%s:%d: %s: want %s, got %s", p.File, lineAt(p.raw, int(te.Offset)), te.Field, te.Type, te.Value)
 	}

@@ -1,0 +1,48 @@
+package harness
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseProfileErrors(t *testing.T) {
+	for _, tc := range []struct{ name, doc, want string }{
+		{"syntax", "{\n  \"name\": \"x\",\n  \"surface\": {\n}", "p.json:4: unexpected end of JSON input"},
+		{"unknown field", "{\n  \"name\": \"x\",\n  \"capabilites\": {}\n}", `p.json:3: unknown field "capabilites"`},
+		{"type", "{\n  \"name\": \"x\",\n  \"capabilities\": {\"sdk\": \"yes\"}\n}", "p.json:3: capabilities.sdk: want bool"},
+		{"duration", "{\n  \"name\": \"x\",\n  \"capabilities\": {\n    \"timeout\": \"soon\"\n  }\n}", `p.json:4: capabilities.timeout: want a duration such as "2s", got "soon"`},
+		{"no name", `{"surface": {"kind": "http", "url": "http://x"}, "capabilities": {"sdk": true}}`, "p.json:1: name: missing"},
+		{"kind", "{\n \"name\": \"x\",\n \"claude\": \"arg\",\n \"surface\": {\"kind\": \"websocket\"},\n \"capabilities\": {\"sdk\": true}\n}", `p.json:4: surface.kind: want one of ws, control-ws, http, exec, got "websocket"`},
+		{"claude", "{\n \"name\": \"x\",\n \"start\": {\"command\": \"b\"},\n \"claude\": \"flag\",\n \"surface\": {\"kind\": \"http\", \"url\": \"u\"},\n \"capabilities\": {\"sdk\": true}\n}", `p.json:4: claude: want arg, path or env:NAME, got "flag"`},
+		{"arg without ${CLAUDE}", "{\n \"name\": \"x\",\n \"start\": {\"command\": \"b\"},\n \"claude\": \"arg\",\n \"surface\": {\"kind\": \"http\", \"url\": \"u\"},\n \"capabilities\": {\"sdk\": true}\n}", `p.json:4: claude: "arg" but no start.args or start.env uses ${CLAUDE}`},
+		{"no route", `{"name": "x", "surface": {"kind": "http", "url": "u"}, "capabilities": {}}`, "capabilities: declares neither sdk nor mcp"},
+		{"unknown var", "{\n \"name\": \"x\",\n \"surface\": {\"kind\": \"http\", \"url\": \"http://${NO_SUCH_VAR_ASKCTL}\"},\n \"capabilities\": {\"sdk\": true}\n}", "p.json:3: ${NO_SUCH_VAR_ASKCTL}: not a harness variable"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseProfile("p.json", []byte(tc.doc))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v\nwant it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestProfileExpand(t *testing.T) {
+	t.Setenv("ASKCTL_TEST_HOST", "example.test")
+	p, err := ParseProfile("/d/p.json", []byte(`{"name":"x","start":{"command":"${ASKCTL}","args":["--port","${PORT}","--claude","${CLAUDE}"]},"claude":"arg",
+		"surface":{"kind":"ws","url":"ws://${ASKCTL_TEST_HOST}:${PORT}/ws","api":"http://127.0.0.1:${PORT}"},"capabilities":{"sdk":true,"timeout":"1.5s"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := p.Expanded(map[string]string{"PORT": "7", "ASKCTL": "/bin/askctl", "CLAUDE": "/w/bin/claude"})
+	if got := e.Start.Command + " " + strings.Join(e.Start.Args, " "); got != "/bin/askctl --port 7 --claude /w/bin/claude" {
+		t.Errorf("start: %s", got)
+	}
+	if e.Surface.URL != "ws://example.test:7/ws" {
+		t.Errorf("surface url: %s", e.Surface.URL)
+	}
+	if p.Capabilities.Timeout.D() != 1500*time.Millisecond || !p.Capabilities.Has("timeout") || p.Capabilities.Has("takeover") {
+		t.Errorf("capabilities: %+v", p.Capabilities)
+	}
+}
