@@ -2,8 +2,21 @@
 
 package bridge
 
+import (
+	"context"
+
+	"github.com/askctl/askctl/protocol"
+)
+
 // defect is always false in askctl as shipped: the branches it guards are
 // removed by the compiler. Tests build askctl with -tags askctl_broken to
 // get bridges with one known defect each (defect_on.go), and prove the
 // conformance suite catches them.
 func defect(string) bool { return false }
+
+// The broken bridges' code, absent: never called when defect is false.
+func misjoin(_ []protocol.Question, answers map[string]string) map[string]string { return answers }
+
+func (b *Bridge) forwardAgain(_ context.Context, _ string, _ map[string]Answer, resolved error) (*AnswerResult, error) {
+	return nil, resolved
+}

@@ -2,7 +2,15 @@
 
 package bridge
 
-import "os"
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/askctl/askctl/protocol"
+)
 
 // A bridge built with -tags askctl_broken has the one defect named by
 // ASKCTL_DEFECT, for the conformance suite's own tests. Never shipped.
@@ -16,4 +24,49 @@ var Defects = []string{
 	"skip-allow-empty", "multi-comma", "multi-one-label", "keys-index", "no-timeout", "timeout-allow",
 	"late-forwarded", "double-answer", "lost-on-reconnect", "takeover-ignored", "sessions-crossed",
 	"descriptions-dropped", "cancel-ignored", "lost-on-restart", "partial-sent",
+}
+
+func misjoin(qs []protocol.Question, answers map[string]string) map[string]string {
+	out := map[string]string{}
+	for i, q := range qs {
+		a := answers[q.Question]
+		switch {
+		case defect("multi-comma") && q.MultiSelect:
+			a = strings.ReplaceAll(a, ", ", ",")
+		case defect("multi-one-label") && q.MultiSelect:
+			a, _, _ = strings.Cut(a, ", ")
+		}
+		key := q.Question
+		if defect("keys-index") {
+			key = fmt.Sprintf("q_%d", i)
+		}
+		out[key] = a
+	}
+	return out
+}
+
+// forwardAgain is a broken bridge's answer to an answer that came too
+// late: it sends it to the agent anyway.
+func (b *Bridge) forwardAgain(ctx context.Context, id string, given map[string]Answer, resolved error) (*AnswerResult, error) {
+	q, err := b.st.question(ctx, id)
+	if err != nil {
+		return nil, resolved
+	}
+	if defect("double-answer") && time.Since(q.ResolvedAt) > 2*time.Second {
+		return nil, resolved
+	}
+	l := b.liveSession(q.SessionID)
+	if l == nil {
+		return nil, resolved
+	}
+	answers := map[string]string{}
+	for k, v := range given {
+		answers[k] = protocol.JoinLabels(v)
+	}
+	msg, err := protocol.Reply{Answers: answers}.Response(q.RequestID, protocol.ToolAskUserQuestion, q.input)
+	if err != nil {
+		return nil, resolved
+	}
+	_ = l.s.Send(msg)
+	return &AnswerResult{Question: q}, nil
 }

@@ -1,6 +1,7 @@
 package conformance_test
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -46,32 +47,41 @@ func TestBrokenBridges(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-tags", "askctl_broken", "-o", bin, "../cmd/askctl").CombinedOutput(); err != nil {
 		t.Fatalf("building the broken bridges: %v\n%s", err, out)
 	}
-	base, err := harness.LoadProfile(filepath.Join("profiles", "reference-ws.json"))
-	if err != nil {
-		t.Fatal(err)
+	profiles := map[string]*harness.Profile{}
+	for _, kind := range []string{"ws", "http"} {
+		p, err := harness.LoadProfile(filepath.Join("profiles", "reference-"+kind+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		profiles[kind] = p
 	}
+	// Every defect over ws; the one whose hook differs per surface over
+	// http too.
 	names := make([]string, 0, len(defects))
 	for d := range defects {
-		names = append(names, d)
+		names = append(names, d+"/ws")
 	}
+	names = append(names, "sessions-crossed/http")
 	sort.Strings(names)
 	var mu sync.Mutex
 	table := map[string][]string{}
-	for _, d := range names {
-		t.Run(d, func(t *testing.T) {
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
 			t.Parallel()
+			d, kind, _ := strings.Cut(name, "/")
+			base := profiles[kind]
 			p := *base
 			st := *base.Start
 			st.Env = map[string]string{"ASKCTL_DEFECT": d}
 			p.Start = &st
 			p.Name = "broken bridge: " + d
-			rep, err := conformance.RunSuite(conformance.Config{Profile: &p, Askctl: bin}, conformance.RunOptions{Parallel: 3})
+			rep, err := conformance.RunSuite(context.Background(), conformance.Config{Profile: &p, Askctl: bin}, conformance.RunOptions{Parallel: 3})
 			if err != nil {
 				t.Fatal(err)
 			}
 			failing := rep.Failing()
 			mu.Lock()
-			table[d] = failing
+			table[name] = failing
 			mu.Unlock()
 			want := defects[d]
 			if !slices.Contains(failing, want) {

@@ -32,7 +32,7 @@ type command struct {
 // lines are the reference in README.md.
 func commands() map[string]command {
 	return map[string]command{
-		"answer":      {"[!] answer [-conn C] [-qid ID] [-code CODE] ALIAS [QUESTION=ANSWER…]  answer the current question (default: as the scenario's user part); ! expects a rejection", cmdAnswer},
+		"answer":      {"[!] answer [-conn C] [-qid ID] [-code CODE] [-partial] ALIAS [QUESTION=ANSWER…]  answer the current question (default: as the scenario's user part); ! expects a rejection; -partial expects it held or refused", cmdAnswer},
 		"await":       {"[!] await [-timeout D] [-for D] [-conn C] [-same] [-alive] ALIAS question|answered [N]|surface TYPE|turn [N]|exit [CODE]|asked [N]|resumed  wait until it holds; ! checks it does not happen for D (500ms)", cmdAwait},
 		"check":       {"check ALIAS  the agent reported no failure: every answer as the scenario expects, one control_response per request, no protocol error", cmdCheck},
 		"connect":     {"connect ALIAS CONN  open another surface connection to the session", cmdConnect},
@@ -47,7 +47,7 @@ func commands() map[string]command {
 		"restart":     {"restart [-kill]  restart the bridge (-kill: SIGKILL, as a crash); connections must be reopened", cmdRestart},
 		"skip":        {"[!] skip-question [-conn C] [-code CODE] ALIAS [REASON]  skip the current question", cmdSkip},
 		"start":       {"start [-detached] ALIAS SCENARIO  start a session whose agent plays SCENARIO (built-in name, a steps .jsonl or a .txtar in $WORK); opens connection main unless -detached", cmdStart},
-		"status":      {"status [-conn C] ALIAS  the connection's latest session status says it waits for the user, on the current question", cmdStatus},
+		"status":      {"status [-conn C] [-timeout D] ALIAS  the connection is told the session waits for the user, on the current question", cmdStatus},
 	}
 }
 
@@ -91,7 +91,7 @@ type lazyEnv struct {
 func envOf(ts *testscript.TestScript) *harness.Env {
 	l := ts.Value(keyEnv).(*lazyEnv)
 	l.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(baseCtx(ts), 30*time.Second)
 		defer cancel()
 		l.env, l.err = harness.NewEnv(ctx, l.cfg.Profile, harness.Options{Work: l.work, Askctl: l.cfg.Askctl, RunAsEnv: l.cfg.RunAsEnv, AgentTimeout: l.cfg.AgentTimeout})
 	})
@@ -99,6 +99,14 @@ func envOf(ts *testscript.TestScript) *harness.Env {
 		fail(ts, "starting the bridge: %v", l.err)
 	}
 	return l.env
+}
+
+// baseCtx is the run's context: cancelled when askctl is interrupted.
+func baseCtx(ts *testscript.TestScript) context.Context {
+	if c := ts.Value(keyCfg).(*Config); c.ctx != nil {
+		return c.ctx
+	}
+	return context.Background()
 }
 
 // fail ends the case with the requirement it checks and what was observed.
@@ -203,7 +211,7 @@ func cmdStart(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	sc := loadScenario(ts, args[1])
 	e := envOf(ts)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(baseCtx(ts), 30*time.Second)
 	defer cancel()
 	cfg := ts.Value(keyCfg).(*Config)
 	var err error
@@ -242,7 +250,7 @@ func cmdConnect(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 2 {
 		ts.Fatalf("usage: connect ALIAS CONN")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	ctx, cancel := context.WithTimeout(baseCtx(ts), 15*time.Second)
 	defer cancel()
 	if err := envOf(ts).Open(ctx, args[0], args[1]); err != nil {
 		fail(ts, "%v", err)
@@ -261,7 +269,7 @@ func cmdRestart(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 0 {
 		ts.Fatalf("usage: restart [-kill]")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(baseCtx(ts), 30*time.Second)
 	defer cancel()
 	if err := envOf(ts).Restart(ctx, f["kill"] != ""); err != nil {
 		fail(ts, "restarting the bridge: %v", err)
@@ -322,7 +330,7 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	if neg {
 		d := duration(ts, f["for"], "500ms")
-		ctx, cancel := context.WithTimeout(context.Background(), d+5*time.Second)
+		ctx, cancel := context.WithTimeout(baseCtx(ts), d+5*time.Second)
 		defer cancel()
 		if err := e.Hold(ctx, d, harness.Not(exp)); err != nil {
 			fail(ts, "%v\n%s", err, summary(e, alias))
@@ -330,7 +338,7 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 		return
 	}
 	d := duration(ts, f["timeout"], "10s")
-	ctx, cancel := context.WithTimeout(context.Background(), d)
+	ctx, cancel := context.WithTimeout(baseCtx(ts), d)
 	defer cancel()
 	if err := e.Await(ctx, exp); err != nil {
 		fail(ts, "%v\n%s", err, summary(e, alias))
@@ -379,7 +387,15 @@ func whileAlive(alias, conn, typ, qid string) harness.Expectation {
 				if at.IsZero() {
 					at = ev.T
 				}
-				if exitT.IsZero() || at.Before(exitT) {
+				if exitT.IsZero() {
+					// The exit record may be on its way: the agent must
+					// still run a second after the surface was told.
+					if time.Since(ev.T) < time.Second {
+						return harness.Unmet, ""
+					}
+					return harness.Met, ""
+				}
+				if at.Before(exitT) {
 					return harness.Met, ""
 				}
 				return harness.Unmeetable, fmt.Sprintf("it was told at %s, %v after the agent exited: the bridge reacted to the exit, not to the agent's cancel", at.Format("15:04:05.000"), at.Sub(exitT).Round(time.Microsecond))
@@ -458,9 +474,9 @@ func rejected(ts *testscript.TestScript, neg bool, code string, err error, what 
 }
 
 func cmdAnswer(ts *testscript.TestScript, neg bool, args []string) {
-	f, args := flags(ts, args, []string{"conn", "qid", "code"}, nil)
+	f, args := flags(ts, args, []string{"conn", "qid", "code"}, []string{"partial"})
 	if len(args) < 1 {
-		ts.Fatalf("usage: answer [-conn C] [-qid ID] [-code CODE] ALIAS [QUESTION=ANSWER…]")
+		ts.Fatalf("usage: answer [-conn C] [-qid ID] [-code CODE] [-partial] ALIAS [QUESTION=ANSWER…]")
 	}
 	e := envOf(ts)
 	alias := args[0]
@@ -484,14 +500,56 @@ func cmdAnswer(ts *testscript.TestScript, neg bool, args []string) {
 			answers[q] = append(answers[q], a)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	ctx, cancel := context.WithTimeout(baseCtx(ts), 15*time.Second)
 	defer cancel()
 	ack, err := e.Answer(ctx, alias, connFlag(f), qid, answers)
-	rejected(ts, neg, f["code"], err, fmt.Sprintf("the answer %v to %s", answers, qid), e, alias)
+	err = closedAfterTakeover(e, alias, connFlag(f), err)
+	what := fmt.Sprintf("the answer %v to %s", answers, qid)
+	if f["partial"] != "" {
+		// Part of a request's answers: the bridge may hold them or refuse
+		// them, but must not take them as the whole answer.
+		var rj *harness.Rejected
+		switch {
+		case err == nil && ack.Status == "held":
+			ts.Logf("held, waiting for %v", ack.Missing)
+		case errors.As(err, &rj):
+			ts.Logf("refused: %v", err)
+		case err == nil:
+			fail(ts, "%s answers only part of the request, and the bridge took it as %q (want it held or refused)\n%s", what, ack.Status, summary(e, alias))
+		default:
+			fail(ts, "%s: %v", what, err)
+		}
+		return
+	}
+	rejected(ts, neg, f["code"], err, what, e, alias)
 	if err == nil {
 		ts.Logf("answer %s: %s %v", qid, ack.Status, ack.Missing)
 		ts.Setenv("ACK", ack.Status)
 	}
+}
+
+// closedAfterTakeover treats a connection the bridge closed after telling
+// it of a takeover as a refusal (code session_taken): closing the old
+// connection is a fine way to refuse its answers.
+func closedAfterTakeover(e *harness.Env, alias, conn string, err error) error {
+	var rj *harness.Rejected
+	if err == nil || errors.As(err, &rj) {
+		return err
+	}
+	taken := false
+	e.Do(func(st *harness.State) {
+		if s := st.Sessions[alias]; s != nil {
+			for _, ev := range s.Surface {
+				if ev.Conn == conn && ev.Type == harness.SurfTaken {
+					taken = true
+				}
+			}
+		}
+	})
+	if taken {
+		return &harness.Rejected{Code: "session_taken", Message: "the bridge closed this connection after another took the session over (" + err.Error() + ")"}
+	}
+	return err
 }
 
 func cmdSkip(ts *testscript.TestScript, neg bool, args []string) {
@@ -510,9 +568,9 @@ func cmdSkip(ts *testscript.TestScript, neg bool, args []string) {
 	} else if _, u := userAnswersQuiet(s, qid); u != nil && u.Skip != nil {
 		reason = *u.Skip
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	ctx, cancel := context.WithTimeout(baseCtx(ts), 15*time.Second)
 	defer cancel()
-	err := e.Skip(ctx, args[0], connFlag(f), qid, reason)
+	err := closedAfterTakeover(e, args[0], connFlag(f), e.Skip(ctx, args[0], connFlag(f), qid, reason))
 	rejected(ts, neg, f["code"], err, "skipping "+qid, e, args[0])
 }
 
@@ -542,7 +600,7 @@ func cmdRaw(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	e := envOf(ts)
 	_, qid := current(ts, e, args[0])
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	ctx, cancel := context.WithTimeout(baseCtx(ts), 15*time.Second)
 	defer cancel()
 	err := e.SendRaw(ctx, args[0], connFlag(f), qid, []byte(args[1]))
 	rejected(ts, true, "", err, fmt.Sprintf("the malformed answer %q", args[1]), e, args[0])
@@ -566,17 +624,35 @@ func cmdRace(ts *testscript.TestScript, neg bool, args []string) {
 	if text == "" {
 		ts.Fatalf("race: question %s was not shown", qid)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	ctx, cancel := context.WithTimeout(baseCtx(ts), 15*time.Second)
 	defer cancel()
+	// The two answers go on two connections where the surface has a view
+	// of every session besides the session's own (ws, control-ws), so the
+	// bridge gets them at once; over http they are two requests at once.
+	conns := []string{"main", "main"}
+	if k := e.Surface.Kind(); k == "ws" || k == "control-ws" {
+		if err := e.OpenAll(ctx, alias, "race"); err != nil {
+			fail(ts, "opening a second connection for the race: %v", err)
+		}
+		defer e.Disconnect(alias, "race")
+		var seen string
+		if err := e.Await(ctx, harness.NewQuestion(alias, "race", &seen)); err != nil {
+			fail(ts, "the second connection does not show the question: %v", err)
+		}
+		conns[1] = "race"
+	}
 	errs := make([]error, 2)
 	var wg sync.WaitGroup
+	start := make(chan struct{})
 	for i, label := range args[1:] {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = e.Answer(ctx, alias, "main", qid, map[string][]string{text: {label}})
+			<-start
+			_, errs[i] = e.Answer(ctx, alias, conns[i], qid, map[string][]string{text: {label}})
 		}()
 	}
+	close(start)
 	wg.Wait()
 	var rj *harness.Rejected
 	wins := 0
@@ -761,7 +837,7 @@ func cmdPending(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 	e := envOf(ts)
 	_, qid := current(ts, e, args[0])
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	ctx, cancel := context.WithTimeout(baseCtx(ts), 15*time.Second)
 	defer cancel()
 	ps, err := e.Pending(ctx, args[0], connFlag(f))
 	if err != nil {
@@ -779,28 +855,27 @@ func cmdPending(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 func cmdStatus(ts *testscript.TestScript, neg bool, args []string) {
-	f, args := flags(ts, args, []string{"conn"}, nil)
+	f, args := flags(ts, args, []string{"conn", "timeout"}, nil)
 	if neg || len(args) != 1 {
-		ts.Fatalf("usage: status [-conn C] ALIAS")
+		ts.Fatalf("usage: status [-conn C] [-timeout D] ALIAS")
 	}
 	e := envOf(ts)
-	s, qid := current(ts, e, args[0])
+	alias := args[0]
+	_, qid := current(ts, e, alias)
 	conn := connFlag(f)
-	var last *harness.SurfaceEvent
-	e.Do(func(*harness.State) {
-		for i := range s.Surface {
-			if ev := s.Surface[i]; ev.Conn == conn && ev.Type == harness.SurfStatus {
-				last = &ev
+	exp := harness.Expectation{Description: fmt.Sprintf("connection %s of session %s is told the session waits for the user on question %s", conn, alias, qid),
+		Check: func(st *harness.State) (harness.Verdict, string) {
+			for _, ev := range st.Sessions[alias].Surface {
+				if ev.Conn == conn && ev.Type == harness.SurfStatus && ev.Waiting != nil && *ev.Waiting && ev.PendingID == qid {
+					return harness.Met, ""
+				}
 			}
-		}
-	})
-	switch {
-	case last == nil:
-		fail(ts, "connection %s got no session status\n%s", conn, summary(e, args[0]))
-	case last.Waiting == nil || !*last.Waiting:
-		fail(ts, "the session status does not say it waits for the user: %s", last.Raw)
-	case last.PendingID != qid:
-		fail(ts, "the session status names pending question %q, want %q: %s", last.PendingID, qid, last.Raw)
+			return harness.Unmet, ""
+		}}
+	ctx, cancel := context.WithTimeout(baseCtx(ts), duration(ts, f["timeout"], "5s"))
+	defer cancel()
+	if err := e.Await(ctx, exp); err != nil {
+		fail(ts, "%v\n%s", err, summary(e, alias))
 	}
 }
 

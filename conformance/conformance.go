@@ -7,6 +7,7 @@
 package conformance
 
 import (
+	"context"
 	"embed"
 	"fmt"
 	"io/fs"
@@ -46,11 +47,19 @@ type Config struct {
 	AgentTimeout time.Duration
 	// OnCase receives each case's measured latencies when it ends.
 	OnCase func(name string, lat []harness.Latency)
+
+	ctx context.Context // RunSuite's: interrupting it ends the cases' waits
 }
 
 func (c *Config) defaults() {
 	if c.AgentTimeout <= 0 {
 		c.AgentTimeout = 20 * time.Second
+	}
+	// An agent must outlast the bridge's timeout: SDK-TIMEOUT waits for it.
+	if c.Profile != nil {
+		if min := c.Profile.Capabilities.Timeout.D() + 15*time.Second; c.AgentTimeout < min {
+			c.AgentTimeout = min
+		}
 	}
 	if c.RunAsEnv == "" {
 		c.RunAsEnv = "_ASKCTL_RUN_AS"
@@ -63,10 +72,13 @@ func (c *Config) defaults() {
 // bridge per case with its variables ($TIMEOUT, $TIMEOUT_GRACE: the
 // declared timeout, and one second more).
 func Setup(p *testscript.Params, cfg Config) error {
-	cfg.defaults()
 	if cfg.Profile == nil {
 		return fmt.Errorf("conformance: no profile")
 	}
+	if cfg.Askctl == "" {
+		return fmt.Errorf("conformance: Config.Askctl is empty: it must be an askctl executable (the claude shim runs it as fakeclaude, and ${ASKCTL} in profiles is it)")
+	}
+	cfg.defaults()
 	origSetup, origCond := p.Setup, p.Condition
 	if p.Cmds == nil {
 		p.Cmds = map[string]func(*testscript.TestScript, bool, []string){}
@@ -90,6 +102,7 @@ func Setup(p *testscript.Params, cfg Config) error {
 		t := cfg.Profile.Capabilities.Timeout.D()
 		env.Setenv("TIMEOUT", t.String())
 		env.Setenv("TIMEOUT_GRACE", (t + time.Second).String())
+		env.Setenv("TIMEOUT_WAIT", (t + 10*time.Second).String())
 		name := strings.TrimSuffix(filepath.Base(env.WorkDir), "")
 		env.Defer(func() {
 			if l.env == nil {

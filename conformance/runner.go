@@ -1,6 +1,8 @@
 package conformance
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -84,9 +86,21 @@ type RunOptions struct {
 	Work string
 }
 
+// ErrInterrupted: ctx ended before every case ran.
+var ErrInterrupted = errors.New("interrupted")
+
+// ErrBridgeWontStart: no case could start the bridge; the report says why.
+var ErrBridgeWontStart = errors.New("the bridge would not start")
+
 // RunSuite runs the embedded cases against cfg's bridge outside go test.
-func RunSuite(cfg Config, o RunOptions) (*Report, error) {
+// Ending ctx ends the waits of the cases running and skips the rest; the
+// report is returned with ErrInterrupted.
+func RunSuite(ctx context.Context, cfg Config, o RunOptions) (*Report, error) {
+	if cfg.Askctl == "" {
+		return nil, errors.New("conformance: Config.Askctl is empty")
+	}
 	cfg.defaults()
+	cfg.ctx = ctx
 	work := o.Work
 	if work == "" {
 		dir, err := os.MkdirTemp("", "askctl-conformance-")
@@ -127,7 +141,16 @@ func RunSuite(cfg Config, o RunOptions) (*Report, error) {
 	done := 0
 	for i, f := range files {
 		wg.Add(1)
-		sem <- struct{}{}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			name := strings.TrimSuffix(filepath.Base(f), ".txtar")
+			results[i] = Result{Case: name, Requirement: Requirements[name], Status: Skip, Detail: "interrupted"}
+			wg.Done()
+			continue
+		}
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
@@ -160,7 +183,31 @@ func RunSuite(cfg Config, o RunOptions) (*Report, error) {
 		}
 	}
 	sort.Strings(rep.Stale)
+	if ctx.Err() != nil {
+		return rep, ErrInterrupted
+	}
+	ran, wontStart := 0, 0
+	for _, r := range rep.Results {
+		if r.Status != Skip {
+			ran++
+			if r.Status == Fail && strings.Contains(r.Detail, "starting the bridge") {
+				wontStart++
+			}
+		}
+	}
+	if ran > 0 && wontStart == ran {
+		return rep, fmt.Errorf("%w: %s", ErrBridgeWontStart, rep.Results[firstFailed(rep)].Detail)
+	}
 	return rep, nil
+}
+
+func firstFailed(r *Report) int {
+	for i, res := range r.Results {
+		if res.Status == Fail {
+			return i
+		}
+	}
+	return 0
 }
 
 func (c *collector) get(name string) []harness.Latency {

@@ -50,6 +50,7 @@ type Bridge struct {
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
+	all     []*exec.Cmd // every bridge process started, for Close
 	exited  chan struct{}
 	exitErr error
 	logPath string
@@ -146,12 +147,6 @@ func (b *Bridge) start(ctx context.Context) error {
 		return nil
 	}
 	cmd := exec.Command(st.Command, st.Args...)
-	if !strings.Contains(st.Command, "/") {
-		// A bare name is looked up on PATH; a relative path is from the
-		// profile's directory.
-	} else if !filepath.IsAbs(st.Command) {
-		cmd.Path = filepath.Join(b.Profile.Dir, st.Command)
-	}
 	cmd.Dir = st.Dir
 	if cmd.Dir == "" {
 		cmd.Dir = b.opts.Work
@@ -181,6 +176,7 @@ func (b *Bridge) start(ctx context.Context) error {
 	exited := make(chan struct{})
 	b.mu.Lock()
 	b.cmd, b.exited, b.exitErr = cmd, exited, nil
+	b.all = append(b.all, cmd)
 	b.mu.Unlock()
 	go func() {
 		err := cmd.Wait()
@@ -305,10 +301,10 @@ func (b *Bridge) Subscribe(sink transcript.Sink) (cancel func()) { return b.hub.
 func (b *Bridge) Close() error {
 	_ = b.Stop(false)
 	b.mu.Lock()
-	cmd := b.cmd
+	all := b.all
 	b.mu.Unlock()
-	if cmd != nil {
-		killGroup(cmd)
+	for _, cmd := range all {
+		killGroup(cmd) // what each bridge left running (a killed one's agents)
 	}
 	return b.hub.Close()
 }

@@ -57,6 +57,7 @@ type Session struct {
 	answered map[string]time.Time // question id → when the harness first answered it
 	consumed map[string]map[string]bool
 	conns    map[string]Conn
+	gen      map[string]int // connections opened under each name
 }
 
 // NewEnv starts the bridge of p and opens its surface.
@@ -174,14 +175,21 @@ func (e *Env) StartDetached(ctx context.Context, alias string, sc *scenarios.Sce
 	if err := d.expect(sl); err != nil {
 		return err
 	}
-	s := &Session{Alias: alias, AgentID: sl.agentID, Scenario: sc, answered: map[string]time.Time{}, consumed: map[string]map[string]bool{}, conns: map[string]Conn{}}
+	s := &Session{Alias: alias, AgentID: sl.agentID, Scenario: sc, answered: map[string]time.Time{}, consumed: map[string]map[string]bool{}, conns: map[string]Conn{}, gen: map[string]int{}}
 	e.mu.Lock()
 	e.st.Sessions[alias] = s
 	e.st.byAgent[sl.agentID] = s
 	e.mu.Unlock()
+	forget := func() {
+		d.abandon(sl)
+		e.mu.Lock()
+		delete(e.st.Sessions, alias)
+		delete(e.st.byAgent, sl.agentID)
+		e.mu.Unlock()
+	}
 	id, err := e.Surface.Start(ctx, prompt)
 	if err != nil {
-		d.abandon(sl)
+		forget()
 		return fmt.Errorf("starting session %s through the %s surface: %w", alias, e.Surface.Kind(), err)
 	}
 	e.mu.Lock()
@@ -190,11 +198,11 @@ func (e *Env) StartDetached(ctx context.Context, alias string, sc *scenarios.Sce
 	select {
 	case <-sl.claimed:
 	case <-time.After(claimTimeout):
-		d.abandon(sl)
+		forget()
 		return fmt.Errorf("the bridge started session %s (%s) but spawned no claude within %v: does the profile's \"claude\" (%q) reach it? The bridge's log:\n%s",
 			alias, id, claimTimeout, e.Bridge.Profile.Claude, e.Bridge.LogTail(15))
 	case <-ctx.Done():
-		d.abandon(sl)
+		forget()
 		return ctx.Err()
 	}
 	return nil
@@ -203,6 +211,16 @@ func (e *Env) StartDetached(ctx context.Context, alias string, sc *scenarios.Sce
 // Open connects a person to alias's session as connection conn (a second
 // connection to a session takes it over, where the bridge does that).
 func (e *Env) Open(ctx context.Context, alias, conn string) error {
+	return e.open(ctx, alias, conn, false)
+}
+
+// OpenAll opens connection conn as a view of every session (a dashboard),
+// where the surface has one, and files its events under alias's session.
+func (e *Env) OpenAll(ctx context.Context, alias, conn string) error {
+	return e.open(ctx, alias, conn, true)
+}
+
+func (e *Env) open(ctx context.Context, alias, conn string, all bool) error {
 	s, err := e.session(alias)
 	if err != nil {
 		return err
@@ -212,9 +230,29 @@ func (e *Env) Open(ctx context.Context, alias, conn string) error {
 		e.mu.Unlock()
 		return fmt.Errorf("session %s: connection %s is open", alias, conn)
 	}
+	// A name used before starts afresh: the old connection's events keep
+	// a name of their own.
+	s.gen[conn]++
+	if s.gen[conn] > 1 {
+		old := fmt.Sprintf("%s#%d", conn, s.gen[conn]-1)
+		for i := range s.Surface {
+			if s.Surface[i].Conn == conn {
+				s.Surface[i].Conn = old
+			}
+		}
+		delete(s.consumed, conn)
+	}
 	id := s.ID
+	if all {
+		id = ""
+	}
 	e.mu.Unlock()
-	c, err := e.Surface.Open(ctx, id, func(ev SurfaceEvent) { e.onSurface(s, conn, ev) })
+	c, err := e.Surface.Open(ctx, id, func(ev SurfaceEvent) {
+		if all && ev.Session != "" && ev.Session != s.ID {
+			return // another session's, on the dashboard
+		}
+		e.onSurface(s, conn, ev)
+	})
 	if err != nil {
 		return fmt.Errorf("session %s: opening connection %s: %w", alias, conn, err)
 	}
@@ -354,6 +392,7 @@ func (e *Env) Await(ctx context.Context, exp Expectation) error {
 		}
 		select {
 		case <-ch:
+		case <-time.After(100 * time.Millisecond): // expectations that depend on time
 		case <-e.Bridge.Exited():
 			// The bridge is gone: look once more, then fail.
 			e.mu.Lock()
@@ -540,4 +579,3 @@ func contains(xs []string, x string) bool {
 	}
 	return false
 }
-

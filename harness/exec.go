@@ -40,6 +40,7 @@ type execSurface struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	stderr *tailBuffer
+	wmu    sync.Mutex // one request line written at a time
 
 	mu      sync.Mutex
 	nextID  int
@@ -79,6 +80,10 @@ func startExecSurface(s SurfaceSpec) (*execSurface, error) {
 	e := &execSurface{cmd: cmd, stdin: stdin, stderr: &tailBuffer{max: 8 << 10}, waiting: map[int]chan execReply{},
 		sinks: map[string]func(SurfaceEvent){}, done: make(chan struct{})}
 	cmd.Stderr = e.stderr
+	// Its own process group, so Close ends whatever it started; and Wait
+	// does not wait for children holding its output open.
+	setProcessGroup(cmd)
+	cmd.WaitDelay = 2 * time.Second
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting the exec surface %s: %w", s.Command, err)
 	}
@@ -163,9 +168,9 @@ func (e *execSurface) call(ctx context.Context, req map[string]any) (execReply, 
 	req["id"] = id
 	ch := make(chan execReply, 1)
 	e.waiting[id] = ch
-	data, _ := json.Marshal(req)
-	_, err := e.stdin.Write(append(data, '\n'))
 	e.mu.Unlock()
+	data, _ := json.Marshal(req)
+	err := e.write(append(data, '\n'))
 	if err != nil {
 		// It died: say why, with its stderr, once its end is read.
 		select {
@@ -229,14 +234,37 @@ func (e *execSurface) Open(ctx context.Context, session string, sink func(Surfac
 	return &execConn{e: e, conn: conn}, nil
 }
 
+// write writes one request line, with a deadline: a command that stops
+// reading cannot hang the harness.
+func (e *execSurface) write(line []byte) error {
+	e.wmu.Lock()
+	defer e.wmu.Unlock()
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.stdin.Write(line)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(replyTimeout):
+		return fmt.Errorf("the exec surface has not read its stdin for %v", replyTimeout)
+	}
+}
+
 func (e *execSurface) Close() error {
 	_ = e.stdin.Close()
 	select {
 	case <-e.done:
 	case <-time.After(3 * time.Second):
+		killGroup(e.cmd)
 		_ = e.cmd.Process.Kill()
-		<-e.done
+		select {
+		case <-e.done:
+		case <-time.After(5 * time.Second): // WaitDelay has ended Wait by now
+		}
 	}
+	killGroup(e.cmd)
 	return nil
 }
 

@@ -16,7 +16,7 @@ func newTestEnv() *Env {
 
 func TestAwaitVerdicts(t *testing.T) {
 	e := newTestEnv()
-	s := &Session{Alias: "s1", AgentID: "a1", consumed: map[string]map[string]bool{}}
+	s := &Session{Alias: "s1", AgentID: "a1", consumed: map[string]map[string]bool{}, gen: map[string]int{}}
 	e.st.Sessions["s1"], e.st.byAgent["a1"] = s, s
 
 	// Met as soon as the record comes.

@@ -21,17 +21,32 @@ import (
 // SSE.
 
 type httpSurface struct {
-	c *bridge.Client
+	url   string
+	token func() (string, error)
+	http  *http.Client
 }
 
-func newHTTPSurface(s SurfaceSpec, token string) *httpSurface {
-	return &httpSurface{c: &bridge.Client{URL: strings.TrimRight(s.URL, "/"), Token: token, HTTP: &http.Client{Timeout: 10 * time.Second}}}
+func newHTTPSurface(s SurfaceSpec, token func() (string, error)) *httpSurface {
+	return &httpSurface{url: strings.TrimRight(s.URL, "/"), token: token, http: &http.Client{Timeout: 10 * time.Second}}
+}
+
+// client is the API client with the token as it is now.
+func (h *httpSurface) client() (*bridge.Client, error) {
+	tok, err := h.token()
+	if err != nil {
+		return nil, err
+	}
+	return &bridge.Client{URL: h.url, Token: tok, HTTP: h.http}, nil
 }
 
 func (h *httpSurface) Kind() string { return "http" }
 
 func (h *httpSurface) Start(ctx context.Context, prompt string) (string, error) {
-	s, err := h.c.StartSession(ctx, bridge.StartOptions{Prompt: prompt})
+	c, err := h.client()
+	if err != nil {
+		return "", err
+	}
+	s, err := c.StartSession(ctx, bridge.StartOptions{Prompt: prompt})
 	if err != nil {
 		return "", rejection(err)
 	}
@@ -41,13 +56,17 @@ func (h *httpSurface) Start(ctx context.Context, prompt string) (string, error) 
 func (h *httpSurface) Close() error { return nil }
 
 func (h *httpSurface) Open(ctx context.Context, session string, sink func(SurfaceEvent)) (Conn, error) {
+	api, err := h.client()
+	if err != nil {
+		return nil, err
+	}
 	cctx, cancel := context.WithCancel(context.Background())
-	c := &httpConn{s: h, session: session, cancel: cancel, done: make(chan struct{})}
+	c := &httpConn{c: api, session: session, cancel: cancel, done: make(chan struct{})}
 	ready := make(chan error, 1)
 	go func() {
 		defer close(c.done)
 		opened := false
-		err := h.c.EventsOpened(cctx, session, -1, func() { opened = true; ready <- nil }, func(e bridge.Event) error {
+		err := api.EventsOpened(cctx, session, -1, func() { opened = true; ready <- nil }, func(e bridge.Event) error {
 			sink(fromBridgeEvent(e))
 			return nil
 		})
@@ -77,7 +96,7 @@ func (h *httpSurface) Open(ctx context.Context, session string, sink func(Surfac
 }
 
 type httpConn struct {
-	s       *httpSurface
+	c       *bridge.Client
 	session string
 	cancel  context.CancelFunc
 	done    chan struct{}
@@ -85,7 +104,7 @@ type httpConn struct {
 }
 
 func (c *httpConn) Pending(ctx context.Context) ([]Pending, error) {
-	qs, err := c.s.c.Pending(ctx, c.session)
+	qs, err := c.c.Pending(ctx, c.session)
 	if err != nil {
 		return nil, rejection(err)
 	}
@@ -101,7 +120,7 @@ func (c *httpConn) Answer(ctx context.Context, qid string, answers map[string][]
 	for k, v := range answers {
 		in[k] = bridge.Answer(v)
 	}
-	r, err := c.s.c.AnswerIn(ctx, c.session, qid, in)
+	r, err := c.c.AnswerIn(ctx, c.session, qid, in)
 	if err != nil {
 		return Ack{}, rejection(err)
 	}
@@ -112,12 +131,12 @@ func (c *httpConn) Answer(ctx context.Context, qid string, answers map[string][]
 }
 
 func (c *httpConn) Skip(ctx context.Context, qid, reason string) error {
-	_, err := c.s.c.SkipIn(ctx, c.session, qid, reason, false)
+	_, err := c.c.SkipIn(ctx, c.session, qid, reason, false)
 	return rejection(err)
 }
 
 func (c *httpConn) SendRaw(ctx context.Context, qid string, raw []byte) error {
-	u := c.s.c.URL + "/api/questions/" + url.PathEscape(qid) + "/answer"
+	u := c.c.URL + "/api/questions/" + url.PathEscape(qid) + "/answer"
 	if c.session != "" {
 		u += "?session=" + url.QueryEscape(c.session)
 	}
@@ -125,9 +144,9 @@ func (c *httpConn) SendRaw(ctx context.Context, qid string, raw []byte) error {
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+c.s.c.Token)
+	req.Header.Set("Authorization", "Bearer "+c.c.Token)
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := c.s.c.HTTP.Do(req)
+	resp, err := c.c.HTTP.Do(req)
 	if err != nil {
 		return err
 	}

@@ -362,14 +362,47 @@ func (p *Profile) Expanded(vars map[string]string) *Profile {
 		}
 		return out
 	}
+	// A relative command path is from the profile's directory; a bare
+	// name is looked up on PATH.
+	rel := func(cmd string) string {
+		if strings.Contains(cmd, "/") && !filepath.IsAbs(cmd) && p.Dir != "" {
+			return filepath.Join(p.Dir, cmd)
+		}
+		return cmd
+	}
 	if p.Start != nil {
 		st := *p.Start
-		st.Command, st.Args, st.Env, st.Dir = x(st.Command), xs(st.Args), xm(st.Env), x(st.Dir)
+		st.Command, st.Args, st.Env, st.Dir = rel(x(st.Command)), xs(st.Args), xm(st.Env), x(st.Dir)
 		q.Start = &st
 	}
 	q.Ready.URL, q.Ready.TCP = x(p.Ready.URL), x(p.Ready.TCP)
 	s := p.Surface
-	s.URL, s.API, s.Token, s.TokenFile, s.Command, s.Args, s.Env = x(s.URL), x(s.API), x(s.Token), x(s.TokenFile), x(s.Command), xs(s.Args), xm(s.Env)
+	s.URL, s.API, s.Token, s.TokenFile, s.Command, s.Args, s.Env = x(s.URL), x(s.API), x(s.Token), x(s.TokenFile), rel(x(s.Command)), xs(s.Args), xm(s.Env)
 	q.Surface = s
 	return &q
+}
+
+// SurfaceUnset lists the ${NAME}s of the surface's fields that neither vars
+// nor the environment set: a profile used on a running bridge (askctl
+// answer --bridge) has no harness to set them.
+func (p *Profile) SurfaceUnset(vars map[string]string) []string {
+	sp := p.Surface
+	fields := append([]string{sp.URL, sp.API, sp.Token, sp.TokenFile, sp.Command}, sp.Args...)
+	for _, v := range sp.Env {
+		fields = append(fields, v)
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, f := range fields {
+		for _, m := range varRef.FindAllStringSubmatch(f, -1) {
+			n := m[1]
+			if _, ok := vars[n]; ok || os.Getenv(n) != "" || seen[n] {
+				continue
+			}
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
 }

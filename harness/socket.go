@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strings"
 	"sync"
 	"time"
 
@@ -26,23 +25,18 @@ import (
 type socketSurface struct {
 	kind  string
 	url   string
-	token string
-	api   *bridge.Client
+	token func() (string, error)
+	api   *httpSurface
 }
 
-func newSocketSurface(s SurfaceSpec, token string) *socketSurface {
-	return &socketSurface{kind: s.Kind, url: s.URL, token: token,
-		api: &bridge.Client{URL: strings.TrimRight(s.API, "/"), Token: token, HTTP: &http.Client{Timeout: 10 * time.Second}}}
+func newSocketSurface(s SurfaceSpec, token func() (string, error)) *socketSurface {
+	return &socketSurface{kind: s.Kind, url: s.URL, token: token, api: newHTTPSurface(SurfaceSpec{URL: s.API}, token)}
 }
 
 func (s *socketSurface) Kind() string { return s.kind }
 
 func (s *socketSurface) Start(ctx context.Context, prompt string) (string, error) {
-	ss, err := s.api.StartSession(ctx, bridge.StartOptions{Prompt: prompt})
-	if err != nil {
-		return "", rejection(err)
-	}
-	return ss.ID, nil
+	return s.api.Start(ctx, prompt)
 }
 
 func (s *socketSurface) Close() error { return nil }
@@ -61,8 +55,12 @@ func (s *socketSurface) Open(ctx context.Context, session string, sink func(Surf
 	}
 	u.RawQuery = q.Encode()
 	hdr := http.Header{}
-	if s.token != "" {
-		hdr.Set("Authorization", "Bearer "+s.token)
+	tok, err := s.token()
+	if err != nil {
+		return nil, err
+	}
+	if tok != "" {
+		hdr.Set("Authorization", "Bearer "+tok)
 	}
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -194,31 +192,40 @@ func (c *socketConn) Pending(context.Context) ([]Pending, error) {
 	return out, nil
 }
 
-// roundTrip sends one message and waits for the bridge's ack or error.
-func (c *socketConn) roundTrip(ctx context.Context, msg []byte) (gjson.Result, error) {
+// roundTrip sends one message about question qid and waits for the
+// bridge's ack or error about it; a stale reply (about another question,
+// to a message whose wait ran out) is skipped.
+func (c *socketConn) roundTrip(ctx context.Context, qid string, msg []byte) (gjson.Result, error) {
 	c.reqMu.Lock()
 	defer c.reqMu.Unlock()
-	// A reply left over from an earlier message that timed out is stale.
-	select {
-	case <-c.replies:
-	default:
+	for drained := false; !drained; {
+		select {
+		case <-c.replies:
+		default:
+			drained = true
+		}
 	}
 	wctx, cancel := context.WithTimeout(ctx, replyTimeout)
 	defer cancel()
 	if err := c.ws.Write(wctx, websocket.MessageText, msg); err != nil {
 		return gjson.Result{}, fmt.Errorf("sending: %w", err)
 	}
-	select {
-	case r := <-c.replies:
-		m := gjson.ParseBytes(r)
-		if m.Get("type").String() == "error" {
-			return m, &Rejected{Code: m.Get("code").String(), Message: m.Get("error").String()}
+	for {
+		select {
+		case r := <-c.replies:
+			m := gjson.ParseBytes(r)
+			if id := m.Get("question_id").String(); id != "" && qid != "" && id != qid {
+				continue
+			}
+			if m.Get("type").String() == "error" {
+				return m, &Rejected{Code: m.Get("code").String(), Message: m.Get("error").String()}
+			}
+			return m, nil
+		case <-c.done:
+			return gjson.Result{}, errClosed
+		case <-wctx.Done():
+			return gjson.Result{}, fmt.Errorf("no reply from the bridge within %v", replyTimeout)
 		}
-		return m, nil
-	case <-c.done:
-		return gjson.Result{}, errClosed
-	case <-wctx.Done():
-		return gjson.Result{}, fmt.Errorf("no reply from the bridge within %v", replyTimeout)
 	}
 }
 
@@ -248,7 +255,7 @@ func (c *socketConn) Answer(ctx context.Context, qid string, answers map[string]
 		msg = map[string]any{"type": "ask_user_response", "data": map[string]any{"question_id": qid, "answers": vals, "cancelled": false}}
 	}
 	data, _ := json.Marshal(msg)
-	r, err := c.roundTrip(ctx, data)
+	r, err := c.roundTrip(ctx, qid, data)
 	if err != nil {
 		return Ack{}, err
 	}
@@ -268,12 +275,14 @@ func (c *socketConn) Skip(ctx context.Context, qid, reason string) error {
 		msg = map[string]any{"type": "ask_user_response", "data": map[string]any{"question_id": qid, "cancelled": true, "reason": reason}}
 	}
 	data, _ := json.Marshal(msg)
-	_, err := c.roundTrip(ctx, data)
+	_, err := c.roundTrip(ctx, qid, data)
 	return err
 }
 
 func (c *socketConn) SendRaw(ctx context.Context, _ string, raw []byte) error {
-	_, err := c.roundTrip(ctx, raw)
+	// A malformed message may get an error naming no question, or the
+	// question it names: take whichever reply comes.
+	_, err := c.roundTrip(ctx, "", raw)
 	return err
 }
 

@@ -105,13 +105,20 @@ type SurfaceEvent struct {
 
 // NewSurface returns the adapter for a profile's surface.
 func NewSurface(s SurfaceSpec) (Surface, error) {
-	token := s.Token
-	if token == "" && s.TokenFile != "" {
+	// The token file is read whenever a session starts or a connection
+	// opens: a bridge that makes a new token when it restarts is followed.
+	token := func() (string, error) {
+		if s.Token != "" || s.TokenFile == "" {
+			return s.Token, nil
+		}
 		b, err := os.ReadFile(s.TokenFile)
 		if err != nil {
-			return nil, fmt.Errorf("surface token: %w", err)
+			return "", fmt.Errorf("surface token: %w", err)
 		}
-		token = strings.TrimSpace(string(b))
+		return strings.TrimSpace(string(b)), nil
+	}
+	if _, err := token(); err != nil {
+		return nil, err
 	}
 	switch s.Kind {
 	case "ws", "control-ws":

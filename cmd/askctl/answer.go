@@ -30,7 +30,7 @@ type bridgeConn struct {
 // flags are how a command reaches the bridge: the reference bridge's API,
 // or any bridge through a profile's surface (--bridge).
 func (c *bridgeConn) flags() []cli.Flag {
-	return append(c.apiFlags(), &cli.StringFlag{Name: "bridge", Usage: "reach the bridge through the surface of this `PROFILE` (a file, or reference-ws|reference-http|reference-control-ws), as askctl conformance does", Destination: &c.profile, Sources: cli.EnvVars("ASKCTL_BRIDGE")})
+	return append(c.apiFlags(), &cli.StringFlag{Name: "bridge", Usage: "reach the bridge through the surface of this `PROFILE` (a file, or reference-ws|reference-http|reference-control-ws), as askctl conformance does", Destination: &c.profile})
 }
 
 // apiFlags reach the reference bridge's HTTP API only.

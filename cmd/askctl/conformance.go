@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"time"
 
 	"github.com/askctl/askctl/agent"
@@ -105,10 +104,14 @@ func (o *conformanceOptions) validate() error {
 	return nil
 }
 
+// embeddedProfiles are the reference profiles askctl carries (the exec one
+// needs its script on disk: conformance/profiles/reference-exec.json).
+var embeddedProfiles = map[string]bool{"reference-ws": true, "reference-http": true, "reference-control-ws": true}
+
 // loadProfile reads --bridge: an embedded reference profile by name, or a
 // file.
 func loadProfile(name string) (*harness.Profile, error) {
-	if !strings.ContainsAny(name, "/.") {
+	if embeddedProfiles[name] {
 		data, err := conformance.Profiles.ReadFile("profiles/" + name + ".json")
 		if err == nil {
 			return harness.ParseProfile(name, data)
@@ -170,7 +173,7 @@ func runConformance(ctx context.Context, o *conformanceOptions) error {
 		return usagef("--run %q matches no case (askctl conformance --list lists them)", o.run)
 	}
 	fmt.Fprintf(ew, "checking %s: %d cases\n", p.Name, total)
-	rep, err := conformance.RunSuite(conformance.Config{Profile: p, Askctl: self, RunAsEnv: agent.RunAsEnv}, conformance.RunOptions{
+	rep, err := conformance.RunSuite(ctx, conformance.Config{Profile: p, Askctl: self, RunAsEnv: agent.RunAsEnv}, conformance.RunOptions{
 		Match: match, Parallel: o.parallel, ExpectedFailures: expected, Work: work,
 		Progress: func(done, total int, r conformance.Result) {
 			line := fmt.Sprintf("[%d/%d] %-5s %s (%s)", done, total, r.Status, r.Case, r.Duration.Round(time.Millisecond))
@@ -180,7 +183,7 @@ func runConformance(ctx context.Context, o *conformanceOptions) error {
 			fmt.Fprintln(ew, clipLine(line, 200))
 		},
 	})
-	if err != nil {
+	if rep == nil {
 		return err
 	}
 	fmt.Fprintln(w)
@@ -199,7 +202,12 @@ func runConformance(ctx context.Context, o *conformanceOptions) error {
 			return err
 		}
 	}
-	if rep.Failed() {
+	switch {
+	case errors.Is(err, conformance.ErrInterrupted):
+		return fmt.Errorf("interrupted: the cases that had not run are skipped")
+	case err != nil:
+		return err // the bridge would not start: exit 3
+	case rep.Failed():
 		return errMismatch
 	}
 	return nil

@@ -41,10 +41,10 @@ func (c *bridgeConn) surface(ctx context.Context, s *stdio, session string, sink
 			}
 		}
 	}
-	ep := p.Expanded(vars)
-	if strings.Contains(ep.Surface.URL+ep.Surface.API, "${") {
-		return nil, nil, usagef("--bridge %s: the surface's address has variables nobody set: %s", c.profile, ep.Surface.URL)
+	if unset := p.SurfaceUnset(vars); len(unset) > 0 {
+		return nil, nil, usagef("--bridge %s: the surface uses ${%s}, which nobody set: set it in the environment (or use a profile with the address written out)", c.profile, strings.Join(unset, "}, ${"))
 	}
+	ep := p.Expanded(vars)
 	surf, err := harness.NewSurface(ep.Surface)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", bridge.ErrUnreachable, err)
@@ -81,24 +81,36 @@ func surfaceErr(err error) error {
 }
 
 // settle gives a socket surface the moment it needs to replay what is
-// pending when it connects.
+// pending when it connects (a listing cannot know what it has not heard).
 func settle(surf harness.Surface) {
 	if k := surf.Kind(); k == "ws" || k == "control-ws" {
 		time.Sleep(300 * time.Millisecond)
 	}
 }
 
+// findPending finds question id among what the surface shows, waiting up
+// to 3s for a socket surface to replay it.
 func findPending(ctx context.Context, conn harness.Conn, id string) (harness.Pending, error) {
-	ps, err := conn.Pending(ctx)
-	if err != nil {
-		return harness.Pending{}, surfaceErr(err)
-	}
-	for _, p := range ps {
-		if p.QuestionID == id {
-			return p, nil
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		ps, err := conn.Pending(ctx)
+		if err != nil {
+			return harness.Pending{}, surfaceErr(err)
+		}
+		for _, p := range ps {
+			if p.QuestionID == id {
+				return p, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return harness.Pending{}, fmt.Errorf("%w: question %s is not pending on this surface", bridge.ErrNotFound, id)
+		}
+		select {
+		case <-ctx.Done():
+			return harness.Pending{}, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	return harness.Pending{}, fmt.Errorf("%w: question %s is not pending on this surface", bridge.ErrNotFound, id)
 }
 
 func runAnswerProfile(ctx context.Context, o *answerOptions) error {
@@ -108,7 +120,6 @@ func runAnswerProfile(ctx context.Context, o *answerOptions) error {
 	}
 	defer surf.Close()
 	defer conn.Close()
-	settle(surf)
 	p, err := findPending(ctx, conn, o.id)
 	if err != nil {
 		return err
@@ -150,7 +161,6 @@ func runSkipProfile(ctx context.Context, o *skipOptions) error {
 	}
 	defer surf.Close()
 	defer conn.Close()
-	settle(surf)
 	if _, err := findPending(ctx, conn, o.id); err != nil {
 		return err
 	}
