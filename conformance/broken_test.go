@@ -13,6 +13,7 @@ import (
 
 	"github.com/askctl/askctl/conformance"
 	"github.com/askctl/askctl/harness"
+	"github.com/askctl/askctl/internal/testenv"
 )
 
 // defects maps each defect a broken bridge can have (bridge/defect_on.go)
@@ -104,4 +105,41 @@ func TestBrokenBridges(t *testing.T) {
 			_ = os.WriteFile(os.Getenv("ASKCTL_BROKEN_TABLE"), []byte(b.String()), 0o644)
 		}
 	})
+}
+
+// TestBrokenBridgesRealAgent: with the real CLI as the agent too, the case
+// named for each defect fails (only that case runs: the real CLI is slow to
+// start).
+func TestBrokenBridgesRealAgent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds askctl with the broken bridges")
+	}
+	claude := testenv.RealClaude(t)
+	bin := filepath.Join(t.TempDir(), "askctl-broken")
+	if out, err := exec.Command("go", "build", "-tags", "askctl_broken", "-o", bin, "../cmd/askctl").CombinedOutput(); err != nil {
+		t.Fatalf("building the broken bridges: %v\n%s", err, out)
+	}
+	base, err := harness.LoadProfile(filepath.Join("profiles", "reference-ws.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for d, want := range defects {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			p := *base
+			st := *base.Start
+			st.Env = map[string]string{"ASKCTL_DEFECT": d}
+			p.Start = &st
+			rep, err := conformance.RunSuite(context.Background(), conformance.Config{Profile: &p, Askctl: bin, RealClaude: claude},
+				conformance.RunOptions{Parallel: 1, Match: func(name string) bool { return name == want }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := rep.Results[0]; r.Status != conformance.Fail {
+				t.Errorf("defect %s with the real CLI: %s %s; it must fail", d, want, r.Status)
+			} else {
+				t.Logf("%s caught by %s: %s", d, want, r.Detail)
+			}
+		})
+	}
 }

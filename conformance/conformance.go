@@ -45,6 +45,9 @@ type Config struct {
 	// AgentTimeout is each agent's deadline for every wait (default 20s):
 	// longer than any case waits, so an agent left waiting ends by itself.
 	AgentTimeout time.Duration
+	// RealClaude, when set, makes the bridge spawn the real claude CLI
+	// against askctl's fake model API instead of fakeclaude.
+	RealClaude string
 	// OnCase receives each case's measured latencies when it ends.
 	OnCase func(name string, lat []harness.Latency)
 
@@ -68,7 +71,7 @@ func (c *Config) defaults() {
 
 // Setup makes p run conformance cases against cfg's bridge, keeping what p
 // already sets up: it adds the custom commands, the conditions
-// [cap:NAME], [surface:KIND], [policy:allow|deny], and a lazily started
+// [cap:NAME], [surface:KIND], [policy:allow|deny], [agent:fake|real], and a lazily started
 // bridge per case with its variables ($TIMEOUT, $TIMEOUT_GRACE: the
 // declared timeout, and one second more).
 func Setup(p *testscript.Params, cfg Config) error {
@@ -126,6 +129,11 @@ func Setup(p *testscript.Params, cfg Config) error {
 				return cfg.Profile.Capabilities.Has(arg), nil
 			case "surface":
 				return cfg.Profile.Surface.Kind == arg, nil
+			case "agent":
+				if arg != "fake" && arg != "real" {
+					return false, fmt.Errorf("unknown agent %q", arg)
+				}
+				return (arg == "real") == (cfg.RealClaude != ""), nil
 			case "policy":
 				o := cfg.Profile.Policy.OtherTools
 				if o == "" {

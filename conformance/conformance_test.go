@@ -11,6 +11,7 @@ import (
 
 	"github.com/askctl/askctl/conformance"
 	"github.com/askctl/askctl/harness"
+	"github.com/askctl/askctl/internal/testenv"
 )
 
 // askctlBin is askctl built for this test run: the reference bridge the
@@ -46,6 +47,17 @@ func TestReferenceBridge(t *testing.T) {
 			conformance.Run(t, conformance.Config{Profile: p, Askctl: askctlBin})
 		})
 	}
+}
+
+// TestReferenceBridgeRealAgent: the reference bridge passes every case with
+// the real claude CLI 2.1.330 as its agent, against askctl's fake model API.
+func TestReferenceBridgeRealAgent(t *testing.T) {
+	claude := testenv.RealClaude(t)
+	p, err := harness.LoadProfile(filepath.Join("profiles", "reference-ws.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conformance.Run(t, conformance.Config{Profile: p, Askctl: askctlBin, RealClaude: claude})
 }
 
 var update = flag.Bool("update", false, "rewrite README.md's command reference")

@@ -45,9 +45,13 @@ func WriteTable(w io.Writer, r *Report) {
 	}
 	fmt.Fprintf(w, " in %s (%s)\n", roundDur(r.Duration), r.Bridge)
 	if len(all.Deliver) > 0 {
-		fmt.Fprintf(w, "latency over %d questions: to the surface p50 %s p99 %s; answer to the agent p50 %s p99 %s\n", len(all.Deliver),
-			roundDur(harness.Percentile(all.Deliver, 50)), roundDur(harness.Percentile(all.Deliver, 99)),
-			roundDur(harness.Percentile(all.Answer, 50)), roundDur(harness.Percentile(all.Answer, 99)))
+		fmt.Fprintf(w, "latency over %d questions: to the surface p50 %s p99 %s", len(all.Deliver),
+			roundDur(harness.Percentile(all.Deliver, 50)), roundDur(harness.Percentile(all.Deliver, 99)))
+		if len(all.Answer) > 0 {
+			fmt.Fprintf(w, "; over %d answers: to the agent p50 %s p99 %s", len(all.Answer),
+				roundDur(harness.Percentile(all.Answer, 50)), roundDur(harness.Percentile(all.Answer, 99)))
+		}
+		fmt.Fprintln(w)
 	}
 }
 

@@ -134,6 +134,9 @@ func RunSuite(ctx context.Context, cfg Config, o RunOptions) (*Report, error) {
 		}
 	}
 	rep := &Report{Profile: cfg.Profile.File, Bridge: cfg.Profile.Name, Agent: "fake", Started: time.Now()}
+	if cfg.RealClaude != "" {
+		rep.Agent = "real"
+	}
 	results := make([]Result, len(files))
 	sem := make(chan struct{}, par)
 	var wg sync.WaitGroup
@@ -258,11 +261,16 @@ func runCase(cfg Config, file, root string) Result {
 // failureDetail is the "FAIL ID … observed: …" part of a failed case's log.
 func failureDetail(log string) string {
 	if i := strings.Index(log, "observed: "); i >= 0 {
-		rest := log[i+len("observed: "):]
-		if j := strings.Index(rest, "\n"); j >= 0 {
-			rest = rest[:j]
+		// The observation and its indented lines, up to the session summary.
+		lines := strings.Split(log[i+len("observed: "):], "\n")
+		out := []string{strings.TrimSpace(lines[0])}
+		for _, l := range lines[1:] {
+			if !strings.HasPrefix(l, "  ") || len(out) >= 6 {
+				break
+			}
+			out = append(out, strings.TrimSpace(l))
 		}
-		return strings.TrimSpace(rest)
+		return strings.Join(out, "\n    ")
 	}
 	lines := strings.Split(strings.TrimSpace(log), "\n")
 	for i := len(lines) - 1; i >= 0; i-- {

@@ -30,6 +30,9 @@ type Options struct {
 	// RunAsEnv is the variable that turns Askctl into fakeclaude
 	// (_ASKCTL_RUN_AS=fakeclaude).
 	RunAsEnv string
+	// RealClaude, when set, is the real claude CLI the bridge spawns
+	// (through askctl's real-agent shim) instead of fakeclaude.
+	RealClaude string
 	// AgentTimeout is each agent's deadline for every wait on the bridge
 	// (fakeclaude's FAKECLAUDE_TIMEOUT). Default 30s.
 	AgentTimeout time.Duration
@@ -122,10 +125,18 @@ func writeShim(path string, o Options, events, work string) error {
 	if runAs == "" {
 		runAs = "_ASKCTL_RUN_AS"
 	}
-	script := "#!/bin/sh\n# claude for the bridge under test: askctl's fakeclaude, told what to play by the harness.\n" +
-		"exec env " + runAs + "=fakeclaude FAKECLAUDE_SCENARIO= FAKECLAUDE_EVENTS=" + shellQuote(events) +
-		" FAKECLAUDE_TRANSCRIPT=" + shellQuote(filepath.Join(work, "agents.jsonl")) +
-		" " + shellQuote(o.Askctl) + ` "$@"` + "\n"
+	var script string
+	if o.RealClaude != "" {
+		script = "#!/bin/sh\n# claude for the bridge under test: the real CLI through askctl's real-agent shim, told what to play by the harness.\n" +
+			"exec env " + runAs + "=realclaude FAKECLAUDE_EVENTS=" + shellQuote(events) +
+			" " + EnvRealClaude + "=" + shellQuote(o.RealClaude) + " " + EnvAgentHomes + "=" + shellQuote(filepath.Join(work, "agents")) +
+			" " + shellQuote(o.Askctl) + ` "$@"` + "\n"
+	} else {
+		script = "#!/bin/sh\n# claude for the bridge under test: askctl's fakeclaude, told what to play by the harness.\n" +
+			"exec env " + runAs + "=fakeclaude FAKECLAUDE_SCENARIO= FAKECLAUDE_EVENTS=" + shellQuote(events) +
+			" FAKECLAUDE_TRANSCRIPT=" + shellQuote(filepath.Join(work, "agents.jsonl")) +
+			" " + shellQuote(o.Askctl) + ` "$@"` + "\n"
+	}
 	return os.WriteFile(path, []byte(script), 0o755)
 }
 

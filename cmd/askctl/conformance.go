@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/askctl/askctl/agent"
+	"github.com/askctl/askctl/claudecli"
 	"github.com/askctl/askctl/conformance"
 	"github.com/askctl/askctl/harness"
 	"github.com/urfave/cli/v3"
@@ -25,6 +26,7 @@ type conformanceOptions struct {
 	json     string
 	expected string
 	parallel int
+	claude   string
 	keep     bool
 	list     bool
 	io       *stdio
@@ -66,7 +68,8 @@ Examples:
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "bridge", Usage: "the profile of the bridge to check (a file, or reference-ws|reference-http|reference-control-ws)", Value: defaultProfile, Destination: &o.bridge, Sources: cli.EnvVars("ASKCTL_BRIDGE")},
 			&cli.StringFlag{Name: "run", Usage: "run only the cases whose name matches this regular expression", Destination: &o.run},
-			&cli.StringFlag{Name: "agent", Usage: "the agent the bridge spawns: fake (fakeclaude)", Value: "fake", Destination: &o.agent},
+			&cli.StringFlag{Name: "agent", Usage: "the agent the bridge spawns: fake (fakeclaude) or real (the real claude CLI against askctl's fake model API)", Value: "fake", Destination: &o.agent},
+			&cli.StringFlag{Name: "claude", Usage: "with --agent real: the real claude executable (default: the pinned one askctl claude install put in your cache, else claude on PATH)", Destination: &o.claude, Sources: cli.EnvVars(claudecli.EnvClaude)},
 			&cli.StringFlag{Name: "junit", Usage: "write a JUnit XML report to `FILE`", Destination: &o.junit},
 			&cli.StringFlag{Name: "json", Usage: "write a JSON report to `FILE`", Destination: &o.json},
 			&cli.StringFlag{Name: "expected-failures", Usage: "`FILE` of cases known to fail (CASE reason, a line each)", Destination: &o.expected},
@@ -85,11 +88,8 @@ Examples:
 }
 
 func (o *conformanceOptions) validate() error {
-	if o.agent != "fake" {
-		if o.agent == "real" {
-			return usagef("--agent real: not available yet; the suite runs with fakeclaude (--agent fake)")
-		}
-		return usagef("--agent: want fake, got %q", o.agent)
+	if o.agent != "fake" && o.agent != "real" {
+		return usagef("--agent: want fake or real, got %q", o.agent)
 	}
 	if o.run != "" {
 		re, err := regexp.Compile(o.run)
@@ -150,6 +150,12 @@ func runConformance(ctx context.Context, o *conformanceOptions) error {
 	if err != nil {
 		return err
 	}
+	var real string
+	if o.agent == "real" {
+		if real, err = claudecli.Find(ctx, o.claude, ew); err != nil {
+			return err
+		}
+	}
 	work, err := os.MkdirTemp("", "askctl-conformance-")
 	if err != nil {
 		return err
@@ -172,8 +178,8 @@ func runConformance(ctx context.Context, o *conformanceOptions) error {
 	if total == 0 {
 		return usagef("--run %q matches no case (askctl conformance --list lists them)", o.run)
 	}
-	fmt.Fprintf(ew, "checking %s: %d cases\n", p.Name, total)
-	rep, err := conformance.RunSuite(ctx, conformance.Config{Profile: p, Askctl: self, RunAsEnv: agent.RunAsEnv}, conformance.RunOptions{
+	fmt.Fprintf(ew, "checking %s with the %s agent: %d cases\n", p.Name, o.agent, total)
+	rep, err := conformance.RunSuite(ctx, conformance.Config{Profile: p, Askctl: self, RunAsEnv: agent.RunAsEnv, RealClaude: real}, conformance.RunOptions{
 		Match: match, Parallel: o.parallel, ExpectedFailures: expected, Work: work,
 		Progress: func(done, total int, r conformance.Result) {
 			line := fmt.Sprintf("[%d/%d] %-5s %s (%s)", done, total, r.Status, r.Case, r.Duration.Round(time.Millisecond))

@@ -14,6 +14,7 @@ import (
 	"github.com/askctl/askctl/agent"
 	"github.com/askctl/askctl/bridge"
 	"github.com/askctl/askctl/fakeclaude"
+	"github.com/askctl/askctl/harness"
 )
 
 // Exit statuses of askctl.
@@ -47,8 +48,11 @@ func (e exitStatus) ExitCode() int { return int(e) }
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// askctl is also fakeclaude when asked (the fake agent re-executes askctl),
 	// and a recording shim when installed as "claude".
-	if getenv(agent.RunAsEnv) == "fakeclaude" {
+	switch getenv(agent.RunAsEnv) {
+	case "fakeclaude":
 		return fakeclaude.Command(args[1:], getenv, stdin, stdout, stderr)
+	case "realclaude":
+		return harness.RealShim(args[1:], getenv, stdin, stdout, stderr)
 	}
 	if filepath.Base(args[0]) == "claude" && getenv(envRecordCommand) != "" {
 		args = append([]string{args[0], "record", "--"}, args[1:]...)

@@ -1,0 +1,332 @@
+package harness
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/askctl/askctl/agent"
+	"github.com/askctl/askctl/events"
+	"github.com/askctl/askctl/fakeclaude/fakeapi"
+	"github.com/askctl/askctl/protocol"
+	"github.com/askctl/askctl/scenarios"
+	"github.com/askctl/askctl/transcript"
+	"github.com/tidwall/gjson"
+)
+
+// With --agent real the bridge under test spawns the real claude CLI, through
+// this shim: askctl run with _ASKCTL_RUN_AS=realclaude. It does for the real
+// CLI what fakeclaude does by itself:
+//
+//   - asks the harness (FAKECLAUDE_EVENTS) what to play, as fakeclaude does;
+//   - serves the scenario's model turns on a loopback fake Messages API and
+//     runs the CLI against it, offline, under the session id the harness
+//     gave (--session-id), in a HOME kept per session so --resume finds it;
+//   - passes every line through both ways, and streams each to the harness
+//     as a live record, with the scenario's expectation checked on each
+//     answer;
+//   - plays what the real CLI does not do by itself: a step's cancel_after
+//     (an interrupt, to which the CLI answers with control_cancel_request;
+//     the interrupt's own reply is not the bridge's and is kept from it) and
+//     exit_after (the CLI is killed and the shim exits with exit_code).
+//
+// Env: FAKECLAUDE_EVENTS (the harness), ASKCTL_REAL_CLAUDE (the CLI),
+// ASKCTL_AGENT_HOMES (where each session's HOME goes).
+const (
+	EnvRealClaude = "ASKCTL_REAL_CLAUDE"
+	EnvAgentHomes = "ASKCTL_AGENT_HOMES"
+)
+
+// RealShim is the shim's main: it returns the exit status.
+func RealShim(args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "askctl (real agent shim): "+format+"\n", a...)
+		return 2
+	}
+	addr := getenv("FAKECLAUDE_EVENTS")
+	claude := getenv(EnvRealClaude)
+	if addr == "" || claude == "" {
+		return fail("FAKECLAUDE_EVENTS and %s must be set", EnvRealClaude)
+	}
+	network, address, _ := strings.Cut(addr, ":")
+	conn, err := net.DialTimeout(network, address, 5*time.Second)
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer conn.Close()
+	resume := flagValue(args, "--resume")
+	cwd, _ := os.Getwd()
+	a, err := events.Ask(conn, events.Hello{PID: os.Getpid(), Args: args, Cwd: cwd, Resume: resume}, 30*time.Second)
+	if err != nil {
+		return fail("%v", err)
+	}
+	sc, err := scenarios.Parse(a.Name, []byte(a.Scenario))
+	if err != nil {
+		return fail("assigned scenario: %v", err)
+	}
+	session := a.SessionID
+	first := 0 // the first step this process plays
+	if resume != "" {
+		// The resumed CLI sends the whole conversation: the model API
+		// serves the first turns again, then the resume steps.
+		session = resume
+		first = len(sc.Steps)
+		sc.Steps = append(sc.Steps, sc.Resume...)
+	}
+	rec := &liveRecorder{w: transcript.NewWriter(conn), session: session}
+
+	home := filepath.Join(getenv(EnvAgentHomes), session)
+	if getenv(EnvAgentHomes) == "" {
+		home = filepath.Join(os.TempDir(), "askctl-agent-"+session)
+	}
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return fail("%v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fail("%v", err)
+	}
+	srv := &http.Server{Handler: fakeapi.New(sc, rec), ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	defer srv.Close()
+
+	cliArgs := append([]string(nil), args...)
+	if resume == "" && flagValue(args, "--session-id") == "" && !hasFlag(args, "--continue", "-c") {
+		cliArgs = append(cliArgs, "--session-id="+session)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer stop()
+	p, err := agent.Launch(ctx, agent.Command{Path: claude, Args: cliArgs, Env: agent.RealEnv("http://"+ln.Addr().String(), home), Dir: cwd})
+	if err != nil {
+		return fail("%v", err)
+	}
+	r := &relay{sc: sc, rec: rec, cli: p, out: stdout, asked: map[string]*pendingAsk{}, mine: map[string]bool{}, nextStep: first}
+	code := r.run(stdin)
+	if tail := strings.TrimSpace(p.Stderr()); tail != "" {
+		fmt.Fprintln(stderr, tail)
+	}
+	rec.write(transcript.Record{Event: transcript.EventExit, Code: transcript.Int(code)})
+	return code
+}
+
+func flagValue(args []string, name string) string {
+	for i, a := range args {
+		if v, ok := strings.CutPrefix(a, name+"="); ok {
+			return v
+		}
+		if a == name && i+1 < len(args) {
+			return args[i+1]
+		}
+	}
+	return ""
+}
+
+func hasFlag(args []string, names ...string) bool {
+	for _, a := range args {
+		for _, n := range names {
+			if a == n {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// liveRecorder streams records to the harness under the session's id.
+type liveRecorder struct {
+	mu      sync.Mutex
+	w       *transcript.Writer
+	session string
+}
+
+func (l *liveRecorder) write(r transcript.Record) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r.Session = l.session
+	_ = l.w.Write(r)
+}
+
+// Write takes the fake API's notes.
+func (l *liveRecorder) Write(r transcript.Record) error { l.write(r); return nil }
+
+type pendingAsk struct {
+	step  *scenarios.Step
+	input json.RawMessage
+	timer *time.Timer
+}
+
+// relay passes lines between the bridge and the real CLI.
+type relay struct {
+	sc   *scenarios.Scenario
+	rec  *liveRecorder
+	cli  *agent.Process
+	out  io.Writer
+	outM sync.Mutex
+	inM  sync.Mutex // writes to the CLI's stdin
+
+	mu       sync.Mutex
+	asked    map[string]*pendingAsk // request id → the step it plays
+	nextStep int                    // the next ask or tool step
+	mine     map[string]bool        // request ids of the shim's own interrupts
+	exitCode *int                   // exit_after: the status to exit with
+}
+
+func (r *relay) run(stdin io.Reader) int {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(r.cli.Stdout)
+		sc.Buffer(make([]byte, 64<<10), 64<<20)
+		for sc.Scan() {
+			r.fromCLI(append([]byte(nil), sc.Bytes()...))
+		}
+	}()
+	go func() {
+		sc := bufio.NewScanner(stdin)
+		sc.Buffer(make([]byte, 64<<10), 64<<20)
+		for sc.Scan() {
+			r.toCLI(append([]byte(nil), sc.Bytes()...), true)
+		}
+		r.inM.Lock()
+		r.cli.Stdin.Close()
+		r.inM.Unlock()
+	}()
+	<-done
+	code, _ := r.cli.Wait()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.exitCode != nil {
+		return *r.exitCode
+	}
+	return code
+}
+
+// toCLI writes a line to the CLI; from the bridge, it is recorded, and an
+// answer is checked against the scenario.
+func (r *relay) toCLI(line []byte, fromBridge bool) {
+	r.rec.write(transcript.Record{Dir: transcript.ToCLI, Msg: json.RawMessage(line)})
+	if fromBridge {
+		r.check(line)
+	}
+	r.inM.Lock()
+	defer r.inM.Unlock()
+	_, _ = r.cli.Stdin.Write(append(line, '\n'))
+}
+
+func (r *relay) fromCLI(line []byte) {
+	m := gjson.ParseBytes(line)
+	typ := m.Get("type").String()
+	if typ == protocol.TypeControlResponse {
+		id := m.Get("response.request_id").String()
+		r.mu.Lock()
+		mine := r.mine[id]
+		r.mu.Unlock()
+		if mine {
+			// The CLI's reply to the shim's own interrupt.
+			r.rec.write(transcript.Record{Event: transcript.EventNote, Text: "the CLI answered the shim's interrupt " + id})
+			return
+		}
+	}
+	if gjson.ValidBytes(line) {
+		r.rec.write(transcript.Record{Dir: transcript.FromCLI, Msg: json.RawMessage(line)})
+	}
+	if typ == protocol.TypeControlRequest && m.Get("request.subtype").String() == protocol.SubtypeCanUseTool {
+		r.asking(m)
+	}
+	if typ == protocol.TypeControlCancelRequest {
+		r.mu.Lock()
+		if a := r.asked[m.Get("request_id").String()]; a != nil && a.timer != nil {
+			a.timer.Stop()
+		}
+		r.mu.Unlock()
+	}
+	r.outM.Lock()
+	defer r.outM.Unlock()
+	_, _ = r.out.Write(append(line, '\n'))
+}
+
+// asking pairs a can_use_tool request with the scenario's next ask or tool
+// step, and arms its cancel_after or exit_after.
+func (r *relay) asking(m gjson.Result) {
+	id := m.Get("request_id").String()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var st *scenarios.Step
+	for r.nextStep < len(r.sc.Steps) {
+		s := &r.sc.Steps[r.nextStep]
+		r.nextStep++
+		if s.Kind == scenarios.KindAsk || s.Kind == scenarios.KindTool {
+			st = s
+			break
+		}
+	}
+	a := &pendingAsk{step: st, input: json.RawMessage(m.Get("request.input").Raw)}
+	r.asked[id] = a
+	if st == nil {
+		return
+	}
+	switch {
+	case st.CancelAfter > 0:
+		a.timer = time.AfterFunc(st.CancelAfter, func() {
+			iid := "askctl_interrupt_" + id
+			r.mu.Lock()
+			r.mine[iid] = true
+			r.mu.Unlock()
+			r.rec.write(transcript.Record{Event: transcript.EventNote, Step: st.N, Text: fmt.Sprintf("interrupting the CLI after %v without an answer (cancel_after)", st.CancelAfter)})
+			r.toCLI(protocol.InterruptRequest(iid), false)
+		})
+	case st.ExitAfter > 0:
+		a.timer = time.AfterFunc(st.ExitAfter, func() {
+			r.mu.Lock()
+			code := st.ExitCode
+			r.exitCode = &code
+			r.mu.Unlock()
+			r.rec.write(transcript.Record{Event: transcript.EventNote, Step: st.N, Text: fmt.Sprintf("ending the CLI after %v without an answer (exit_after)", st.ExitAfter)})
+			r.cli.Kill()
+		})
+	}
+}
+
+// check checks an answer from the bridge against its step's expectation.
+func (r *relay) check(line []byte) {
+	m := gjson.ParseBytes(line)
+	if m.Get("type").String() != protocol.TypeControlResponse {
+		return
+	}
+	id := m.Get("response.request_id").String()
+	r.mu.Lock()
+	a := r.asked[id]
+	if a != nil && a.timer != nil {
+		a.timer.Stop()
+	}
+	r.mu.Unlock()
+	if a == nil || a.step == nil {
+		return
+	}
+	exp := a.step.Expected()
+	if exp == nil || m.Get("response.subtype").String() != "success" {
+		return
+	}
+	payload := json.RawMessage(m.Get("response.response").Raw)
+	var pr protocol.PermissionResult
+	if err := json.Unmarshal(payload, &pr); err != nil {
+		return
+	}
+	problems := exp.Check(a.input, &pr, payload)
+	text := "the answer is as the scenario expects"
+	if len(problems) > 0 {
+		text = strings.Join(problems, "; ")
+	}
+	r.rec.write(transcript.Record{Event: transcript.EventExpect, Step: a.step.N, OK: transcript.Bool(len(problems) == 0), Text: text})
+}
