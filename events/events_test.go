@@ -302,9 +302,11 @@ func TestDirector(t *testing.T) {
 	all.await(t, "exit of sess-directed", func(r transcript.Record) bool {
 		return r.Session == "sess-directed" && r.Event == transcript.EventExit
 	})
+	mu.Lock()
 	if len(hellos) != 1 || hellos[0].PID != p.PID() || len(hellos[0].Args) == 0 {
 		t.Errorf("hello = %+v, want the process's pid and args", hellos)
 	}
+	mu.Unlock()
 
 	// The director refuses the next one: its reason reaches stderr.
 	p = start()
