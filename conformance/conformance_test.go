@@ -49,6 +49,22 @@ func TestReferenceBridge(t *testing.T) {
 	}
 }
 
+var profileFlag = flag.String("bridge", os.Getenv("ASKCTL_CONFORMANCE_BRIDGE"), "a bridge profile to check (TestBridge); default $ASKCTL_CONFORMANCE_BRIDGE")
+
+// TestBridge checks the bridge of -bridge PROFILE (or
+// $ASKCTL_CONFORMANCE_BRIDGE): go test ./conformance -run TestBridge -bridge mybridge.json.
+// With neither it has nothing to check, and says so.
+func TestBridge(t *testing.T) {
+	if *profileFlag == "" {
+		t.Skip("no profile: pass -bridge FILE or set ASKCTL_CONFORMANCE_BRIDGE to check a bridge of yours")
+	}
+	p, err := harness.LoadProfile(*profileFlag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conformance.Run(t, conformance.Config{Profile: p, Askctl: askctlBin})
+}
+
 // TestReferenceBridgeRealAgent: the reference bridge passes every case with
 // the real claude CLI 2.1.330 as its agent, against askctl's fake model API.
 func TestReferenceBridgeRealAgent(t *testing.T) {
