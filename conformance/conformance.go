@@ -48,6 +48,9 @@ type Config struct {
 	// RealClaude, when set, makes the bridge spawn the real claude CLI
 	// against askctl's fake model API instead of fakeclaude.
 	RealClaude string
+	// ClaimTimeout bounds the wait for the bridge to spawn a session's
+	// agent (default 15s).
+	ClaimTimeout time.Duration
 	// OnCase receives each case's measured latencies when it ends.
 	OnCase func(name string, lat []harness.Latency)
 

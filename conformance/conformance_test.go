@@ -1,6 +1,8 @@
 package conformance_test
 
 import (
+	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -8,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/askctl/askctl/conformance"
 	"github.com/askctl/askctl/harness"
@@ -101,5 +104,71 @@ func TestReadmeCommands(t *testing.T) {
 	}
 	if string(data) != want {
 		t.Errorf("README.md's command reference is stale: run go test ./conformance -run TestReadmeCommands -update")
+	}
+}
+
+// TestSetupFailureStopsTheRun: a bridge that never spawns the harness's
+// claude stops the run after the first case, with ErrBridgeWontStart; the
+// rest are not run, not failed.
+func TestSetupFailureStopsTheRun(t *testing.T) {
+	p, err := harness.ParseProfile("wrong-claude.json", []byte(`{"name": "a bridge that spawns another claude",
+		"start": {"command": "${ASKCTL}", "args": ["serve", "--addr", "127.0.0.1:${PORT}", "--state", "${STATE}", "--claude", "/bin/false"]},
+		"ready": {"url": "http://127.0.0.1:${PORT}/api/health"}, "claude": "env:NOTHING",
+		"surface": {"kind": "http", "url": "http://127.0.0.1:${PORT}", "token_file": "${STATE}/token"},
+		"capabilities": {"sdk": true}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	rep, err := conformance.RunSuite(context.Background(), conformance.Config{Profile: p, Askctl: askctlBin, ClaimTimeout: time.Second},
+		conformance.RunOptions{Parallel: 1})
+	if !errors.Is(err, conformance.ErrBridgeWontStart) || !strings.Contains(err.Error(), "no agent asked the harness") {
+		t.Fatalf("err = %v", err)
+	}
+	var failed, notRun int
+	for _, r := range rep.Results {
+		switch {
+		case r.Status == conformance.Fail:
+			failed++
+		case r.Status == conformance.Skip && strings.HasPrefix(r.Detail, "not run"):
+			notRun++
+		}
+	}
+	if failed != 1 || notRun < 15 {
+		t.Errorf("%d failed, %d not run; want 1 failed and the rest not run", failed, notRun)
+	}
+	if d := time.Since(start); d > 15*time.Second {
+		t.Errorf("took %v", d)
+	}
+}
+
+// TestInterruptedRun: ending the context stops the run at once; cases cut
+// short are reported interrupted, not failed.
+func TestInterruptedRun(t *testing.T) {
+	p, err := harness.LoadProfile(filepath.Join("profiles", "reference-ws.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	rep, err := conformance.RunSuite(ctx, conformance.Config{Profile: p, Askctl: askctlBin}, conformance.RunOptions{Parallel: 2})
+	if !errors.Is(err, conformance.ErrInterrupted) {
+		t.Fatalf("err = %v", err)
+	}
+	interrupted := 0
+	for _, r := range rep.Results {
+		if r.Status == conformance.Fail {
+			t.Errorf("%s failed after the interrupt: %s", r.Case, r.Detail)
+		}
+		if r.Detail == "interrupted" {
+			interrupted++
+		}
+	}
+	if interrupted == 0 {
+		t.Error("no case was reported interrupted")
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("the run took %v to stop", d)
 	}
 }

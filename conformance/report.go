@@ -39,16 +39,16 @@ func WriteTable(w io.Writer, r *Report) {
 		n[res.Status]++
 	}
 	all := Latencies(r)
-	fmt.Fprintf(w, "\n%d cases: %d passed, %d failed, %d skipped", len(r.Results), n[Pass], n[Fail], n[Skip])
+	fmt.Fprintf(w, "\n%s: %d passed, %d failed, %d skipped", plural(len(r.Results), "case"), n[Pass], n[Fail], n[Skip])
 	if n[XFail] > 0 {
-		fmt.Fprintf(w, ", %d expected failures", n[XFail])
+		fmt.Fprintf(w, ", %d failed as expected (counted as passed)", n[XFail])
 	}
 	fmt.Fprintf(w, " in %s (%s)\n", roundDur(r.Duration), r.Bridge)
 	if len(all.Deliver) > 0 {
-		fmt.Fprintf(w, "latency over %d questions: to the surface p50 %s p99 %s", len(all.Deliver),
+		fmt.Fprintf(w, "latency over %s: to the surface p50 %s p99 %s", plural(len(all.Deliver), "question"),
 			roundDur(harness.Percentile(all.Deliver, 50)), roundDur(harness.Percentile(all.Deliver, 99)))
 		if len(all.Answer) > 0 {
-			fmt.Fprintf(w, "; over %d answers: to the agent p50 %s p99 %s", len(all.Answer),
+			fmt.Fprintf(w, "; over %s: to the agent p50 %s p99 %s", plural(len(all.Answer), "answer"),
 				roundDur(harness.Percentile(all.Answer, 50)), roundDur(harness.Percentile(all.Answer, 99)))
 		}
 		fmt.Fprintln(w)
@@ -198,4 +198,11 @@ func ReadExpectedFailures(path string) (map[string]string, error) {
 		out[name] = reason
 	}
 	return out, sc.Err()
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

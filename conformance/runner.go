@@ -142,15 +142,33 @@ func RunSuite(ctx context.Context, cfg Config, o RunOptions) (*Report, error) {
 	var wg sync.WaitGroup
 	var pmu sync.Mutex
 	done := 0
+	// A case that cannot set the bridge up (it does not start, is not
+	// ready, spawns no agent the harness knows) stops the run: every other
+	// case would wait out the same deadlines to fail the same way.
+	setup := make(chan string, 1)
+	setupFailed := func() string {
+		select {
+		case why := <-setup:
+			setup <- why
+			return why
+		default:
+			return ""
+		}
+	}
 	for i, f := range files {
 		wg.Add(1)
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
 		}
-		if ctx.Err() != nil {
-			name := strings.TrimSuffix(filepath.Base(f), ".txtar")
-			results[i] = Result{Case: name, Requirement: Requirements[name], Status: Skip, Detail: "interrupted"}
+		name := strings.TrimSuffix(filepath.Base(f), ".txtar")
+		if ctx.Err() != nil || setupFailed() != "" {
+			why := "interrupted"
+			if ctx.Err() == nil {
+				why = "not run: the bridge could not be set up"
+				<-sem
+			}
+			results[i] = Result{Case: name, Requirement: Requirements[name], Status: Skip, Detail: why}
 			wg.Done()
 			continue
 		}
@@ -158,6 +176,16 @@ func RunSuite(ctx context.Context, cfg Config, o RunOptions) (*Report, error) {
 			defer wg.Done()
 			defer func() { <-sem }()
 			r := runCase(cfg, f, filepath.Join(work, "run"))
+			if r.Status == Fail && ctx.Err() != nil {
+				// Cut short by the interrupt: nothing is known of the bridge.
+				r.Status, r.Detail, r.Log = Skip, "interrupted", ""
+			}
+			if r.Status == Fail && isSetupFailure(r.Detail) {
+				select {
+				case setup <- r.Case:
+				default:
+				}
+			}
 			r.Latencies = lat.get(r.Case)
 			if why, ok := o.ExpectedFailures[r.Case]; ok {
 				r.Expected = why
@@ -189,29 +217,24 @@ func RunSuite(ctx context.Context, cfg Config, o RunOptions) (*Report, error) {
 	if ctx.Err() != nil {
 		return rep, ErrInterrupted
 	}
-	ran, wontStart := 0, 0
-	for _, r := range rep.Results {
-		if r.Status != Skip {
-			ran++
-			if r.Status == Fail && strings.Contains(r.Detail, "starting the bridge") {
-				wontStart++
+	if name := setupFailed(); name != "" {
+		for _, r := range rep.Results {
+			if r.Case == name {
+				return rep, fmt.Errorf("%w (case %s): %s", ErrBridgeWontStart, name, r.Detail)
 			}
 		}
-	}
-	if ran > 0 && wontStart == ran {
-		return rep, fmt.Errorf("%w: %s", ErrBridgeWontStart, rep.Results[firstFailed(rep)].Detail)
 	}
 	return rep, nil
 }
 
-func firstFailed(r *Report) int {
-	for i, res := range r.Results {
-		if res.Status == Fail {
-			return i
-		}
-	}
-	return 0
+// isSetupFailure tells a failure to set the bridge up from a requirement
+// failing.
+func isSetupFailure(detail string) bool {
+	return strings.HasPrefix(detail, "starting the bridge") || strings.HasPrefix(detail, "restarting the bridge") ||
+		strings.HasPrefix(detail, "starting session ") || strings.Contains(detail, "no agent asked the harness")
 }
+
+
 
 func (c *collector) get(name string) []harness.Latency {
 	c.mu.Lock()

@@ -33,6 +33,9 @@ type Options struct {
 	// RealClaude, when set, is the real claude CLI the bridge spawns
 	// (through askctl's real-agent shim) instead of fakeclaude.
 	RealClaude string
+	// ClaimTimeout bounds the wait for the bridge to spawn the agent of a
+	// session it was asked to start. Default 15s.
+	ClaimTimeout time.Duration
 	// AgentTimeout is each agent's deadline for every wait on the bridge
 	// (fakeclaude's FAKECLAUDE_TIMEOUT). Default 30s.
 	AgentTimeout time.Duration
@@ -68,6 +71,9 @@ func StartBridge(ctx context.Context, p *Profile, opts Options) (*Bridge, error)
 	}
 	if opts.AgentTimeout <= 0 {
 		opts.AgentTimeout = 30 * time.Second
+	}
+	if opts.ClaimTimeout <= 0 {
+		opts.ClaimTimeout = 15 * time.Second
 	}
 	if opts.Logf == nil {
 		opts.Logf = func(string, ...any) {}
@@ -182,7 +188,7 @@ func (b *Bridge) start(ctx context.Context) error {
 	setProcessGroup(cmd)
 	if err := cmd.Start(); err != nil {
 		log.Close()
-		return fmt.Errorf("starting the bridge (%s): %w", b.Profile.File, err)
+		return fmt.Errorf("running %s (from %s): %w", st.Command, b.Profile.File, err)
 	}
 	exited := make(chan struct{})
 	b.mu.Lock()

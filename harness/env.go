@@ -136,10 +136,6 @@ func (e *Env) session(alias string) (*Session, error) {
 	return s, nil
 }
 
-// claimTimeout bounds the wait for the bridge to spawn the agent of a
-// session it was asked to start.
-const claimTimeout = 15 * time.Second
-
 // Start starts a session named alias whose agent plays sc: the harness
 // tells the director, asks the surface to start a session with the
 // scenario's first prompt, waits for the bridge to spawn the agent, and
@@ -197,10 +193,10 @@ func (e *Env) StartDetached(ctx context.Context, alias string, sc *scenarios.Sce
 	e.mu.Unlock()
 	select {
 	case <-sl.claimed:
-	case <-time.After(claimTimeout):
+	case <-time.After(e.Bridge.opts.ClaimTimeout):
 		forget()
-		return fmt.Errorf("the bridge started session %s (%s) but spawned no claude within %v: does the profile's \"claude\" (%q) reach it? The bridge's log:\n%s",
-			alias, id, claimTimeout, e.Bridge.Profile.Claude, e.Bridge.LogTail(15))
+		return fmt.Errorf("the bridge started session %s (%s), but no agent asked the harness what to play within %v: the bridge spawned no claude, or not the harness's shim (${CLAUDE}) — is the profile's \"claude\" (%q) how this bridge finds its CLI? The bridge's log:\n%s",
+			alias, id, e.Bridge.opts.ClaimTimeout, e.Bridge.Profile.Claude, e.Bridge.LogTail(15))
 	case <-ctx.Done():
 		forget()
 		return ctx.Err()

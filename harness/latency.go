@@ -9,10 +9,10 @@ import (
 // the surface showing it (Deliver), and from the person's answer to the
 // agent's control_response (Answer; zero when it was never answered).
 type Latency struct {
-	Session  string
-	Question string
-	Deliver  time.Duration
-	Answer   time.Duration
+	Session  string        `json:"session"`
+	Question string        `json:"question_id"`
+	Deliver  time.Duration `json:"deliver_ns"`
+	Answer   time.Duration `json:"answer_ns,omitempty"`
 }
 
 // Latencies measures every question of every session so far.

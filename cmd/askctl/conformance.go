@@ -73,7 +73,7 @@ Examples:
 			&cli.StringFlag{Name: "junit", Usage: "write a JUnit XML report to `FILE`", Destination: &o.junit},
 			&cli.StringFlag{Name: "json", Usage: "write a JSON report to `FILE`", Destination: &o.json},
 			&cli.StringFlag{Name: "expected-failures", Usage: "`FILE` of cases known to fail (CASE reason, a line each)", Destination: &o.expected},
-			&cli.IntFlag{Name: "parallel", Usage: "cases run at once (default: the number of CPUs, at least 2)", Destination: &o.parallel},
+			&cli.IntFlag{Name: "parallel", Usage: "cases run at once; 0 means the number of CPUs, at least 2", Destination: &o.parallel},
 			&cli.BoolFlag{Name: "keep", Usage: "keep the work directory (bridge logs, agent transcripts) and print where it is", Destination: &o.keep},
 			&cli.BoolFlag{Name: "list", Usage: "list the cases and their requirements, and exit", Destination: &o.list},
 		},
@@ -153,6 +153,9 @@ func runConformance(ctx context.Context, o *conformanceOptions) error {
 	var real string
 	if o.agent == "real" {
 		if real, err = claudecli.Find(ctx, o.claude, ew); err != nil {
+			if o.claude != "" {
+				return usagef("--claude %s: %v", o.claude, err)
+			}
 			return err
 		}
 	}
@@ -194,6 +197,9 @@ func runConformance(ctx context.Context, o *conformanceOptions) error {
 	}
 	fmt.Fprintln(w)
 	conformance.WriteTable(w, rep)
+	if o.keep {
+		fmt.Fprintf(ew, "kept: %s (each case's bridge.log and agent transcripts under run/)\n", work)
+	}
 	if o.json != "" {
 		if err := writeFileWith(o.json, func(f *os.File) error {
 			enc := json.NewEncoder(f)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"context"
 	"encoding/json"
 	"errors"
@@ -42,6 +43,9 @@ func (c *bridgeConn) surface(ctx context.Context, s *stdio, session string, sink
 		}
 	}
 	if unset := p.SurfaceUnset(vars); len(unset) > 0 {
+		if _, ok := vars["STATE"]; ok && slices.Contains(unset, "PORT") {
+			return nil, nil, fmt.Errorf("%w: no bridge is running with state directory %s (start one with askctl serve, or pass --state)", bridge.ErrUnreachable, vars["STATE"])
+		}
 		return nil, nil, usagef("--bridge %s: the surface uses ${%s}, which nobody set: set it in the environment (or use a profile with the address written out)", c.profile, strings.Join(unset, "}, ${"))
 	}
 	ep := p.Expanded(vars)
@@ -69,15 +73,19 @@ func surfaceErr(err error) error {
 		}
 		return err
 	}
+	wrap := func(sentinel error) error {
+		// The bridge's message may already start with the sentinel's words.
+		return fmt.Errorf("%w: %s", sentinel, strings.TrimPrefix(rj.Message, sentinel.Error()+": "))
+	}
 	switch rj.Code {
 	case "not_found", "404":
-		return fmt.Errorf("%w: %s", bridge.ErrNotFound, rj.Message)
+		return wrap(bridge.ErrNotFound)
 	case "resolved", "session_taken":
-		return fmt.Errorf("%w: %s", bridge.ErrResolved, rj.Message)
+		return wrap(bridge.ErrResolved)
 	case "unauthorized", "401":
-		return fmt.Errorf("%w: %s", bridge.ErrUnauthorized, rj.Message)
+		return wrap(bridge.ErrUnauthorized)
 	}
-	return fmt.Errorf("%w: %s", bridge.ErrInvalid, rj.Message)
+	return wrap(bridge.ErrInvalid)
 }
 
 // settle gives a socket surface the moment it needs to replay what is
@@ -90,8 +98,11 @@ func settle(surf harness.Surface) {
 
 // findPending finds question id among what the surface shows, waiting up
 // to 3s for a socket surface to replay it.
-func findPending(ctx context.Context, conn harness.Conn, id string) (harness.Pending, error) {
-	deadline := time.Now().Add(3 * time.Second)
+func findPending(ctx context.Context, surf harness.Surface, conn harness.Conn, id string) (harness.Pending, error) {
+	deadline := time.Now()
+	if k := surf.Kind(); k == "ws" || k == "control-ws" {
+		deadline = deadline.Add(3 * time.Second)
+	}
 	for {
 		ps, err := conn.Pending(ctx)
 		if err != nil {
@@ -120,13 +131,15 @@ func runAnswerProfile(ctx context.Context, o *answerOptions) error {
 	}
 	defer surf.Close()
 	defer conn.Close()
-	p, err := findPending(ctx, conn, o.id)
-	if err != nil {
+	p, err := findPending(ctx, surf, conn, o.id)
+	if err != nil && !errors.Is(err, bridge.ErrNotFound) {
 		return err
 	}
 	// The same rules as on the reference bridge: labels are options,
-	// --text is free text, several questions need --question or --set.
-	q := &bridge.Question{ID: p.QuestionID, Questions: p.Questions}
+	// --text is free text, several questions need --question or --set. A
+	// question the surface does not show goes to the bridge as given, and
+	// the bridge says why it is not pending (answered, unknown…).
+	q := &bridge.Question{ID: o.id, Questions: p.Questions}
 	given, err := o.answersFor(q)
 	if err != nil {
 		return err
@@ -135,7 +148,11 @@ func runAnswerProfile(ctx context.Context, o *answerOptions) error {
 	for key, labels := range given {
 		qq, err := bridge.FindQuestion(q.Questions, key)
 		if err != nil {
-			return err
+			if len(q.Questions) > 0 {
+				return err
+			}
+			answers[key] = labels
+			continue
 		}
 		answers[qq.Question] = labels
 	}
@@ -161,7 +178,7 @@ func runSkipProfile(ctx context.Context, o *skipOptions) error {
 	}
 	defer surf.Close()
 	defer conn.Close()
-	if _, err := findPending(ctx, conn, o.id); err != nil {
+	if _, err := findPending(ctx, surf, conn, o.id); err != nil && !errors.Is(err, bridge.ErrNotFound) {
 		return err
 	}
 	reason := o.reason

@@ -451,8 +451,11 @@ func TestAnswerThroughProfiles(t *testing.T) {
 				t.Errorf("unknown id: exit %d, %s", code, errOut)
 			}
 			s.must("answer", "--bridge", kind, "--id", id, "--set", "1=Summary", "--set", "2=Outro", "--set", "2=Intro")
-			if code, _, errOut := s.askctl("skip", "--bridge", kind, "--id", id); code != exitNotFound && code != exitResolved {
+			if code, _, errOut := s.askctl("skip", "--bridge", kind, "--id", id); code != exitResolved {
 				t.Errorf("skipping an answered question: exit %d, %s", code, errOut)
+			}
+			if code, _, errOut := s.askctl("answer", "--bridge", kind, "--id", id, "--set", "1=Detailed", "--set", "2=Body"); code != exitResolved {
+				t.Errorf("answering it again: exit %d, %s", code, errOut)
 			}
 			q := s.question(id)
 			if q.Status != bridge.QuestionAnswered || q.Answers["Which sections?"] != "Outro, Intro" {
@@ -462,6 +465,9 @@ func TestAnswerThroughProfiles(t *testing.T) {
 	}
 	if code, _, errOut := s.askctl("pending", "--bridge", "nosuch.json"); code != exitUsage || !strings.Contains(errOut, "no such profile file") {
 		t.Errorf("a missing profile: exit %d, %s", code, errOut)
+	}
+	if code, _, errOut := s.askctl("pending", "--bridge", "reference-ws", "--state", t.TempDir()); code != exitBridgeDown || !strings.Contains(errOut, "no bridge is running") {
+		t.Errorf("no bridge running: exit %d, %s", code, errOut)
 	}
 }
 

@@ -66,7 +66,8 @@ stopped (its pending questions are withdrawn).
 				Action: func(ctx context.Context, cmd *cli.Command) error { return startF(ctx, o) },
 			},
 			{
-				Name:   "ls",
+				Name:    "ls",
+				Aliases: []string{"list"},
 				Usage:  "list the sessions",
 				Flags:  append([]cli.Flag{jsonFlag}, o.conn.apiFlags()...),
 				Action: func(ctx context.Context, cmd *cli.Command) error { return lsF(ctx, o) },
