@@ -234,8 +234,6 @@ func isSetupFailure(detail string) bool {
 		strings.HasPrefix(detail, "starting session ") || strings.Contains(detail, "no agent asked the harness")
 }
 
-
-
 func (c *collector) get(name string) []harness.Latency {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -1,12 +1,12 @@
 package main
 
 import (
-	"slices"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"

@@ -68,9 +68,9 @@ stopped (its pending questions are withdrawn).
 			{
 				Name:    "ls",
 				Aliases: []string{"list"},
-				Usage:  "list the sessions",
-				Flags:  append([]cli.Flag{jsonFlag}, o.conn.apiFlags()...),
-				Action: func(ctx context.Context, cmd *cli.Command) error { return lsF(ctx, o) },
+				Usage:   "list the sessions",
+				Flags:   append([]cli.Flag{jsonFlag}, o.conn.apiFlags()...),
+				Action:  func(ctx context.Context, cmd *cli.Command) error { return lsF(ctx, o) },
 			},
 			{
 				Name:      "stop",
