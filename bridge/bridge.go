@@ -77,6 +77,17 @@ type live struct {
 	s    *sdk.Session
 	proc *agent.Process
 	done chan struct{}
+	mcp  *mcpSession // an MCP server's session (askctl mcp): no agent process
+}
+
+// respond sends a question's resolution to its asker: the agent's
+// control_response, or the waiting MCP call.
+func (l *live) respond(q *Question, r protocol.Reply) error {
+	if l.mcp != nil {
+		l.mcp.resolved(q.ID)
+		return nil
+	}
+	return l.s.Respond(q.RequestID, r)
 }
 
 // New opens (or creates) the database and returns a bridge. Sessions a
@@ -332,6 +343,10 @@ func (b *Bridge) StopSession(ctx context.Context, id string) error {
 		}
 		return nil // already ended
 	}
+	if l.mcp != nil {
+		b.endMCP(id, l)
+		return nil
+	}
 	b.mu.Lock()
 	b.stopping[id] = true
 	b.mu.Unlock()
@@ -503,7 +518,7 @@ func (b *Bridge) Answer(ctx context.Context, id string, given map[string]Answer)
 			return nil, fmt.Errorf("resuming session %s for question %s: %w", q.SessionID, id, err)
 		}
 		res.Resumed = true
-	} else if err := l.s.Respond(q.RequestID, protocol.Reply{Answers: sent(q.Questions, merged)}); err != nil {
+	} else if err := l.respond(q, protocol.Reply{Answers: sent(q.Questions, merged)}); err != nil {
 		// Nothing was sent: the agent withdrew the request a moment before,
 		// or it is exiting. The surfaces are told, as for any withdrawal.
 		status, reason := QuestionWithdrawn, "the agent exited before the answer reached it"
@@ -558,7 +573,7 @@ func (b *Bridge) Skip(ctx context.Context, id, reason string, interrupt bool) (*
 		if defect("skip-allow-empty") {
 			reply = protocol.Reply{Allow: true}
 		}
-		if err := l.s.Respond(q.RequestID, reply); err != nil {
+		if err := l.respond(q, reply); err != nil {
 			b.cfg.Logf("question %s: %v", id, err)
 		}
 	}
@@ -607,7 +622,7 @@ func (b *Bridge) expire(id string) {
 			}
 			reply = protocol.Reply{Answers: first}
 		}
-		if err := l.s.Respond(q.RequestID, reply); err != nil {
+		if err := l.respond(q, reply); err != nil {
 			b.cfg.Logf("question %s: %v", id, err)
 		}
 	}
@@ -645,6 +660,9 @@ func (b *Bridge) withdraw(q *Question, status, reason string) {
 		return
 	}
 	b.stopTimer(q.ID)
+	if l := b.liveSession(q.SessionID); l != nil && l.mcp != nil {
+		l.mcp.resolved(q.ID)
+	}
 	b.publish(Event{Type: EventWithdrawn, SessionID: q.SessionID, QuestionID: q.ID, Reason: reason})
 	b.publishStatus(q.SessionID)
 }

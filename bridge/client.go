@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/askctl/askctl/protocol"
 	"io"
 	"net/http"
 	"net/url"
@@ -243,4 +244,23 @@ func (c *Client) EventsOpened(ctx context.Context, session string, lastID int64,
 		return fmt.Errorf("%w: event stream: %v", ErrUnreachable, err)
 	}
 	return fmt.Errorf("%w: the event stream ended", ErrUnreachable)
+}
+
+// OpenMCP opens the session of an MCP ask_user server.
+func (c *Client) OpenMCP(ctx context.Context, label string) (*Session, error) {
+	var out Session
+	_, err := c.do(ctx, http.MethodPost, "/api/mcp", MCPOpen{Label: label}, &out)
+	return &out, err
+}
+
+// AskMCP asks questions in MCP session id and waits, as long as ctx allows,
+// until they are resolved; the question returned says how.
+func (c *Client) AskMCP(ctx context.Context, id string, qs []protocol.Question) (*Question, error) {
+	waiting := *c
+	hc := *c.httpClient()
+	hc.Timeout = 0 // the person takes as long as the bridge's timeout; ctx bounds it
+	waiting.HTTP = &hc
+	var out Question
+	_, err := waiting.do(ctx, http.MethodPost, "/api/mcp/"+url.PathEscape(id)+"/ask", MCPAsk{Questions: qs}, &out)
+	return &out, err
 }

@@ -43,6 +43,9 @@
 //	                                       → 200 answered, 202 held (part of a request: "missing" lists the rest)
 //	POST   /api/questions/{id}/skip        {"reason":"…","interrupt":false}
 //	                                       answer and skip take ?session=ID: a question of another session is 404
+//	POST   /api/mcp                        {"label":"…"} → 201 an MCP ask_user server's session (askctl mcp)
+//	POST   /api/mcp/{id}/ask               {"questions":[…]} → 200 the question once resolved (held open until then;
+//	                                       a client that goes away withdraws it)
 //	GET    /api/events?session=            the event stream (SSE)
 //	GET    /ws?session_id=                 the WebSocket surface
 //	GET    /control?session_id=            the control surface: the CLI's own messages

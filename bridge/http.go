@@ -48,6 +48,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /api/questions/{id}/answer", s.auth(s.answer))
 	mux.HandleFunc("POST /api/questions/{id}/skip", s.auth(s.skip))
 	mux.HandleFunc("GET /api/events", s.authQuery(s.events))
+	mux.HandleFunc("POST /api/mcp", s.auth(s.openMCP))
+	mux.HandleFunc("POST /api/mcp/{id}/ask", s.auth(s.askMCP))
 	mux.HandleFunc("GET /ws", s.authQuery(s.ws))
 	mux.HandleFunc("GET /control", s.authQuery(s.control))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -180,6 +182,51 @@ func (s *Server) startSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusCreated, ss)
+}
+
+// MCPOpen is the body of POST /api/mcp.
+type MCPOpen struct {
+	Label string `json:"label,omitempty"`
+}
+
+func (s *Server) openMCP(w http.ResponseWriter, r *http.Request) {
+	var o MCPOpen
+	if r.ContentLength != 0 {
+		if err := decode(w, r, &o); err != nil {
+			fail(w, err)
+			return
+		}
+	}
+	ss, err := s.B.OpenMCP(r.Context(), o.Label)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, ss)
+}
+
+// MCPAsk is the body of POST /api/mcp/{id}/ask.
+type MCPAsk struct {
+	Questions []protocol.Question `json:"questions"`
+}
+
+// askMCP holds the request until the question is resolved; a client that
+// goes away withdraws it.
+func (s *Server) askMCP(w http.ResponseWriter, r *http.Request) {
+	var a MCPAsk
+	if err := decode(w, r, &a); err != nil {
+		fail(w, err)
+		return
+	}
+	q, err := s.B.AskMCP(r.Context(), r.PathValue("id"), a.Questions)
+	if err != nil {
+		if r.Context().Err() != nil {
+			return // the client is gone
+		}
+		fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, q)
 }
 
 func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {

@@ -71,6 +71,7 @@ Start with:
 			newSkipCmd(s, nil),
 			newPendingCmd(s, nil),
 			newWatchCmd(s, nil),
+			newMCPCmd(s, nil),
 		},
 	}
 	shapeCommands(app, s)

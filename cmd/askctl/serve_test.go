@@ -21,6 +21,7 @@ import (
 	"github.com/askctl/askctl/internal/testenv"
 	"github.com/askctl/askctl/scenarios"
 	"github.com/askctl/askctl/transcript"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tidwall/gjson"
 )
 
@@ -496,4 +497,100 @@ func (s *served) token() string {
 		s.t.Fatal(err)
 	}
 	return tok
+}
+
+// TestMCPServer: askctl mcp, an MCP client's ask_user tool: the call shows
+// on the bridge as a pending question, and its answer, skip or timeout comes
+// back as the tool's result; a client that goes away withdraws it.
+func TestMCPServer(t *testing.T) {
+	s := serve(t, "--timeout", "1s")
+	self, _ := os.Executable()
+	cmd := exec.Command(self, "mcp")
+	cmd.Env = append(os.Environ(), envTestAsAskctl+"=1", bridge.EnvStateDir+"="+s.state)
+	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tools.Tools) != 1 || tools.Tools[0].Name != "ask_user" {
+		t.Fatalf("tools: %+v", tools.Tools)
+	}
+	schema, _ := json.Marshal(tools.Tools[0].InputSchema)
+	if gjson.GetBytes(schema, "required.0").String() != "question" || gjson.GetBytes(schema, "properties.options.items.properties.description.type").String() != "string" ||
+		gjson.GetBytes(schema, "properties.multiSelect.type").String() != "boolean" {
+		t.Errorf("input schema %s", schema)
+	}
+	call := func(args map[string]any) chan *mcp.CallToolResult {
+		out := make(chan *mcp.CallToolResult, 1)
+		go func() {
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask_user", Arguments: args})
+			if err != nil {
+				t.Error(err)
+			}
+			out <- res
+		}()
+		return out
+	}
+	text := func(r *mcp.CallToolResult) string {
+		if r == nil || len(r.Content) == 0 {
+			return ""
+		}
+		return r.Content[0].(*mcp.TextContent).Text
+	}
+	pendingID := func() string {
+		out := s.must("pending", "--wait", "--timeout", "10s", "--json")
+		return gjson.Get(out, "0.question_id").String()
+	}
+
+	res := call(map[string]any{"question": "Which sections?", "options": []map[string]string{{"label": "Intro"}, {"label": "Body"}, {"label": "Outro"}}, "multiSelect": true})
+	id := pendingID()
+	s.must("answer", "--id", id, "Outro", "Intro")
+	if r := <-res; r.IsError || text(r) != "User selected: Outro, Intro" {
+		t.Errorf("answered: %v %q", r.IsError, text(r))
+	}
+
+	res = call(map[string]any{"question": "Which database?", "options": []map[string]string{{"label": "Postgres"}, {"label": "SQLite"}}})
+	id = pendingID()
+	s.must("answer", "--id", id, "--text", "MySQL, we run it")
+	if r := <-res; r.IsError || text(r) != "User answered: MySQL, we run it" {
+		t.Errorf("free text: %v %q", r.IsError, text(r))
+	}
+
+	res = call(map[string]any{"question": "Deploy now?"})
+	id = pendingID()
+	s.must("skip", "--id", id, "--reason", "not today")
+	if r := <-res; !r.IsError || !strings.Contains(text(r), "declined") || !strings.Contains(text(r), "not today") {
+		t.Errorf("skipped: %v %q", r.IsError, text(r))
+	}
+
+	res = call(map[string]any{"question": "Anyone there?"})
+	if r := <-res; !r.IsError || !strings.Contains(text(r), "did not respond in time") {
+		t.Errorf("timed out: %v %q", r.IsError, text(r))
+	}
+
+	// The client goes away with a question pending: it is withdrawn.
+	call(map[string]any{"question": "Still there?"})
+	id = pendingID()
+	cs.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out := s.must("pending", "--json")
+		if !strings.Contains(out, id) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("question %s still pending after the client left: %s", id, out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if code, _, errOut := s.askctl("answer", "--id", id, "--text", "yes"); code != exitResolved {
+		t.Errorf("answering a withdrawn MCP question: exit %d, %s", code, errOut)
+	}
 }

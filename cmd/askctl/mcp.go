@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/askctl/askctl/bridge"
+	"github.com/askctl/askctl/protocol"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/urfave/cli/v3"
+)
+
+type mcpOptions struct {
+	conn        bridgeConn
+	name        string
+	printConfig bool
+	io          *stdio
+}
+
+func newMCPCmd(s *stdio, runF func(context.Context, *mcpOptions) error) *cli.Command {
+	o := &mcpOptions{io: s}
+	if runF == nil {
+		runF = runMCP
+	}
+	return &cli.Command{
+		Name:  "mcp",
+		Usage: "serve an MCP ask_user tool on stdio that asks through the running bridge",
+		Description: `Runs an MCP server on stdin/stdout (for claude --mcp-config) with one tool,
+ask_user: question (required), options (label, description) and multiSelect.
+Each call becomes a question on the running bridge (askctl serve), shown on
+every surface exactly like an AskUserQuestion — same ids, askctl answer and
+skip, same timeout — and the call blocks until it is resolved:
+
+  answered   text content naming the selected label(s), or the free text
+  skipped    isError: the user declined, with their reason
+  timed out  isError: the user did not respond in time
+  The CLI going away withdraws the question from the surfaces.
+
+--print-config writes the --mcp-config JSON that runs this server:
+
+  askctl mcp --print-config > askctl-mcp.json
+  claude -p "…" --mcp-config askctl-mcp.json --allowedTools mcp__askctl__ask_user
+
+` + bridgeExitHelp,
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "name", Value: "askctl", Usage: "the server's name in --print-config (the CLI names the tool mcp__NAME__ask_user)", Destination: &o.name},
+			&cli.BoolFlag{Name: "print-config", Usage: "print the --mcp-config JSON that runs this server, and exit", Destination: &o.printConfig},
+		}, o.conn.apiFlags()...),
+		Before: func(ctx context.Context, cmd *cli.Command) (context.Context, error) {
+			if cmd.Args().Len() > 0 {
+				return ctx, usagef("mcp takes no arguments, got %q", cmd.Args().First())
+			}
+			if strings.TrimSpace(o.name) == "" || strings.ContainsAny(o.name, " _") {
+				return ctx, usagef("--name %q: want a name without spaces or underscores", o.name)
+			}
+			return ctx, nil
+		},
+		Action: func(ctx context.Context, cmd *cli.Command) error { return runF(ctx, o) },
+	}
+}
+
+// askInput is ask_user's input.
+type askInput struct {
+	Question    string      `json:"question" jsonschema:"the question to ask the user"`
+	Options     []askOption `json:"options,omitempty" jsonschema:"choices to offer; the user may also answer in their own words"`
+	MultiSelect bool        `json:"multiSelect,omitempty" jsonschema:"whether the user may pick several options"`
+}
+
+type askOption struct {
+	Label       string `json:"label" jsonschema:"the choice, as the user sees it"`
+	Description string `json:"description,omitempty" jsonschema:"what the choice means"`
+}
+
+func runMCP(ctx context.Context, o *mcpOptions) error {
+	if o.printConfig {
+		self, err := selfPath()
+		if err != nil {
+			return err
+		}
+		args := []string{"mcp"}
+		if o.conn.state != "" {
+			args = append(args, "--state", o.conn.state)
+		}
+		if o.conn.url != "" {
+			args = append(args, "--url", o.conn.url)
+		}
+		cfg := map[string]any{"mcpServers": map[string]any{o.name: map[string]any{"type": "stdio", "command": self, "args": args}}}
+		return printJSON(o.io.out, cfg)
+	}
+	c, err := o.conn.client(o.io)
+	if err != nil {
+		return err
+	}
+	label := fmt.Sprintf("askctl mcp (for pid %d)", os.Getppid())
+	ss, err := c.OpenMCP(ctx, label)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(o.io.err, "askctl mcp: asking through %s, session %s\n", c.URL, ss.ID)
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5e9)
+		defer cancel()
+		_, _ = c.StopSession(sctx, ss.ID)
+	}()
+	server := mcp.NewServer(&mcp.Implementation{Name: "askctl", Version: protocol.CLIVersion}, nil)
+	mcp.AddTool(server, &mcp.Tool{Name: "ask_user", Description: "Ask the user a question and wait for the answer. Offer options when there are natural choices; the user may also answer in their own words."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in askInput) (*mcp.CallToolResult, any, error) {
+			return askThroughBridge(ctx, c, ss.ID, in), nil, nil
+		})
+	t := &mcp.IOTransport{Reader: io.NopCloser(o.io.in), Writer: nopWriteCloser{o.io.out}}
+	if err := server.Run(ctx, t); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("mcp: %w", err)
+	}
+	return nil
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// askThroughBridge asks in the bridge and turns the resolution into the
+// tool's result.
+func askThroughBridge(ctx context.Context, c *bridge.Client, session string, in askInput) *mcp.CallToolResult {
+	text := func(isErr bool, s string) *mcp.CallToolResult {
+		return &mcp.CallToolResult{IsError: isErr, Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+	}
+	if strings.TrimSpace(in.Question) == "" {
+		return text(true, "ask_user needs a question.")
+	}
+	q := protocol.Question{Question: in.Question, Header: "Question", MultiSelect: in.MultiSelect}
+	for _, op := range in.Options {
+		q.Options = append(q.Options, protocol.Option{Label: op.Label, Description: op.Description})
+	}
+	res, err := c.AskMCP(ctx, session, []protocol.Question{q})
+	if err != nil {
+		if ctx.Err() != nil {
+			return text(true, "The question was withdrawn: the call was cancelled.")
+		}
+		return text(true, "The question could not be asked: "+err.Error())
+	}
+	switch res.Status {
+	case bridge.QuestionAnswered:
+		a := res.Answers[in.Question]
+		if len(in.Options) > 0 && allLabels(a, in) {
+			return text(false, "User selected: "+a)
+		}
+		return text(false, "User answered: "+a)
+	case bridge.QuestionSkipped:
+		return text(true, "The user declined to answer: "+res.Reason)
+	case bridge.QuestionExpired:
+		return text(true, fmt.Sprintf("The user did not respond in time (no answer within %d s).", res.TimeoutSeconds))
+	}
+	return text(true, fmt.Sprintf("The question was withdrawn (%s): %s", res.Status, res.Reason))
+}
+
+// allLabels reports whether answer is made of in's option labels.
+func allLabels(answer string, in askInput) bool {
+	labels := []string{answer}
+	if in.MultiSelect {
+		labels = strings.Split(answer, protocol.MultiSelectSeparator)
+	}
+	for _, l := range labels {
+		found := false
+		for _, op := range in.Options {
+			found = found || op.Label == l
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
