@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/askctl/askctl/agent"
 	"github.com/askctl/askctl/bridge"
 	"github.com/askctl/askctl/fakeclaude/fakeapi"
 	"github.com/askctl/askctl/internal/testenv"
@@ -593,4 +594,95 @@ func TestMCPServer(t *testing.T) {
 	if code, _, errOut := s.askctl("answer", "--id", id, "--text", "yes"); code != exitResolved {
 		t.Errorf("answering a withdrawn MCP question: exit %d, %s", code, errOut)
 	}
+}
+
+// TestMCPRealCLI: the real claude CLI 2.1.330 in print mode, given askctl
+// mcp's --mcp-config and --allowedTools mcp__askctl__ask_user, against the
+// fake model API, asks through askctl mcp: the question shows in askctl
+// pending, askctl answer (or skip, or the timeout) resolves it, and the
+// CLI's tool_result carries it.
+func TestMCPRealCLI(t *testing.T) {
+	claude := testenv.RealClaude(t)
+	s := serve(t, "--timeout", "2s")
+	self, _ := os.Executable()
+	// As askctl mcp --print-config writes it, with this test binary as
+	// askctl.
+	out := s.must("mcp", "--print-config", "--state", s.state)
+	if gjson.Get(out, "mcpServers.askctl.type").String() != "stdio" || gjson.Get(out, "mcpServers.askctl.args.0").String() != "mcp" {
+		t.Fatalf("--print-config: %s", out)
+	}
+	cfg, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"askctl": map[string]any{"type": "stdio", "command": self,
+		"args": []string{"mcp", "--state", s.state}, "env": map[string]string{envTestAsAskctl: "1"}}}})
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "mcp.json")
+	if err := os.WriteFile(cfgPath, cfg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	steps := `{"prompt":"Ask me how to format."}
+{"tool":{"name":"mcp__askctl__ask_user","input":{"question":"How should I format?","options":[{"label":"Summary"},{"label":"Detailed"}]}},"user":{"allow":true}}
+{"text":"Done."}
+`
+	sc, err := scenarios.Parse("mcp-ask.txtar", []byte("MCP ask.\n-- scenario.json --\n{\"name\":\"mcp-ask\",\"route\":\"sdk\"}\n-- steps.jsonl --\n"+steps))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(t *testing.T, person func(id string)) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		p, err := agent.Real{Claude: claude}.Start(ctx, sc, agent.Options{Dir: t.TempDir(), Args: []string{"-p", "Ask me how to format.",
+			"--output-format", "stream-json", "--verbose", "--mcp-config", cfgPath, "--allowedTools", "mcp__askctl__ask_user"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Stdin.Close()
+		var stdout bytes.Buffer
+		copied := make(chan struct{})
+		go func() { io.Copy(&stdout, p.Stdout); close(copied) }()
+		if person != nil {
+			out := s.must("pending", "--wait", "--timeout", "60s", "--json")
+			if q := gjson.Get(out, "0.questions.0.question").String(); q != "How should I format?" {
+				t.Fatalf("pending: %s", out)
+			}
+			person(gjson.Get(out, "0.question_id").String())
+		}
+		<-copied
+		if code, _ := p.Wait(); code != 0 {
+			t.Errorf("the real CLI exited %d: %s", code, p.Stderr())
+		}
+		var results []string
+		for _, line := range strings.Split(stdout.String(), "\n") {
+			m := gjson.Parse(line)
+			if m.Get("type").String() == "system" && m.Get("subtype").String() == "init" {
+				if st := m.Get(`mcp_servers.#(name=="askctl").status`).String(); st != "connected" {
+					t.Errorf("mcp server status %q in init: %s", st, m.Get("mcp_servers").Raw)
+				}
+			}
+			if r := m.Get(`message.content.#(type=="tool_result")`); r.Exists() {
+				results = append(results, r.Raw)
+			}
+		}
+		if len(results) != 1 {
+			t.Fatalf("tool results: %v\nstdout: %s", results, stdout.String())
+		}
+		return results[0]
+	}
+	t.Run("answer", func(t *testing.T) {
+		r := run(t, func(id string) { s.must("answer", "--id", id, "Detailed") })
+		if !strings.Contains(r, "User selected: Detailed") || gjson.Get(r, "is_error").Bool() {
+			t.Errorf("tool_result %s", r)
+		}
+	})
+	t.Run("skip", func(t *testing.T) {
+		r := run(t, func(id string) { s.must("skip", "--id", id, "--reason", "not now") })
+		if !strings.Contains(r, "declined") || !gjson.Get(r, "is_error").Bool() {
+			t.Errorf("tool_result %s", r)
+		}
+	})
+	t.Run("timeout", func(t *testing.T) {
+		r := run(t, nil)
+		if !strings.Contains(r, "did not respond in time") || !gjson.Get(r, "is_error").Bool() {
+			t.Errorf("tool_result %s", r)
+		}
+	})
 }
