@@ -389,23 +389,30 @@ func (b *Bridge) ask(sessionID string, s *sdk.Session, r sdk.Request) {
 	now := time.Now()
 	q := &Question{ID: newID("q_"), SessionID: sessionID, RequestID: r.ID, ToolUseID: r.ToolUseID, Questions: in.Questions,
 		Status: QuestionPending, CreatedAt: now, Deadline: now.Add(b.cfg.Timeout), TimeoutSeconds: timeoutSeconds(b.cfg.Timeout), input: r.Input}
-	// Stored, timed and announced in one step: no answer can come between,
-	// so the surfaces hear of the question before of its answer.
+	if err := b.pose(q); err != nil {
+		b.cfg.Logf("session %s: storing a question: %v", sessionID, err)
+		_ = s.Respond(r.ID, protocol.Reply{Error: "the bridge could not store the question: " + err.Error()})
+	}
+}
+
+// pose stores a new pending question, starts its deadline and tells the
+// surfaces, in one step: no answer can come between, so the surfaces hear
+// of the question before of its answer.
+func (b *Bridge) pose(q *Question) error {
 	b.answerMu.Lock()
 	if err := b.st.insertQuestion(b.ctx, q); err != nil {
 		b.answerMu.Unlock()
-		b.cfg.Logf("session %s: storing a question: %v", sessionID, err)
-		_ = s.Respond(r.ID, protocol.Reply{Error: "the bridge could not store the question: " + err.Error()})
-		return
+		return err
 	}
 	b.mu.Lock()
 	if !defect("no-timeout") {
 		b.timer[q.ID] = time.AfterFunc(b.cfg.Timeout, func() { b.expire(q.ID) })
 	}
 	b.mu.Unlock()
-	b.publish(Event{Type: EventQuestion, SessionID: sessionID, QuestionID: q.ID, Questions: shown(q.Questions), TimeoutSeconds: q.TimeoutSeconds})
+	b.publish(Event{Type: EventQuestion, SessionID: q.SessionID, QuestionID: q.ID, Questions: shown(q.Questions), TimeoutSeconds: q.TimeoutSeconds})
 	b.answerMu.Unlock()
-	b.publishStatus(sessionID)
+	b.publishStatus(q.SessionID)
+	return nil
 }
 
 func (b *Bridge) stopTimer(qid string) {

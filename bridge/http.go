@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"bytes"
+	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -308,19 +309,21 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 }
 
 // inSession refuses an answer or skip sent from one session's view
-// (?session=ID) to a question of another: a surface that shows one session
-// says so, and cannot answer another's questions by mistake.
+// (?session=ID) to a question of another.
 func (s *Server) inSession(r *http.Request) error {
-	session := r.URL.Query().Get("session")
+	return s.questionIn(r.Context(), r.PathValue("id"), r.URL.Query().Get("session"))
+}
+
+// questionIn refuses question qid when it is not in session (a surface that
+// shows one session cannot answer another's questions by mistake); with no
+// session, or no such question (the answer says so), there is nothing to
+// refuse.
+func (s *Server) questionIn(ctx context.Context, qid, session string) error {
 	if session == "" || defect("sessions-crossed") {
 		return nil
 	}
-	q, err := s.B.Question(r.Context(), r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	if q.SessionID != session {
-		return fmt.Errorf("%w: question %s is not in session %s", ErrNotFound, q.ID, session)
+	if q, err := s.B.Question(ctx, qid); err == nil && q.SessionID != session {
+		return fmt.Errorf("%w: question %s is not in session %s", ErrNotFound, qid, session)
 	}
 	return nil
 }

@@ -117,20 +117,10 @@ func (b *Bridge) AskMCP(ctx context.Context, id string, qs []protocol.Question) 
 	q := &Question{ID: newID("q_"), SessionID: id, RequestID: "mcp", Questions: qs, Status: QuestionPending,
 		CreatedAt: now, Deadline: now.Add(b.cfg.Timeout), TimeoutSeconds: timeoutSeconds(b.cfg.Timeout)}
 	done := l.mcp.wait(q.ID)
-	b.answerMu.Lock()
-	if err := b.st.insertQuestion(b.ctx, q); err != nil {
-		b.answerMu.Unlock()
+	if err := b.pose(q); err != nil {
 		l.mcp.resolved(q.ID)
 		return nil, err
 	}
-	b.mu.Lock()
-	if !defect("no-timeout") {
-		b.timer[q.ID] = time.AfterFunc(b.cfg.Timeout, func() { b.expire(q.ID) })
-	}
-	b.mu.Unlock()
-	b.publish(Event{Type: EventQuestion, SessionID: id, QuestionID: q.ID, Questions: shown(q.Questions), TimeoutSeconds: q.TimeoutSeconds})
-	b.answerMu.Unlock()
-	b.publishStatus(id)
 
 	select {
 	case <-done:

@@ -225,10 +225,8 @@ func (s *Server) mayAnswer(ctx context.Context, c *wsClient, qid string) (wsRepl
 	if taken && !defect("takeover-ignored") {
 		return wsReply{Type: "error", QuestionID: qid, Code: "session_taken", Error: "another connection took this session over: its answers count, this one's do not"}, false
 	}
-	if c.session != "" && !defect("sessions-crossed") {
-		if q, err := s.B.Question(ctx, qid); err == nil && q.SessionID != c.session {
-			return wsReply{Type: "error", QuestionID: qid, Code: "not_found", Error: fmt.Sprintf("question %s is not in session %s", qid, c.session)}, false
-		}
+	if err := s.questionIn(ctx, qid, c.session); err != nil {
+		return wsError(qid, err), false
 	}
 	return wsReply{}, true
 }
