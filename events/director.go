@@ -1,15 +1,14 @@
 package events
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"strings"
 	"time"
 
+	"github.com/askctl/askctl/internal/jsonl"
 	"github.com/askctl/askctl/transcript"
 )
 
@@ -98,7 +97,7 @@ func Ask(conn net.Conn, hello Hello, timeout time.Duration) (Assignment, error) 
 		return Assignment{}, fmt.Errorf("saying hello: %w", err)
 	}
 	// The hub sends this one line and nothing after it.
-	line, err := readLine(conn, 4<<20)
+	line, err := jsonl.NewReader(conn, 4<<20).Line()
 	if err != nil {
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
@@ -117,22 +116,4 @@ func Ask(conn net.Conn, hello Hello, timeout time.Duration) (Assignment, error) 
 		return a, errors.New("assignment has no scenario")
 	}
 	return a, nil
-}
-
-func readLine(r io.Reader, max int) ([]byte, error) {
-	br := bufio.NewReader(r)
-	var out []byte
-	for {
-		b, err := br.ReadByte()
-		if err != nil {
-			return nil, err
-		}
-		if b == '\n' {
-			return out, nil
-		}
-		out = append(out, b)
-		if len(out) > max {
-			return nil, fmt.Errorf("assignment longer than %d bytes", max)
-		}
-	}
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/askctl/askctl/agent"
 	"github.com/askctl/askctl/events"
+	"github.com/askctl/askctl/fakeclaude"
 	"github.com/askctl/askctl/fakeclaude/fakeapi"
 	"github.com/askctl/askctl/protocol"
 	"github.com/askctl/askctl/scenarios"
@@ -65,7 +67,11 @@ func RealShim(args []string, getenv func(string) string, stdin io.Reader, stdout
 		return fail("%v", err)
 	}
 	defer conn.Close()
-	resume := flagValue(args, "--resume")
+	flags, err := fakeclaude.ParseArgs(args)
+	if err != nil {
+		return fail("%v", err)
+	}
+	resume := flags.Resume
 	cwd, _ := os.Getwd()
 	a, err := events.Ask(conn, events.Hello{PID: os.Getpid(), Args: args, Cwd: cwd, Resume: resume}, 30*time.Second)
 	if err != nil {
@@ -102,7 +108,7 @@ func RealShim(args []string, getenv func(string) string, stdin io.Reader, stdout
 	defer srv.Close()
 
 	cliArgs := append([]string(nil), args...)
-	if resume == "" && flagValue(args, "--session-id") == "" && !hasFlag(args, "--continue", "-c") {
+	if resume == "" && !slices.ContainsFunc(flags.Ignored, func(f string) bool { return f == "--session-id" || f == "--continue" || f == "-c" }) {
 		cliArgs = append(cliArgs, "--session-id="+session)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
@@ -118,29 +124,6 @@ func RealShim(args []string, getenv func(string) string, stdin io.Reader, stdout
 	}
 	rec.write(transcript.Record{Event: transcript.EventExit, Code: transcript.Int(code)})
 	return code
-}
-
-func flagValue(args []string, name string) string {
-	for i, a := range args {
-		if v, ok := strings.CutPrefix(a, name+"="); ok {
-			return v
-		}
-		if a == name && i+1 < len(args) {
-			return args[i+1]
-		}
-	}
-	return ""
-}
-
-func hasFlag(args []string, names ...string) bool {
-	for _, a := range args {
-		for _, n := range names {
-			if a == n {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // liveRecorder streams records to the harness under the session's id.
