@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -123,7 +124,7 @@ func flags(ts *testscript.TestScript, args []string, valued, bools []string) (ma
 		name, val, hasVal := strings.Cut(args[0][1:], "=")
 		args = args[1:]
 		switch {
-		case contains(valued, name):
+		case slices.Contains(valued, name):
 			if !hasVal {
 				if len(args) == 0 {
 					ts.Fatalf("flag -%s needs a value", name)
@@ -131,22 +132,13 @@ func flags(ts *testscript.TestScript, args []string, valued, bools []string) (ma
 				val, args = args[0], args[1:]
 			}
 			out[name] = val
-		case contains(bools, name) && !hasVal:
+		case slices.Contains(bools, name) && !hasVal:
 			out[name] = "true"
 		default:
 			ts.Fatalf("unknown flag -%s", name)
 		}
 	}
 	return out, args
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 func duration(ts *testscript.TestScript, s, def string) time.Duration {
@@ -426,33 +418,38 @@ func resumed(alias string) harness.Expectation {
 	}}
 }
 
-// userAnswers is the scenario's user part for question qid.
-func userAnswers(ts *testscript.TestScript, s *harness.Session, qid string) (map[string][]string, *scenarios.User) {
+// askStep is the scenario's ask step behind question qid: the n-th
+// question the surfaces showed is the scenario's n-th ask step. Nil when
+// none is.
+func askStep(e *harness.Env, s *harness.Session, qid string) *scenarios.Step {
 	idx := -1
-	for i, id := range s.Questions {
-		if id == qid {
-			idx = i
-		}
-	}
+	e.Do(func(*harness.State) { idx = slices.Index(s.Questions, qid) })
 	n := 0
-	for _, st := range s.Scenario.Steps {
-		if st.Kind != scenarios.KindAsk {
-			continue
-		}
-		if n == idx {
-			if st.User == nil {
-				ts.Fatalf("step %d of scenario %s has no user part: give the answers", st.N, s.Scenario.Name)
+	for i := range s.Scenario.Steps {
+		if st := &s.Scenario.Steps[i]; st.Kind == scenarios.KindAsk {
+			if n == idx {
+				return st
 			}
-			out := map[string][]string{}
-			for q, a := range st.User.Answers {
-				out[q] = a.Labels
-			}
-			return out, st.User
+			n++
 		}
-		n++
 	}
-	ts.Fatalf("question %s: no ask step of scenario %s matches it", qid, s.Scenario.Name)
-	return nil, nil
+	return nil
+}
+
+// userAnswers is the scenario's user part for question qid, as labels.
+func userAnswers(ts *testscript.TestScript, e *harness.Env, s *harness.Session, qid string) map[string][]string {
+	st := askStep(e, s, qid)
+	switch {
+	case st == nil:
+		ts.Fatalf("question %s: no ask step of scenario %s matches it", qid, s.Scenario.Name)
+	case st.User == nil:
+		ts.Fatalf("step %d of scenario %s has no user part: give the answers", st.N, s.Scenario.Name)
+	}
+	out := map[string][]string{}
+	for q, a := range st.User.Answers {
+		out[q] = a.Labels
+	}
+	return out
 }
 
 func rejected(ts *testscript.TestScript, neg bool, code string, err error, what string, e *harness.Env, alias string) {
@@ -489,7 +486,7 @@ func cmdAnswer(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	var answers map[string][]string
 	if len(args) == 1 {
-		answers, _ = userAnswers(ts, s, qid)
+		answers = userAnswers(ts, e, s, qid)
 	} else {
 		answers = map[string][]string{}
 		for _, kv := range args[1:] {
@@ -565,32 +562,13 @@ func cmdSkip(ts *testscript.TestScript, neg bool, args []string) {
 	reason := "User skipped this question"
 	if len(args) == 2 {
 		reason = args[1]
-	} else if _, u := userAnswersQuiet(s, qid); u != nil && u.Skip != nil {
-		reason = *u.Skip
+	} else if st := askStep(e, s, qid); st != nil && st.User != nil && st.User.Skip != nil {
+		reason = *st.User.Skip
 	}
 	ctx, cancel := context.WithTimeout(baseCtx(ts), 15*time.Second)
 	defer cancel()
 	err := closedAfterTakeover(e, args[0], connFlag(f), e.Skip(ctx, args[0], connFlag(f), qid, reason))
 	rejected(ts, neg, f["code"], err, "skipping "+qid, e, args[0])
-}
-
-func userAnswersQuiet(s *harness.Session, qid string) (int, *scenarios.User) {
-	idx := -1
-	for i, id := range s.Questions {
-		if id == qid {
-			idx = i
-		}
-	}
-	n := 0
-	for _, st := range s.Scenario.Steps {
-		if st.Kind == scenarios.KindAsk {
-			if n == idx {
-				return st.N, st.User
-			}
-			n++
-		}
-	}
-	return 0, nil
 }
 
 func cmdRaw(ts *testscript.TestScript, neg bool, args []string) {

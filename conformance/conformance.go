@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -126,7 +127,7 @@ func Setup(p *testscript.Params, cfg Config) error {
 		if ok {
 			switch kind {
 			case "cap":
-				if !contains(harness.CapabilityNames, arg) {
+				if !slices.Contains(harness.CapabilityNames, arg) {
 					return false, fmt.Errorf("unknown capability %q", arg)
 				}
 				return cfg.Profile.Capabilities.Has(arg), nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -263,7 +264,7 @@ func (e *Env) onSurface(s *Session, conn string, ev SurfaceEvent) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	s.Surface = append(s.Surface, ev)
-	if ev.Type == SurfQuestion && ev.QuestionID != "" && !contains(s.Questions, ev.QuestionID) {
+	if ev.Type == SurfQuestion && ev.QuestionID != "" && !slices.Contains(s.Questions, ev.QuestionID) {
 		s.Questions = append(s.Questions, ev.QuestionID)
 	}
 	e.changedLocked()
@@ -309,13 +310,19 @@ func (e *Env) Answer(ctx context.Context, alias, conn, qid string, answers map[s
 	ack, err := c.Answer(ctx, qid, answers)
 	if err == nil && ack.Status != "held" {
 		// The answer latency runs from the answer that completed the set.
-		e.mu.Lock()
-		if _, ok := s.answered[qid]; !ok {
-			s.answered[qid] = t0
-		}
-		e.mu.Unlock()
+		e.answeredAt(s, qid, t0)
 	}
 	return ack, err
+}
+
+// answeredAt notes when the person first resolved question qid, where the
+// answer latency starts.
+func (e *Env) answeredAt(s *Session, qid string, t time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, ok := s.answered[qid]; !ok {
+		s.answered[qid] = t
+	}
 }
 
 // Skip skips question qid of alias's session over connection conn.
@@ -327,11 +334,7 @@ func (e *Env) Skip(ctx context.Context, alias, conn, qid, reason string) error {
 	t0 := time.Now()
 	err = c.Skip(ctx, qid, reason)
 	if err == nil {
-		e.mu.Lock()
-		if _, ok := s.answered[qid]; !ok {
-			s.answered[qid] = t0
-		}
-		e.mu.Unlock()
+		e.answeredAt(s, qid, t0)
 	}
 	return err
 }
@@ -565,13 +568,4 @@ func (st *State) List() []*Session {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Alias < out[j].Alias })
 	return out
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
