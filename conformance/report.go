@@ -60,36 +60,35 @@ type LatencySet struct{ Deliver, Answer []time.Duration }
 
 // Latencies gathers the latencies of every case.
 func Latencies(r *Report) LatencySet {
-	var s LatencySet
+	var all []harness.Latency
 	for _, res := range r.Results {
-		for _, l := range res.Latencies {
-			if l.Deliver > 0 {
-				s.Deliver = append(s.Deliver, l.Deliver)
-			}
-			if l.Answer > 0 {
-				s.Answer = append(s.Answer, l.Answer)
-			}
+		all = append(all, res.Latencies...)
+	}
+	return latencySet(all)
+}
+
+// latencySet splits measured latencies by kind, leaving out the unmeasured.
+func latencySet(ls []harness.Latency) LatencySet {
+	var s LatencySet
+	for _, l := range ls {
+		if l.Deliver > 0 {
+			s.Deliver = append(s.Deliver, l.Deliver)
+		}
+		if l.Answer > 0 {
+			s.Answer = append(s.Answer, l.Answer)
 		}
 	}
 	return s
 }
 
 func latencyCell(res Result) string {
-	var d, a []time.Duration
-	for _, l := range res.Latencies {
-		if l.Deliver > 0 {
-			d = append(d, l.Deliver)
-		}
-		if l.Answer > 0 {
-			a = append(a, l.Answer)
-		}
-	}
+	s := latencySet(res.Latencies)
 	var parts []string
-	if len(d) > 0 {
-		parts = append(parts, "deliver "+roundDur(harness.Percentile(d, 50))+"/"+roundDur(harness.Percentile(d, 99)))
+	if len(s.Deliver) > 0 {
+		parts = append(parts, "deliver "+roundDur(harness.Percentile(s.Deliver, 50))+"/"+roundDur(harness.Percentile(s.Deliver, 99)))
 	}
-	if len(a) > 0 {
-		parts = append(parts, "answer "+roundDur(harness.Percentile(a, 50))+"/"+roundDur(harness.Percentile(a, 99)))
+	if len(s.Answer) > 0 {
+		parts = append(parts, "answer "+roundDur(harness.Percentile(s.Answer, 50))+"/"+roundDur(harness.Percentile(s.Answer, 99)))
 	}
 	if len(parts) == 0 {
 		return "-"

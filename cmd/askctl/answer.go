@@ -429,14 +429,7 @@ func runPending(ctx context.Context, o *pendingOptions) error {
 			if i > 0 {
 				id, sess, age, exp = "", "", "", ""
 			}
-			labels := make([]string, len(qq.Options))
-			for j, op := range qq.Options {
-				labels[j] = op.Label
-			}
-			opts := strings.Join(labels, " | ")
-			if qq.MultiSelect {
-				opts += " (multiSelect)"
-			}
+			opts := optionsCell(qq)
 			if held, ok := q.Draft[qq.Question]; ok {
 				opts = "held: " + held
 			}
@@ -444,6 +437,19 @@ func runPending(ctx context.Context, o *pendingOptions) error {
 		}
 	}
 	return tw.Flush()
+}
+
+// optionsCell is a question's options as askctl pending lists them.
+func optionsCell(q protocol.Question) string {
+	labels := make([]string, len(q.Options))
+	for j, op := range q.Options {
+		labels[j] = op.Label
+	}
+	opts := strings.Join(labels, " | ")
+	if q.MultiSelect {
+		opts += " (multiSelect)"
+	}
+	return opts
 }
 
 // waitPending follows the event stream until a question is pending.

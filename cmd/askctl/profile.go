@@ -247,15 +247,7 @@ func runPendingProfile(ctx context.Context, o *pendingOptions) error {
 			if i > 0 {
 				id, sess = "", ""
 			}
-			labels := make([]string, len(qq.Options))
-			for j, op := range qq.Options {
-				labels[j] = op.Label
-			}
-			opts := strings.Join(labels, " | ")
-			if qq.MultiSelect {
-				opts += " (multiSelect)"
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%d. %s\t%s\n", id, sess, i+1, qq.Question, opts)
+			fmt.Fprintf(tw, "%s\t%s\t%d. %s\t%s\n", id, sess, i+1, qq.Question, optionsCell(qq))
 		}
 	}
 	return tw.Flush()
