@@ -3,7 +3,7 @@ package fakeclaude_test
 import (
 	"bytes"
 	"context"
-	"errors"
+
 	"io"
 	"strconv"
 	"strings"
@@ -443,6 +443,16 @@ func TestBuiltinScenariosPlayThrough(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if sc.Route == scenarios.RouteMCP {
+				recs, out := playPrint(t, sc)
+				if out.Code != 0 {
+					t.Errorf("exit = %d, want 0; failures: %v", out.Code, out.Failures)
+				}
+				if d := replay.CheckSteps(replay.Expected(sc), replay.Shapes(recs, transcript.FromCLI)); len(d) > 0 {
+					t.Errorf("differs from the steps: %v", d)
+				}
+				return
+			}
 			recs, out := play(t, sc, plan, sdkFlags)
 			if out.Code != want[name] {
 				t.Errorf("exit = %d, want %d; failures: %v", out.Code, want[name], out.Failures)
@@ -501,23 +511,6 @@ func TestExpectMatch(t *testing.T) {
 				t.Errorf("stderr %q, want %q", s.stderr.String(), tt.stderr)
 			}
 		})
-	}
-}
-
-// TestRouteMCPRefused: a route "mcp" scenario is refused with a clear error,
-// not played as route "sdk".
-func TestRouteMCPRefused(t *testing.T) {
-	sc, err := scenarios.Parse("m.txtar", []byte("-- scenario.json --\n{\"name\":\"m\",\"route\":\"mcp\"}\n-- steps.jsonl --\n{\"prompt\":\"hi\"}\n{\"text\":\"x\"}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := startScenario(t, sc, sdk, fakeclaude.Options{})
-	o := s.finish()
-	if o.Code != fakeclaude.ExitUsage || !strings.Contains(s.stderr.String(), `route "mcp" is not supported yet`) {
-		t.Errorf("exit %d, stderr %q; want %d and the route named", o.Code, s.stderr.String(), fakeclaude.ExitUsage)
-	}
-	if _, err := replay.PlanFor(sc, true); err == nil || !errors.Is(err, scenarios.ErrRouteMCP) {
-		t.Errorf("replay.PlanFor = %v, want ErrRouteMCP", err)
 	}
 }
 

@@ -43,6 +43,36 @@ func play(t testing.TB, sc *scenarios.Scenario, plan replay.Plan, args []string)
 	return recs, <-done
 }
 
+// playPrint runs fakeclaude in-process on a route "mcp" scenario in print
+// mode, against the scripted MCP server askctl replay uses, and returns its
+// output and exit status.
+func playPrint(t testing.TB, sc *scenarios.Scenario) ([]transcript.Record, fakeclaude.Outcome) {
+	t.Helper()
+	script, err := replay.StartMCPScript(sc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer script.Close()
+	flags, err := fakeclaude.ParseArgs(replay.PrintArgs(sc, script.Config(sc)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan fakeclaude.Outcome, 1)
+	go func() {
+		o := fakeclaude.Run(context.Background(), fakeclaude.Options{Scenario: sc, Flags: flags, Timeout: 10 * time.Second}, inR, outW)
+		outW.Close()
+		inR.Close()
+		done <- o
+	}()
+	recs, err := replay.PlayPrint(context.Background(), inW, outR, replay.PlayOptions{Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatalf("PlayPrint: %v", err)
+	}
+	return recs, <-done
+}
+
 // TestMatchesCaptures drives fakeclaude with the SDK side of each capture of
 // the real CLI and checks that it answers with the same sequence of message
 // types, the same keys on every message, and the same tool_result texts (ids,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/askctl/askctl/protocol"
 	"github.com/askctl/askctl/scenarios"
 	"github.com/askctl/askctl/transcript"
+	"github.com/tidwall/gjson"
 )
 
 // This file is the turn loop: it plays a scenario's steps in order, asks each
@@ -69,6 +71,9 @@ type Options struct {
 	Cwd, Home string
 	// Now defaults to time.Now.
 	Now func() time.Time
+	// Getenv reads the CLI's own settings (MCP_TIMEOUT, MCP_TOOL_TIMEOUT);
+	// nil reads none.
+	Getenv func(string) string
 }
 
 // Failure is one thing that went wrong.
@@ -101,8 +106,13 @@ type Outcome struct {
 func Run(ctx context.Context, opts Options, stdin io.Reader, stdout io.Writer) Outcome {
 	f := newFake(ctx, opts, stdout)
 	defer close(f.done)
-	f.in = f.readLines(stdin)
-	f.run()
+	if f.flags.PrintMode() {
+		f.runPrint(stdin)
+	} else {
+		f.in = f.readLines(stdin)
+		f.run()
+	}
+	f.closeMCP()
 	code := f.exitCode()
 	f.record(transcript.Record{Event: transcript.EventExit, Code: transcript.Int(code)})
 	f.recMu.Lock()
@@ -137,6 +147,10 @@ type fake struct {
 	lastText    string
 	denials     []denial
 	resultIndex int
+
+	getenv   func(string) string
+	mcp      *mcpClients // the --mcp-config servers; nil with none
+	mcpNoted bool
 
 	queued   []protocol.Line // prompts that came mid-turn
 	failures []Failure
@@ -206,6 +220,7 @@ func newFake(ctx context.Context, opts Options, out io.Writer) *fake {
 		home:    opts.Home,
 		model:   opts.Flags.Model,
 		pid:     os.Getpid(),
+		getenv:  opts.Getenv,
 	}
 	f.route = &sdkRoute{f: f, requests: map[string]*request{}}
 	if f.now == nil {
@@ -241,7 +256,7 @@ func newFake(ctx context.Context, opts Options, out io.Writer) *fake {
 // only when a permission prompt surface is configured, and not disallowed.
 func (f *fake) askEnabled() bool {
 	t := f.flags.PermissionPromptTool
-	return t != "" && t != "none" && f.flags.toolAllowed(protocol.ToolAskUserQuestion)
+	return t != "" && t != "none" && !f.flags.PrintMode() && f.flags.toolAllowed(protocol.ToolAskUserQuestion)
 }
 
 // record writes r to the sink. It is called from the reader goroutine too;
@@ -306,7 +321,25 @@ func (f *fake) send(m any) {
 		f.stopped = true
 		return
 	}
-	f.record(transcript.Record{Dir: transcript.FromCLI, Msg: b})
+	if f.flags.PrintMode() && f.flags.OutputFormat != "stream-json" {
+		// --output-format text or json: only the result is printed.
+		if gjson.GetBytes(b, "type").String() != protocol.TypeResult {
+			f.record(transcript.Record{Event: transcript.EventNote, Kind: "unprinted", Msg: b, Text: "not printed with --output-format " + f.outputFormat()})
+			return
+		}
+		if f.outputFormat() == "text" {
+			text := gjson.GetBytes(b, "result").String()
+			if len(gjson.GetBytes(b, "errors").Array()) > 0 && text == "" {
+				text = "Error: " + gjson.GetBytes(b, "errors.0").String()
+			}
+			f.record(transcript.Record{Event: transcript.EventNote, Kind: "stdout", Msg: b, Text: text})
+			b = []byte(text)
+		} else {
+			f.record(transcript.Record{Dir: transcript.FromCLI, Msg: b})
+		}
+	} else {
+		f.record(transcript.Record{Dir: transcript.FromCLI, Msg: b})
+	}
 	done := make(chan error, 1)
 	go func() {
 		_, err := f.out.Write(append(b, '\n'))
@@ -336,20 +369,13 @@ func (f *fake) run() {
 	case f.sc == nil:
 		f.fail(ExitUsage, "usage", "no scenario")
 		return
-	case f.sc.Route == scenarios.RouteMCP:
-		f.fail(ExitUsage, "usage", "scenario %s: %v", f.sc.Name, scenarios.ErrRouteMCP)
-		return
 	}
-	if err := f.flags.validate(); err != nil {
-		f.fail(ExitUsage, "usage", "%v", err)
+	if !f.start() {
 		return
 	}
 	if f.flags.InputFormat != "stream-json" {
-		f.fail(ExitUsage, "usage", "fakeclaude speaks the SDK transport only: pass --input-format stream-json --output-format stream-json --verbose (got --input-format %q)", f.flags.InputFormat)
+		f.fail(ExitUsage, "usage", "fakeclaude speaks the SDK transport (--input-format stream-json --output-format stream-json --verbose) or print mode (-p): got --input-format %q without -p", f.flags.InputFormat)
 		return
-	}
-	for _, u := range f.flags.Unknown {
-		f.note("ignored unknown argument %q", u)
 	}
 	steps := f.sc.Steps
 	if f.flags.Resume != "" {
@@ -395,6 +421,137 @@ func (f *fake) run() {
 	f.waitEOF()
 }
 
+// start checks the flags and the MCP configuration, notes what is ignored,
+// and starts connecting to the MCP servers. It reports whether to go on.
+func (f *fake) start() bool {
+	if err := f.flags.validate(); err != nil {
+		f.fail(ExitUsage, "usage", "%v", err)
+		return false
+	}
+	for _, u := range f.flags.Unknown {
+		f.note("ignored unknown argument %q", u)
+	}
+	if f.flags.Prompt != "" && !f.flags.PrintMode() {
+		f.note("ignored prompt argument %s: stream-json sessions take their prompts on stdin", clip.Quote(f.flags.Prompt, 60))
+	}
+	servers, err := ParseMCPConfig(f.flags.MCPConfig)
+	if err != nil {
+		f.fail(ExitUsage, "usage", "%v", err)
+		return false
+	}
+	if len(servers) > 0 {
+		f.mcp = f.connectMCP(servers, f.getenv)
+	}
+	return true
+}
+
+func (f *fake) outputFormat() string {
+	if f.flags.OutputFormat == "" {
+		return "text"
+	}
+	return f.flags.OutputFormat
+}
+
+// maxPrintPrompt bounds a prompt read from stdin in print mode.
+const maxPrintPrompt = 16 << 20
+
+// runPrint plays a one-shot print session (claude -p): the prompt from the
+// argument or, with none, from stdin; one turn; the output in the
+// --output-format; then exit, as the real CLI does.
+func (f *fake) runPrint(stdin io.Reader) {
+	if f.sc == nil {
+		f.fail(ExitUsage, "usage", "no scenario")
+		return
+	}
+	if of := f.outputFormat(); of != "text" && of != "json" && of != "stream-json" {
+		//lint:ignore ST1005 mirrors the real CLI's messages
+		f.fail(ExitUsage, "usage", "Error: Invalid output format %q (text, json or stream-json)", of)
+		return
+	}
+	if !f.start() {
+		return
+	}
+	turns := scenarios.TurnsOf(f.sc.Steps)
+	if f.flags.Resume != "" {
+		f.fail(ExitUsage, "usage", "--resume %s: fakeclaude plays resumed sessions in stream-json mode only", f.flags.Resume)
+		return
+	}
+	if len(turns) != 1 {
+		f.fail(ExitUsage, "usage", "scenario %s has %d turns; print mode (-p) plays one", f.sc.Name, len(turns))
+		return
+	}
+	prompt := f.flags.Prompt
+	if prompt == "" {
+		text, ok := f.readPrompt(stdin)
+		if !ok {
+			return
+		}
+		prompt = text
+	}
+	if strings.TrimSpace(prompt) == "" {
+		//lint:ignore ST1005 the real CLI's message, word for word
+		f.fail(ExitErrorResult, "usage", "Error: Input must be provided either through stdin or as a prompt argument when using --print")
+		return
+	}
+	f.note("playing scenario %s (%s) in print mode, --output-format %s", f.sc.Name, f.sc.File, f.outputFormat())
+	turn := turns[0]
+	f.step = turn[0].N
+	line, _ := protocol.DecodeLine(0, protocol.Prompt(prompt, f.sessionID))
+	f.checkPrompt(&turn[0], line)
+	f.startTurn(line)
+	played := 1
+	for i := 1; i < len(turn) && !f.stopped && !f.aborted; i++ {
+		f.step = turn[i].N
+		f.play(&turn[i], i == len(turn)-1)
+		played++
+	}
+	if f.stopped {
+		return
+	}
+	if f.aborted {
+		f.send(f.userText(protocol.InterruptedForToolUseText))
+		if rest := len(turn) - played; rest > 0 {
+			f.fail(ExitExpectation, "expectation", "the turn was aborted with %d scripted step(s) left", rest)
+		}
+	}
+	f.send(f.result(f.aborted))
+	f.step = 0
+}
+
+// readPrompt reads print mode's prompt from stdin, to its end, by the wait
+// deadline.
+func (f *fake) readPrompt(stdin io.Reader) (string, bool) {
+	type read struct {
+		b   []byte
+		err error
+	}
+	ch := make(chan read, 1)
+	go func() {
+		b, err := io.ReadAll(io.LimitReader(stdin, maxPrintPrompt+1))
+		ch <- read{b, err}
+	}()
+	t := time.NewTimer(f.timeout)
+	defer t.Stop()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			f.fail(ExitEarlyEOF, "stdin", "reading the prompt from stdin: %v", r.err)
+			return "", false
+		}
+		if len(r.b) > maxPrintPrompt {
+			f.fail(ExitUsage, "usage", "the prompt on stdin is over %d MiB", maxPrintPrompt>>20)
+			return "", false
+		}
+		return strings.TrimRight(string(r.b), "\n"), true
+	case <-t.C:
+		f.fail(ExitTimeout, "timeout", "no prompt: stdin was not closed within %v (pass the prompt as an argument, or close stdin after writing it)", f.timeout)
+		return "", false
+	case <-f.ctx.Done():
+		f.stop()
+		return "", false
+	}
+}
+
 // checkPrompt checks a prompt against its step's expect_prompt.
 func (f *fake) checkPrompt(st *scenarios.Step, l protocol.Line) {
 	if st.ExpectPrompt == nil {
@@ -419,7 +576,15 @@ func hasAsk(steps []scenarios.Step) bool {
 
 func (f *fake) startTurn(prompt protocol.Line) {
 	f.turnCalls, f.turnStart, f.denials, f.lastText, f.inResponse = 0, f.now(), nil, "", false
-	f.record(transcript.Record{Event: transcript.EventStep, Step: f.step, Text: "turn started by the prompt on stdin line " + fmt.Sprint(prompt.N)})
+	if prompt.N > 0 {
+		f.record(transcript.Record{Event: transcript.EventStep, Step: f.step, Text: "turn started by the prompt on stdin line " + fmt.Sprint(prompt.N)})
+	} else {
+		f.record(transcript.Record{Event: transcript.EventStep, Step: f.step, Text: "turn started by the print-mode prompt"})
+	}
+	f.awaitMCP()
+	if f.stopped {
+		return
+	}
 	f.send(f.systemInit())
 	if f.flags.ReplayUserMessages {
 		// The real CLI echoes the prompt right after system/init.
@@ -464,6 +629,8 @@ func (f *fake) play(st *scenarios.Step, last bool) {
 		}
 	case scenarios.KindAsk, scenarios.KindTool:
 		f.call(st)
+	case scenarios.KindMCP:
+		f.playMCP(st)
 	}
 }
 

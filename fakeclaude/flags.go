@@ -25,10 +25,27 @@ type Flags struct {
 	ReplayUserMessages   bool   // echo each prompt (isReplay) and each control_response received
 	Scenario             string // fakeclaude's own --scenario
 	Transcript           string // fakeclaude's own --transcript
+	Prompt               string // the prompt argument of -p (the first word that is not a flag)
 	Version              bool
 	Help                 bool
 	Unknown              []string // flags fakeclaude does not know, as given
 	Ignored              []string // known flags that change nothing here
+
+	promptSeen bool
+}
+
+// PrintMode reports whether the flags ask for a one-shot print session
+// (claude -p "prompt"): -p without --input-format stream-json.
+func (f Flags) PrintMode() bool { return f.Print && f.InputFormat != "stream-json" }
+
+// denied reports whether --disallowedTools names tool t.
+func (f Flags) denied(t string) bool {
+	for _, d := range f.DisallowedTools {
+		if d == t {
+			return true
+		}
+	}
+	return false
 }
 
 // The flags of claude 2.1.330 (its --help, and the ones the SDKs pass that
@@ -76,9 +93,13 @@ func ParseArgs(args []string) (Flags, error) {
 	f := Flags{PermissionMode: "default"}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
-		if !strings.HasPrefix(a, "-") {
-			// A positional prompt; stream-json sessions take theirs on stdin.
-			f.Unknown = append(f.Unknown, a)
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			// The prompt (print mode); a second word is not one.
+			if f.Prompt == "" && !f.promptSeen {
+				f.Prompt, f.promptSeen = a, true
+			} else {
+				f.Unknown = append(f.Unknown, a)
+			}
 			continue
 		}
 		name, val, hasVal := strings.Cut(a, "=")

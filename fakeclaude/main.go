@@ -118,7 +118,7 @@ func Command(args []string, getenv func(string) string, stdin io.Reader, stdout,
 		}
 		defer es.Close()
 	}
-	opts := Options{Flags: flags, Stderr: stderr}
+	opts := Options{Flags: flags, Stderr: stderr, Getenv: getenv}
 	if name == "" && es != nil {
 		// No scenario: the harness behind FAKECLAUDE_EVENTS assigns one.
 		cwd, _ := os.Getwd()

@@ -97,7 +97,7 @@ func (f *fake) systemInit() obj {
 		{"cwd", f.cwd},
 		{"session_id", f.sessionID},
 		{"tools", f.tools()},
-		{"mcp_servers", []any{}},
+		{"mcp_servers", f.mcpServers()},
 		{"model", f.model},
 		{"permissionMode", f.flags.PermissionMode},
 		{"slash_commands", slashCommands},
@@ -140,7 +140,7 @@ func (f *fake) tools() []string {
 			out = append(out, t)
 		}
 	}
-	return out
+	return append(out, f.mcpTools()...)
 }
 
 func (f *fake) assistant(content obj) obj {
@@ -175,7 +175,7 @@ func toolUseBlock(id, name string, input json.RawMessage) obj {
 // denials carry is_error true, and other tools lead with tool_use_id.
 type toolResult struct {
 	toolUseID  string
-	content    string
+	content    any   // a string, or content blocks (MCP results)
 	isError    *bool // nil: no is_error key
 	idFirst    bool  // tool_use_id first (other tools' results)
 	useResult  any   // tool_use_result
@@ -327,11 +327,10 @@ func (f *fake) result(aborted bool) obj {
 			kv{"uuid", newUUID()},
 			kv{"queued_turn_count", 0},
 			kv{"result_index", f.resultIndex},
-			kv{"model_usage_since_last_result", f.modelUsage()},
 		)
-		return m
+		return f.sinceLast(m)
 	}
-	return append(m,
+	return f.sinceLast(append(m,
 		kv{"num_turns", f.turnCalls},
 		kv{"subtype", protocol.ResultSuccess},
 		kv{"api_error_status", nil},
@@ -345,8 +344,16 @@ func (f *fake) result(aborted bool) obj {
 		kv{"first_content_frame_ms", 1},
 		kv{"queued_turn_count", 0},
 		kv{"result_index", f.resultIndex},
-		kv{"model_usage_since_last_result", f.modelUsage()},
-	)
+	))
+}
+
+// sinceLast adds model_usage_since_last_result, which the CLI writes in
+// stream-json output and not with --output-format json.
+func (f *fake) sinceLast(m obj) obj {
+	if f.flags.PrintMode() && f.outputFormat() != "stream-json" {
+		return m
+	}
+	return append(m, kv{"model_usage_since_last_result", f.modelUsage()})
 }
 
 func (f *fake) timestamp() string { return f.now().UTC().Format("2006-01-02T15:04:05.000Z") }

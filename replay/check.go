@@ -29,16 +29,31 @@ func Expected(sc *scenarios.Scenario) []Want {
 	add := func(step int, reason, typ, sub string, values map[string]string) {
 		out = append(out, Want{Step: step, Reason: reason, Msg: shape.Msg{Dir: transcript.FromCLI, Type: typ, Subtype: sub, Values: values}})
 	}
-	add(0, "initialize", protocol.TypeControlResponse, protocol.SubtypeSuccess, nil)
+	print := sc.Route == scenarios.RouteMCP
+	if !print {
+		add(0, "initialize", protocol.TypeControlResponse, protocol.SubtypeSuccess, nil)
+	}
 	for _, turn := range sc.Turns() {
 		n := turn[0].N
-		add(n, "turn start", protocol.TypeSystem, protocol.SubtypeInit, map[string]string{"tools has AskUserQuestion": "true"})
+		init := map[string]string{"tools has AskUserQuestion": "true"}
+		if print {
+			init = map[string]string{"tools has AskUserQuestion": "false", "mcp_servers": mcpServersWant(sc), "mcp tools": strings.Join(MCPTools(sc), " ")}
+		}
+		add(n, "turn start", protocol.TypeSystem, protocol.SubtypeInit, init)
 		aborted, exited := false, false
 		for i := 1; i < len(turn) && !aborted && !exited; i++ {
 			st := &turn[i]
 			n = st.N
 			why := st.Describe()
 			switch st.Kind {
+			case scenarios.KindMCP:
+				input := canonicalJSON(st.Input())
+				add(n, why, protocol.TypeAssistant, "", map[string]string{"content[0].type": "tool_use", "content[0].name": st.MCP.Name(), "content[0].input": input})
+				res, err := scriptedResult(st)
+				if err != nil {
+					break
+				}
+				add(n, why, protocol.TypeUser, "", mcpResultWant(st, res))
 			case scenarios.KindText:
 				add(n, why, protocol.TypeAssistant, "", map[string]string{"content[0].type": "text", "content[0].text": st.Text})
 			case scenarios.KindAsk, scenarios.KindTool:

@@ -66,7 +66,16 @@ type Answer struct {
 // interrupts or kills the agent at those times instead.
 func PlanFor(sc *scenarios.Scenario, agentCancels bool) (Plan, error) {
 	if sc.Route == scenarios.RouteMCP {
-		return Plan{}, fmt.Errorf("%s: %w", sc.File, scenarios.ErrRouteMCP)
+		// Print mode: the prompt is an argument, and the scripted MCP
+		// server plays the person (see MCPScript).
+		for _, st := range sc.Steps {
+			if st.Kind == scenarios.KindMCP {
+				if _, err := scriptedResult(&st); err != nil {
+					return Plan{}, fmt.Errorf("%s:%w", sc.File, err)
+				}
+			}
+		}
+		return Plan{}, nil
 	}
 	if len(sc.Wire) > 0 {
 		return planFromWire(sc.Wire)
@@ -191,6 +200,9 @@ var ErrSessionTimeout = errors.New("session timed out")
 func Play(ctx context.Context, plan Plan, stdin io.WriteCloser, stdout io.Reader, opts PlayOptions) ([]transcript.Record, error) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = time.Minute
+	}
+	if len(plan.Turns) == 0 {
+		return nil, errors.New("the plan has no turn to play (route \"mcp\" scenarios are played in print mode, with PlayPrint)")
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, opts.Timeout, ErrSessionTimeout)
 	defer cancel()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"time"
@@ -93,6 +94,17 @@ func Replay(ctx context.Context, sc *scenarios.Scenario, ag agent.Agent, opts Op
 		return fail(fmt.Errorf("%w: %w", ErrPlan, err))
 	}
 	wait := waitTimeout(ctx, opts.Timeout)
+	args := opts.Args
+	if sc.Route == scenarios.RouteMCP {
+		script, err := StartMCPScript(sc, opts.Log)
+		if err != nil {
+			return fail(fmt.Errorf("%w: %w", ErrPlan, err))
+		}
+		defer script.Close()
+		if args == nil {
+			args = PrintArgs(sc, script.Config(sc))
+		}
+	}
 	var (
 		mu    sync.Mutex
 		notes []transcript.Record
@@ -105,12 +117,18 @@ func Replay(ctx context.Context, sc *scenarios.Scenario, ag agent.Agent, opts Op
 		}
 		return nil
 	})}
-	p, err := ag.Start(ctx, sc, agent.Options{Log: sink, WaitTimeout: wait, Args: opts.Args})
+	p, err := ag.Start(ctx, sc, agent.Options{Log: sink, WaitTimeout: wait, Args: args})
 	if err != nil {
 		return fail(fmt.Errorf("starting the %s agent: %w", ag.Name(), err))
 	}
 	rep.Version = p.Version
-	recs, playErr := Play(ctx, plan, p.Stdin, p.Stdout, PlayOptions{Timeout: wait + verdictGrace, Kill: p.Kill, Sink: opts.Log})
+	play := func(ctx context.Context, stdin io.WriteCloser, stdout io.Reader, o PlayOptions) ([]transcript.Record, error) {
+		return Play(ctx, plan, stdin, stdout, o)
+	}
+	if sc.Route == scenarios.RouteMCP {
+		play = PlayPrint
+	}
+	recs, playErr := play(ctx, p.Stdin, p.Stdout, PlayOptions{Timeout: wait + verdictGrace, Kill: p.Kill, Sink: opts.Log})
 	if playErr != nil {
 		p.Kill()
 	}

@@ -34,7 +34,16 @@
 //	                            permission; "request" adds can_use_tool fields,
 //	                            "output"/"result" are what it returns if allowed
 //
-// ask and tool steps also take:
+//	{"mcp":{"server","tool","input"}}
+//	                            route "mcp" only: the assistant calls an MCP
+//	                            server's tool, mcp__<server>__<tool> ("tool"
+//	                            defaults to ask_user, whose input is
+//	                            {"question","options":[{"label","description"}],
+//	                            "multiSelect"}); the agent makes the tools/call
+//	                            and writes the CLI's tool_result for what the
+//	                            server returns
+//
+// ask, tool and mcp steps also take:
 //
 //	"id"            the tool_use id (generated when absent)
 //	"user"          the person's part, played by askctl replay:
@@ -56,6 +65,16 @@
 //	"cancel_after"  withdraw the request after this long without an answer
 //	"exit_after"    exit the agent after this long without an answer, with
 //	                "exit_code" (default 1)
+//
+// On an mcp step the person answers through the server's bridge: "answers"
+// (keyed by the question), "skip" (the server returns isError, the user
+// declined) or "silent" (the server's timeout returns isError); "expect" is
+// what the call returns: "behavior" "allow" (no isError) or "deny"
+// (isError), "answers" whose labels the result text must name, and "match"
+// paths on the result ({"content":[…],"isError":…}).
+//
+// A route "mcp" scenario is one turn played in print mode (claude -p
+// "prompt" --mcp-config …), where AskUserQuestion is not offered.
 //
 // A text step followed by a tool call is one model response, as a model
 // writes them. Each turn ends with a result.

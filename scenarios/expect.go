@@ -78,3 +78,46 @@ func jsonEqual(a, b []byte) bool {
 	}
 	return reflect.DeepEqual(x, y)
 }
+
+// CheckMCP compares what an mcp step's tool returned with e, one sentence
+// per difference. result is the CallToolResult as JSON ({"content":[…],
+// "isError":…}): behavior "allow" wants no isError and "deny" wants it;
+// each expected answer's labels must be named in the result's text.
+func (e *Expect) CheckMCP(result json.RawMessage) []string {
+	var problems []string
+	isErr := gjson.GetBytes(result, "isError").Bool()
+	var text strings.Builder
+	gjson.GetBytes(result, `content.#(type=="text")#.text`).ForEach(func(_, t gjson.Result) bool {
+		text.WriteString(t.String())
+		text.WriteByte('\n')
+		return true
+	})
+	switch {
+	case e.Behavior == protocol.BehaviorAllow && isErr:
+		problems = append(problems, fmt.Sprintf("the call returned an error (%s), want an answer", clip.Quote(strings.TrimSpace(text.String()), 200)))
+	case e.Behavior == protocol.BehaviorDeny && !isErr:
+		problems = append(problems, fmt.Sprintf("the call returned success (%s), want isError", clip.Quote(strings.TrimSpace(text.String()), 200)))
+	}
+	if e.Behavior != "" && strings.TrimSpace(text.String()) == "" {
+		problems = append(problems, "the call returned no text")
+	}
+	if !isErr {
+		for _, q := range sortedKeys(e.Answers) {
+			for _, l := range strings.Split(e.Answers[q], protocol.MultiSelectSeparator) {
+				if !strings.Contains(text.String(), l) {
+					problems = append(problems, fmt.Sprintf("the result does not name %q (the answer to %q): %s", l, q, clip.Quote(strings.TrimSpace(text.String()), 200)))
+				}
+			}
+		}
+	}
+	for _, p := range sortedKeys(e.Match) {
+		got := gjson.GetBytes(result, p)
+		switch {
+		case !got.Exists():
+			problems = append(problems, fmt.Sprintf("match %s: missing, want %s", p, e.Match[p]))
+		case !jsonEqual([]byte(got.Raw), e.Match[p]):
+			problems = append(problems, fmt.Sprintf("match %s: got %s, want %s", p, clip.String(got.Raw, 200), e.Match[p]))
+		}
+	}
+	return problems
+}

@@ -32,11 +32,6 @@ const (
 	RouteMCP = "mcp" // an MCP ask_user tool served by the bridge
 )
 
-// ErrRouteMCP is why a route "mcp" scenario cannot be played yet: the header
-// accepts the route so scenarios can be written ahead, and every player
-// refuses it rather than play it as route "sdk".
-var ErrRouteMCP = errors.New(`route "mcp" is not supported yet: fakeclaude cannot play MCP tool calls (only route "sdk")`)
-
 // Section names of a scenario archive.
 const (
 	sectionHeader = "scenario.json"
@@ -89,6 +84,7 @@ const (
 	KindText   Kind = "text"   // the assistant writes text
 	KindAsk    Kind = "ask"    // the assistant calls AskUserQuestion
 	KindTool   Kind = "tool"   // the assistant calls another tool that needs permission
+	KindMCP    Kind = "mcp"    // the assistant calls an MCP server's tool (route "mcp": ask_user)
 )
 
 // Step is one line of steps.jsonl.
@@ -110,6 +106,9 @@ type Step struct {
 	Questions []protocol.Question
 	// Tool call of a tool step.
 	Tool *ToolCall
+	// MCP is the call of an mcp step. An ask_user call (an input with a
+	// "question") also has Questions: the one question it asks.
+	MCP *MCPCall
 
 	// ID is the tool_use id; generated when empty.
 	ID string
@@ -140,7 +139,31 @@ type ToolCall struct {
 	Result json.RawMessage `json:"result,omitempty"`
 }
 
-// Expect is what the answer to an ask or tool step must be.
+// MCPCall is a call of an MCP server's tool: the CLI names it
+// mcp__<server>__<tool>, and calls it with tools/call when the model uses it.
+type MCPCall struct {
+	Server string `json:"server"`
+	// Tool is the tool's name on its server; "ask_user" when empty.
+	Tool  string          `json:"tool,omitempty"`
+	Input json.RawMessage `json:"input"`
+}
+
+// Name is the tool's name as the CLI gives it to the model.
+func (c *MCPCall) Name() string { return "mcp__" + c.Server + "__" + c.ToolOrDefault() }
+
+// ToolOrDefault is Tool, or "ask_user".
+func (c *MCPCall) ToolOrDefault() string {
+	if c.Tool == "" {
+		return "ask_user"
+	}
+	return c.Tool
+}
+
+// Expect is what the answer to an ask or tool step must be. On an mcp step
+// it is what the tool returns: behavior "allow" is a result that is not an
+// error, "deny" one with isError; each answer's labels must be named in the
+// result's text; match paths are evaluated on the result
+// ({"content":[…],"isError":…}).
 type Expect struct {
 	// Behavior is "allow" or "deny".
 	Behavior string `json:"behavior,omitempty"`
@@ -269,14 +292,20 @@ func (s *Step) Expected() *Expect {
 	if s.Expect != nil || s.User == nil {
 		return s.Expect
 	}
+	if s.User.Silent && s.Kind == KindMCP {
+		// Nobody answers: the server's timeout ends the call with an error.
+		return &Expect{Behavior: protocol.BehaviorDeny}
+	}
 	if s.User.Silent {
 		return &Expect{NoAnswer: true}
 	}
 	r := s.User.Reply()
 	switch {
+	case r.Skip && s.Kind == KindMCP:
+		return &Expect{Behavior: protocol.BehaviorDeny}
 	case r.Skip:
 		return &Expect{Behavior: protocol.BehaviorDeny, Interrupt: &r.Interrupt}
-	case s.Kind == KindAsk && len(r.Answers) > 0:
+	case (s.Kind == KindAsk || s.Kind == KindMCP) && len(r.Answers) > 0:
 		return &Expect{Behavior: protocol.BehaviorAllow, Answers: r.Answers}
 	case r.Allow || s.Kind == KindAsk:
 		return &Expect{Behavior: protocol.BehaviorAllow}
@@ -305,6 +334,8 @@ func (s *Step) Input() json.RawMessage {
 		return b
 	case KindTool:
 		return s.Tool.Input
+	case KindMCP:
+		return s.MCP.Input
 	}
 	return nil
 }
@@ -324,9 +355,18 @@ func (s *Step) Describe() string {
 		return "ask " + strings.Join(qs, ", ")
 	case KindTool:
 		return "tool " + s.Tool.Name
+	case KindMCP:
+		if len(s.Questions) == 1 {
+			return "mcp " + s.MCP.Name() + " " + clip.Quote(s.Questions[0].Question, 60)
+		}
+		return "mcp " + s.MCP.Name()
 	}
 	return string(s.Kind)
 }
+
+// Calls reports whether steps of this kind call a tool (and so take user,
+// expect and id).
+func (k Kind) Calls() bool { return k == KindAsk || k == KindTool || k == KindMCP }
 
 // Turns splits the steps into turns, each beginning with its prompt step.
 func (sc *Scenario) Turns() [][]Step { return TurnsOf(sc.Steps) }
@@ -391,6 +431,7 @@ type StepLine struct {
 	Text         *string          `json:"text,omitempty"`
 	Ask          *AskLine         `json:"ask,omitempty"`
 	Tool         *ToolCall        `json:"tool,omitempty"`
+	MCP          *MCPCall         `json:"mcp,omitempty"`
 	ID           string           `json:"id,omitempty"`
 	Expect       *Expect          `json:"expect,omitempty"`
 	User         *User            `json:"user,omitempty"`
@@ -577,9 +618,13 @@ func (p *parser) step(n int, sl StepLine) (Step, bool) {
 		kinds = append(kinds, "tool")
 		st.Kind, st.Tool = KindTool, sl.Tool
 	}
+	if sl.MCP != nil {
+		kinds = append(kinds, "mcp")
+		st.Kind, st.MCP = KindMCP, sl.MCP
+	}
 	switch len(kinds) {
 	case 0:
-		p.errorf(n, "", "a step needs one of prompt, text, ask or tool")
+		p.errorf(n, "", "a step needs one of prompt, text, ask, tool or mcp")
 		return st, false
 	case 1:
 	default:
@@ -596,13 +641,15 @@ func (p *parser) step(n int, sl StepLine) (Step, bool) {
 	if sl.ExitCode != nil {
 		st.ExitCode = *sl.ExitCode
 	}
-	asks := st.Kind == KindAsk || st.Kind == KindTool
-	if !asks {
+	if !st.Kind.Calls() {
 		for field, set := range map[string]bool{"id": sl.ID != "", "expect": sl.Expect != nil, "user": sl.User != nil, "cancel_after": sl.CancelAfter != nil, "exit_after": sl.ExitAfter != nil, "exit_code": sl.ExitCode != nil} {
 			if set {
-				p.errorf(n, field, "only ask and tool steps take %s", field)
+				p.errorf(n, field, "only ask, tool and mcp steps take %s", field)
 			}
 		}
+	}
+	if st.Kind == KindMCP && (sl.CancelAfter != nil || sl.ExitAfter != nil) {
+		p.errorf(n, "", "an mcp step takes no cancel_after or exit_after: the MCP server decides when the call ends")
 	}
 	if sl.ExitCode != nil && sl.ExitAfter == nil {
 		p.errorf(n, "exit_code", "exit_code goes with exit_after")
@@ -650,6 +697,22 @@ func (p *parser) validate(sc *Scenario) {
 		}
 		return
 	}
+	if sc.Route == RouteMCP {
+		prompts := 0
+		for _, st := range sc.Steps {
+			switch st.Kind {
+			case KindPrompt:
+				if prompts++; prompts == 2 {
+					p.errorf(st.Line, "prompt", `a route "mcp" scenario is one turn (the agent runs in print mode, claude -p): one prompt step`)
+				}
+			case KindAsk:
+				p.errorf(st.Line, "ask", `route "mcp" runs in print mode, where AskUserQuestion is not offered: ask with an mcp step`)
+			}
+		}
+		if len(sc.Resume) > 0 {
+			p.errorf(0, "", `a route "mcp" scenario has no resume.jsonl`)
+		}
+	}
 }
 
 // validateStep checks one step's content, and what it shares with the steps
@@ -670,6 +733,8 @@ func (p *parser) validateStep(sc *Scenario, st *Step, first bool) {
 		p.validateQuestions(sc, st)
 	case KindTool:
 		p.validateTool(st)
+	case KindMCP:
+		p.validateMCP(sc, st)
 	}
 	if st.User != nil {
 		p.validateUser(st)
@@ -734,6 +799,50 @@ func (p *parser) validateTool(st *Step) {
 	}
 }
 
+func (p *parser) validateMCP(sc *Scenario, st *Step) {
+	c := st.MCP
+	if sc.Route != RouteMCP {
+		p.errorf(st.Line, "mcp", `mcp steps belong to route "mcp" scenarios (set "route":"mcp" in scenario.json)`)
+	}
+	if !mcpName.MatchString(c.Server) {
+		p.errorf(st.Line, "mcp.server", "want a server name of letters, digits and - (as in --mcp-config), got %q", c.Server)
+	}
+	if c.Tool != "" && !mcpName.MatchString(strings.ReplaceAll(c.Tool, "_", "-")) {
+		p.errorf(st.Line, "mcp.tool", "want a tool name of letters, digits, - and _, got %q", c.Tool)
+	}
+	if len(c.Input) == 0 || !isObject(c.Input) {
+		p.errorf(st.Line, "mcp.input", "want an object")
+		return
+	}
+	var in struct {
+		Question *string `json:"question"`
+		Options  []struct {
+			Label       string `json:"label"`
+			Description string `json:"description"`
+		} `json:"options"`
+		MultiSelect bool `json:"multiSelect"`
+	}
+	if err := json.Unmarshal(c.Input, &in); err != nil {
+		field, msg := describeJSONError(err)
+		p.errorf(st.Line, "mcp.input."+field, "%s", msg)
+		return
+	}
+	if c.ToolOrDefault() == "ask_user" && (in.Question == nil || strings.TrimSpace(*in.Question) == "") {
+		p.errorf(st.Line, "mcp.input.question", "required: ask_user asks one question")
+		return
+	}
+	if in.Question != nil {
+		q := protocol.Question{Question: *in.Question, MultiSelect: in.MultiSelect}
+		for _, o := range in.Options {
+			q.Options = append(q.Options, protocol.Option{Label: o.Label, Description: o.Description})
+		}
+		st.Questions = []protocol.Question{q}
+	}
+}
+
+// mcpName is a server name the CLI accepts in --mcp-config.
+var mcpName = regexp.MustCompile(`^[A-Za-z0-9-]+$`)
+
 func (p *parser) validateUser(st *Step) {
 	u := st.User
 	set := 0
@@ -752,6 +861,9 @@ func (p *parser) validateUser(st *Step) {
 	if st.Kind == KindTool && len(u.Answers) > 0 {
 		p.errorf(st.Line, "user.answers", "a tool step is answered with allow or skip")
 	}
+	if st.Kind == KindMCP && (u.Allow || u.Interrupt) {
+		p.errorf(st.Line, "user", "an mcp step is answered with answers, skip or silent (the server times out)")
+	}
 	for q := range u.Answers {
 		if !hasQuestion(st.Questions, q) {
 			p.errorf(st.Line, "user.answers", "no question %q in this step", q)
@@ -769,7 +881,7 @@ func (p *parser) validateExpect(st *Step, e *Expect) {
 		}
 	}
 	if st.User != nil {
-		for _, c := range contradictions(e, st.User) {
+		for _, c := range contradictions(st.Kind, e, st.User) {
 			p.errorf(st.Line, c.field, "contradicts user: %s", c.msg)
 		}
 	}
@@ -783,6 +895,9 @@ func (p *parser) validateExpect(st *Step, e *Expect) {
 			p.errorf(st.Line, "expect.match", "value of %q is not JSON", path)
 		}
 	}
+	if st.Kind == KindMCP && (e.NoAnswer || e.Interrupt != nil) {
+		p.errorf(st.Line, "expect", "an mcp step's call always returns: expect behavior, answers or match")
+	}
 	if e.NoAnswer && (e.Behavior != "" || len(e.Answers) > 0 || len(e.Match) > 0) {
 		p.errorf(st.Line, "expect.no_answer", "no_answer cannot go with other expectations")
 	}
@@ -793,11 +908,13 @@ type contradiction struct{ field, msg string }
 // contradictions lists where an explicit expect says the opposite of what
 // the step's own user part does: askctl replay would play the user part, and
 // the expectation could never hold.
-func contradictions(e *Expect, u *User) []contradiction {
+func contradictions(kind Kind, e *Expect, u *User) []contradiction {
 	var out []contradiction
 	r := u.Reply()
 	switch {
-	case u.Silent && !e.NoAnswer && (e.Behavior != "" || len(e.Answers) > 0):
+	case u.Silent && kind == KindMCP && (e.Behavior == protocol.BehaviorAllow || len(e.Answers) > 0):
+		out = append(out, contradiction{"expect", "the user is silent (the server times out with an error), and expect wants an answer"})
+	case u.Silent && kind != KindMCP && !e.NoAnswer && (e.Behavior != "" || len(e.Answers) > 0):
 		out = append(out, contradiction{"expect", "the user is silent, and expect wants an answer"})
 	case e.NoAnswer && !u.Silent:
 		out = append(out, contradiction{"expect.no_answer", "expect wants no answer, and the user answers"})

@@ -8,6 +8,7 @@ import (
 )
 
 const hdr = "-- scenario.json --\n{\"name\":\"t\"}\n-- steps.jsonl --\n"
+const mcpHdr = "-- scenario.json --\n{\"name\":\"t\",\"route\":\"mcp\"}\n-- steps.jsonl --\n"
 
 const q1 = `{"question":"Which?","header":"Pick","options":[{"label":"A","description":"a"},{"label":"B","description":"b"}],"multiSelect":false}`
 
@@ -28,7 +29,7 @@ func TestParseErrors(t *testing.T) {
 		{"invalid json", hdr + `{"prompt":"hi"` + "\n", "t.txtar:4: invalid JSON: unexpected end of line"},
 		{"step unknown field", hdr + `{"prompt":"hi","colour":1}` + "\n", "t.txtar:4: colour: unknown field"},
 		{"wrong type", hdr + `{"prompt":5}` + "\n", "t.txtar:4: prompt: want string, got number"},
-		{"no kind", hdr + `{"id":"x"}` + "\n", "t.txtar:4: a step needs one of prompt, text, ask or tool"},
+		{"no kind", hdr + `{"id":"x"}` + "\n", "t.txtar:4: a step needs one of prompt, text, ask, tool or mcp"},
 		{"two kinds", hdr + `{"prompt":"hi","text":"x"}` + "\n", "t.txtar:4: a step has one kind, got prompt and text"},
 		{"first not prompt", hdr + `{"text":"x"}` + "\n", "t.txtar:4: the first step must be a prompt (a turn starts with the user's message), got text"},
 		{"too many questions", hdr + `{"prompt":"hi"}` + "\n" + `{"ask":{"questions":[` + fiveQuestions() + `]}}` + "\n",
@@ -54,7 +55,7 @@ func TestParseErrors(t *testing.T) {
 		{"bad expect_prompt", hdr + `{"prompt":"hi","expect_prompt":"("}` + "\n", "t.txtar:4: expect_prompt: not a regular expression: error parsing regexp: missing closing ): `(`"},
 		{"bad duration", hdr + `{"prompt":"hi"}` + "\n" + `{"ask":{"questions":[` + q1 + `]},"cancel_after":"soon"}` + "\n",
 			`t.txtar:5: want a duration such as "250ms": time: invalid duration "soon"`},
-		{"expect on text", hdr + `{"prompt":"hi"}` + "\n" + `{"text":"x","expect":{"behavior":"allow"}}` + "\n", "t.txtar:5: expect: only ask and tool steps take expect"},
+		{"expect on text", hdr + `{"prompt":"hi"}` + "\n" + `{"text":"x","expect":{"behavior":"allow"}}` + "\n", "t.txtar:5: expect: only ask, tool and mcp steps take expect"},
 		{"bad behavior", hdr + `{"prompt":"hi"}` + "\n" + `{"ask":{"questions":[` + q1 + `]},"expect":{"behavior":"maybe"}}` + "\n",
 			`t.txtar:5: expect.behavior: want "allow" or "deny", got "maybe"`},
 		{"duplicate id", hdr + `{"prompt":"hi"}` + "\n" + `{"ask":{"questions":[` + q1 + `]},"id":"t1"}` + "\n" + `{"ask":{"questions":[` + q1 + `]},"id":"t1"}` + "\n",
@@ -74,6 +75,22 @@ func TestParseErrors(t *testing.T) {
 			`t.txtar:5: expect.behavior: contradicts user: the user answers (an allow), and expect wants "deny"`},
 		{"expect no answer on answer", hdr + `{"prompt":"hi"}` + "\n" + `{"ask":{"questions":[` + q1 + `]},"user":{"answers":{"Which?":"A"}},"expect":{"no_answer":true}}` + "\n",
 			`t.txtar:5: expect.no_answer: contradicts user: expect wants no answer, and the user answers`},
+		{"mcp step in route sdk", hdr + `{"prompt":"hi"}` + "\n" + `{"mcp":{"server":"askctl","input":{"question":"Q?"}}}` + "\n",
+			`t.txtar:5: mcp: mcp steps belong to route "mcp" scenarios (set "route":"mcp" in scenario.json)`},
+		{"mcp without question", mcpHdr + `{"prompt":"hi"}` + "\n" + `{"mcp":{"server":"askctl","input":{}}}` + "\n",
+			`t.txtar:5: mcp.input.question: required: ask_user asks one question`},
+		{"mcp bad server", mcpHdr + `{"prompt":"hi"}` + "\n" + `{"mcp":{"server":"a b","input":{"question":"Q?"}}}` + "\n",
+			`t.txtar:5: mcp.server: want a server name of letters, digits and - (as in --mcp-config), got "a b"`},
+		{"mcp allow", mcpHdr + `{"prompt":"hi"}` + "\n" + `{"mcp":{"server":"askctl","input":{"question":"Q?"}},"user":{"allow":true}}` + "\n",
+			`t.txtar:5: user: an mcp step is answered with answers, skip or silent (the server times out)`},
+		{"mcp cancel_after", mcpHdr + `{"prompt":"hi"}` + "\n" + `{"mcp":{"server":"askctl","input":{"question":"Q?"}},"cancel_after":"1s"}` + "\n",
+			`t.txtar:5: an mcp step takes no cancel_after or exit_after: the MCP server decides when the call ends`},
+		{"mcp answer to another question", mcpHdr + `{"prompt":"hi"}` + "\n" + `{"mcp":{"server":"askctl","input":{"question":"Q?"}},"user":{"answers":{"R?":"x"}}}` + "\n",
+			`t.txtar:5: user.answers: no question "R?" in this step`},
+		{"route mcp two turns", mcpHdr + `{"prompt":"hi"}` + "\n" + `{"prompt":"again"}` + "\n",
+			`t.txtar:5: prompt: a route "mcp" scenario is one turn (the agent runs in print mode, claude -p): one prompt step`},
+		{"ask in route mcp", mcpHdr + `{"prompt":"hi"}` + "\n" + `{"ask":{"questions":[` + q1 + `]}}` + "\n",
+			`t.txtar:5: ask: route "mcp" runs in print mode, where AskUserQuestion is not offered: ask with an mcp step`},
 		{"wire bad dir", hdr + `{"prompt":"hi"}` + "\n-- wire.jsonl --\n" + `{"dir":"sideways","msg":{}}` + "\n", `t.txtar:6: dir: want "to_cli" or "from_cli", got "sideways"`},
 	}
 	for _, tt := range tests {
@@ -131,7 +148,7 @@ func TestRecordedScenariosMayHaveLongHeaders(t *testing.T) {
 }
 
 func TestBuiltins(t *testing.T) {
-	want := []string{"ask-four", "ask-free-text", "ask-multi", "ask-notes", "ask-sequential", "ask-single", "ask-skip", "ask-skip-interrupt", "cancel-pending", "exit-pending", "late-answer", "other-tool"}
+	want := []string{"ask-four", "ask-free-text", "ask-multi", "ask-notes", "ask-sequential", "ask-single", "ask-skip", "ask-skip-interrupt", "cancel-pending", "exit-pending", "late-answer", "mcp-ask-multi", "mcp-ask-single", "mcp-ask-skip", "mcp-ask-timeout", "other-tool"}
 	if diff := cmp.Diff(want, Names()); diff != "" {
 		t.Errorf("Names() (-want +got):\n%s", diff)
 	}

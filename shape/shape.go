@@ -149,6 +149,17 @@ func salient(r gjson.Result, m *Msg) {
 				return !has
 			})
 			m.Values["tools has AskUserQuestion"] = fmt.Sprint(has)
+			var mcpTools []string
+			r.Get("tools").ForEach(func(_, t gjson.Result) bool {
+				if strings.HasPrefix(t.String(), "mcp__") {
+					mcpTools = append(mcpTools, t.String())
+				}
+				return true
+			})
+			if len(mcpTools) > 0 {
+				m.Values["mcp tools"] = strings.Join(mcpTools, " ")
+			}
+			set("mcp_servers", r.Get("mcp_servers"))
 		}
 	case protocol.TypeControlResponse:
 		if r.Get("response.response.still_queued").Exists() {

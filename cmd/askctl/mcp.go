@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/askctl/askctl/bridge"
+	"github.com/askctl/askctl/mcpask"
 	"github.com/askctl/askctl/protocol"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/urfave/cli/v3"
@@ -63,18 +64,6 @@ skip, same timeout — and the call blocks until it is resolved:
 	}
 }
 
-// askInput is ask_user's input.
-type askInput struct {
-	Question    string      `json:"question" jsonschema:"the question to ask the user"`
-	Options     []askOption `json:"options,omitempty" jsonschema:"choices to offer; the user may also answer in their own words"`
-	MultiSelect bool        `json:"multiSelect,omitempty" jsonschema:"whether the user may pick several options"`
-}
-
-type askOption struct {
-	Label       string `json:"label" jsonschema:"the choice, as the user sees it"`
-	Description string `json:"description,omitempty" jsonschema:"what the choice means"`
-}
-
 func runMCP(ctx context.Context, o *mcpOptions) error {
 	if o.printConfig {
 		self, err := selfPath()
@@ -107,8 +96,8 @@ func runMCP(ctx context.Context, o *mcpOptions) error {
 		_, _ = c.StopSession(sctx, ss.ID)
 	}()
 	server := mcp.NewServer(&mcp.Implementation{Name: "askctl", Version: protocol.CLIVersion}, nil)
-	mcp.AddTool(server, &mcp.Tool{Name: "ask_user", Description: "Ask the user a question and wait for the answer. Offer options when there are natural choices; the user may also answer in their own words."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in askInput) (*mcp.CallToolResult, any, error) {
+	mcp.AddTool(server, mcpask.Tool(),
+		func(ctx context.Context, _ *mcp.CallToolRequest, in mcpask.Input) (*mcp.CallToolResult, any, error) {
 			return askThroughBridge(ctx, c, ss.ID, in), nil, nil
 		})
 	t := &mcp.IOTransport{Reader: io.NopCloser(o.io.in), Writer: nopWriteCloser{o.io.out}}
@@ -124,53 +113,24 @@ func (nopWriteCloser) Close() error { return nil }
 
 // askThroughBridge asks in the bridge and turns the resolution into the
 // tool's result.
-func askThroughBridge(ctx context.Context, c *bridge.Client, session string, in askInput) *mcp.CallToolResult {
-	text := func(isErr bool, s string) *mcp.CallToolResult {
-		return &mcp.CallToolResult{IsError: isErr, Content: []mcp.Content{&mcp.TextContent{Text: s}}}
-	}
+func askThroughBridge(ctx context.Context, c *bridge.Client, session string, in mcpask.Input) *mcp.CallToolResult {
 	if strings.TrimSpace(in.Question) == "" {
-		return text(true, "ask_user needs a question.")
+		return mcpask.Invalid("ask_user needs a question.")
 	}
-	q := protocol.Question{Question: in.Question, Header: "Question", MultiSelect: in.MultiSelect}
-	for _, op := range in.Options {
-		q.Options = append(q.Options, protocol.Option{Label: op.Label, Description: op.Description})
-	}
-	res, err := c.AskMCP(ctx, session, []protocol.Question{q})
+	res, err := c.AskMCP(ctx, session, []protocol.Question{in.AsQuestion()})
 	if err != nil {
 		if ctx.Err() != nil {
-			return text(true, "The question was withdrawn: the call was cancelled.")
+			return mcpask.Withdrawn("the call was cancelled.")
 		}
-		return text(true, "The question could not be asked: "+err.Error())
+		return mcpask.Invalid("The question could not be asked: " + err.Error())
 	}
 	switch res.Status {
 	case bridge.QuestionAnswered:
-		a := res.Answers[in.Question]
-		if len(in.Options) > 0 && allLabels(a, in) {
-			return text(false, "User selected: "+a)
-		}
-		return text(false, "User answered: "+a)
+		return mcpask.Answered(in, res.Answers[in.Question])
 	case bridge.QuestionSkipped:
-		return text(true, "The user declined to answer: "+res.Reason)
+		return mcpask.Declined(res.Reason)
 	case bridge.QuestionExpired:
-		return text(true, fmt.Sprintf("The user did not respond in time (no answer within %d s).", res.TimeoutSeconds))
+		return mcpask.TimedOut(res.TimeoutSeconds)
 	}
-	return text(true, fmt.Sprintf("The question was withdrawn (%s): %s", res.Status, res.Reason))
-}
-
-// allLabels reports whether answer is made of in's option labels.
-func allLabels(answer string, in askInput) bool {
-	labels := []string{answer}
-	if in.MultiSelect {
-		labels = strings.Split(answer, protocol.MultiSelectSeparator)
-	}
-	for _, l := range labels {
-		found := false
-		for _, op := range in.Options {
-			found = found || op.Label == l
-		}
-		if !found {
-			return false
-		}
-	}
-	return true
+	return mcpask.Withdrawn(fmt.Sprintf("%s: %s", res.Status, res.Reason))
 }

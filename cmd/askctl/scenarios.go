@@ -81,9 +81,6 @@ func runScenarios(ctx context.Context, o *scenariosOptions) error {
 				continue
 			}
 			fmt.Fprintf(w, "%s: ok (%s, %d steps)\n", n, sc.Name, len(sc.Steps))
-			if sc.Route == scenarios.RouteMCP {
-				fmt.Fprintf(o.io.err, "askctl: %s: valid, but it cannot be played yet: %v\n", n, scenarios.ErrRouteMCP)
-			}
 		}
 		if bad {
 			return exitStatus(exitUsage)

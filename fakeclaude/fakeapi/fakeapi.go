@@ -67,6 +67,9 @@ func ModelFor(sc *scenarios.Scenario) Model {
 			case scenarios.KindTool:
 				cur.Tool = &Tool{ID: st.ToolUseID(), Name: st.Tool.Name, Input: st.Input()}
 				rs, cur = append(rs, cur), Response{}
+			case scenarios.KindMCP:
+				cur.Tool = &Tool{ID: st.ToolUseID(), Name: st.MCP.Name(), Input: st.Input()}
+				rs, cur = append(rs, cur), Response{}
 			}
 		}
 		if len(cur.Text) > 0 {

@@ -1,0 +1,571 @@
+package fakeclaude
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/askctl/askctl/internal/clip"
+	"github.com/askctl/askctl/protocol"
+	"github.com/askctl/askctl/scenarios"
+	"github.com/askctl/askctl/transcript"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tidwall/gjson"
+)
+
+// This file is fakeclaude as an MCP client, as the real CLI is for
+// --mcp-config: it connects to each server when the session starts (stdio
+// servers are spawned, http and sse servers dialled) with the official Go
+// MCP SDK, lists their tools in system/init, and plays a scenario's mcp steps
+// as tools/call requests, writing the tool_result the CLI writes for what
+// came back. A server that fails to start or answer is reported in
+// system/init (status "failed") and in the transcript, never a hang.
+
+// MCP server settings of the CLI's environment.
+const (
+	// EnvMCPTimeout is the CLI's server start-up deadline in milliseconds
+	// (default 30000).
+	EnvMCPTimeout = "MCP_TIMEOUT"
+	// EnvMCPToolTimeout is the CLI's tools/call deadline in milliseconds;
+	// fakeclaude bounds each call by its wait deadline too.
+	EnvMCPToolTimeout = "MCP_TOOL_TIMEOUT"
+)
+
+// defaultMCPTimeout is the real CLI's start-up deadline for a server.
+const defaultMCPTimeout = 30 * time.Second
+
+// legacyProtocol is the MCP version the CLI offers where it does not probe
+// with server/discover (http and sse servers).
+const legacyProtocol = "2025-11-25"
+
+// MCPServer is one server of --mcp-config.
+type MCPServer struct {
+	Name    string            `json:"-"`
+	Type    string            `json:"type,omitempty"` // stdio (default), http, sse
+	Command string            `json:"command,omitempty"`
+	Args    []string          `json:"args,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	URL     string            `json:"url,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+	// Timeout is the tools/call deadline in milliseconds.
+	Timeout int `json:"timeout,omitempty"`
+}
+
+// ParseMCPConfig reads the values of --mcp-config: each a JSON object or a
+// file holding one, {"mcpServers":{"<name>":{…}}}. Servers keep the order
+// they are written in; a later value's server replaces an earlier one of the
+// same name. Errors name the value (or file) and the field.
+func ParseMCPConfig(values []string) ([]MCPServer, error) {
+	var out []MCPServer
+	index := map[string]int{}
+	for _, v := range values {
+		src, data := "--mcp-config", []byte(v)
+		if t := strings.TrimSpace(v); !strings.HasPrefix(t, "{") {
+			b, err := os.ReadFile(t)
+			if err != nil {
+				return nil, fmt.Errorf("--mcp-config %s: %w", t, err)
+			}
+			src, data = t, b
+		}
+		if !gjson.ValidBytes(data) {
+			return nil, fmt.Errorf("%s: not valid JSON", src)
+		}
+		servers := gjson.GetBytes(data, "mcpServers")
+		if !servers.IsObject() {
+			return nil, fmt.Errorf("%s: mcpServers: want an object of servers by name", src)
+		}
+		var err error
+		servers.ForEach(func(k, raw gjson.Result) bool {
+			s := MCPServer{Name: k.String()}
+			dec := json.NewDecoder(strings.NewReader(raw.Raw))
+			if e := dec.Decode(&s); e != nil {
+				err = fmt.Errorf("%s: mcpServers.%s: %v", src, s.Name, e)
+				return false
+			}
+			switch {
+			case s.Name == "":
+				err = fmt.Errorf("%s: mcpServers: a server needs a name", src)
+			case s.Type == "" || s.Type == "stdio":
+				if strings.TrimSpace(s.Command) == "" {
+					err = fmt.Errorf("%s: mcpServers.%s.command: required for a stdio server", src, s.Name)
+				}
+			case s.Type == "http" || s.Type == "sse":
+				if s.URL == "" {
+					err = fmt.Errorf("%s: mcpServers.%s.url: required for a %s server", src, s.Name, s.Type)
+				}
+			}
+			if err != nil {
+				return false
+			}
+			if i, ok := index[s.Name]; ok {
+				out[i] = s
+			} else {
+				index[s.Name] = len(out)
+				out = append(out, s)
+			}
+			return true
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// mcpConn is one configured server and how connecting to it went.
+type mcpConn struct {
+	cfg     MCPServer
+	session *mcp.ClientSession
+	tools   map[string]*mcp.Tool
+	order   []string // tool names as listed
+	err     error    // why it failed
+}
+
+func (c *mcpConn) status() string {
+	if c.session == nil {
+		return "failed"
+	}
+	return "connected"
+}
+
+// mcpClients are the session's servers.
+type mcpClients struct {
+	conns []*mcpConn
+	ready chan struct{} // closed when every server connected or failed
+}
+
+// connectMCP starts connecting to every server at once; ready closes when
+// each is connected or failed (by its start-up deadline).
+func (f *fake) connectMCP(servers []MCPServer, getenv func(string) string) *mcpClients {
+	m := &mcpClients{ready: make(chan struct{})}
+	timeout := msEnv(getenv, EnvMCPTimeout, defaultMCPTimeout)
+	var wg sync.WaitGroup
+	for _, s := range servers {
+		c := &mcpConn{cfg: s}
+		m.conns = append(m.conns, c)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(f.ctx, timeout)
+			defer cancel()
+			c.connect(ctx, f.cwd)
+			if c.err != nil && ctx.Err() != nil && f.ctx.Err() == nil {
+				c.err = fmt.Errorf("no answer within %v (MCP_TIMEOUT): %w", timeout, c.err)
+			}
+		}()
+	}
+	go func() {
+		wg.Wait()
+		close(m.ready)
+	}()
+	return m
+}
+
+func msEnv(getenv func(string) string, name string, def time.Duration) time.Duration {
+	if getenv == nil {
+		return def
+	}
+	if ms, err := strconv.Atoi(getenv(name)); err == nil && ms > 0 {
+		return time.Duration(ms) * time.Millisecond
+	}
+	return def
+}
+
+// stderrTail keeps the end of a stdio server's stderr, for the note when it
+// fails.
+type stderrTail struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (t *stderrTail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > 2048 {
+		t.b = t.b[len(t.b)-2048:]
+	}
+	return len(p), nil
+}
+
+func (t *stderrTail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.TrimSpace(string(t.b))
+}
+
+func (c *mcpConn) connect(ctx context.Context, cwd string) {
+	client := mcp.NewClient(&mcp.Implementation{Name: "claude-code", Title: "Claude Code", Version: protocol.CLIVersion}, nil)
+	var (
+		t    mcp.Transport
+		opts *mcp.ClientSessionOptions
+		tail *stderrTail
+	)
+	switch c.cfg.Type {
+	case "", "stdio":
+		cmd := exec.Command(c.cfg.Command, c.cfg.Args...)
+		cmd.Dir = cwd
+		cmd.Env = os.Environ()
+		for k, v := range c.cfg.Env {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+		tail = &stderrTail{}
+		cmd.Stderr = tail
+		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
+	case "http":
+		t = &mcp.StreamableClientTransport{Endpoint: c.cfg.URL, HTTPClient: headerClient(c.cfg.Headers), DisableStandaloneSSE: true}
+		opts = &mcp.ClientSessionOptions{ProtocolVersion: legacyProtocol}
+	case "sse":
+		t = &mcp.SSEClientTransport{Endpoint: c.cfg.URL, HTTPClient: headerClient(c.cfg.Headers)}
+		opts = &mcp.ClientSessionOptions{ProtocolVersion: legacyProtocol}
+	default:
+		c.err = fmt.Errorf("server type %q is not one fakeclaude connects to (stdio, http, sse)", c.cfg.Type)
+		return
+	}
+	cs, err := client.Connect(ctx, t, opts)
+	if err != nil {
+		c.err = err
+		if tail != nil && tail.String() != "" {
+			c.err = fmt.Errorf("%w; its stderr: %s", err, clip.String(tail.String(), 300))
+		}
+		return
+	}
+	res, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		_ = cs.Close()
+		c.err = fmt.Errorf("tools/list: %w", err)
+		return
+	}
+	c.tools = map[string]*mcp.Tool{}
+	for _, tl := range res.Tools {
+		c.tools[tl.Name] = tl
+		c.order = append(c.order, tl.Name)
+	}
+	c.session = cs
+}
+
+type headerTransport struct {
+	headers map[string]string
+	base    http.RoundTripper
+}
+
+func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range h.headers {
+		r.Header.Set(k, v)
+	}
+	return h.base.RoundTrip(r)
+}
+
+func headerClient(headers map[string]string) *http.Client {
+	if len(headers) == 0 {
+		return nil
+	}
+	return &http.Client{Transport: headerTransport{headers: headers, base: http.DefaultTransport}}
+}
+
+// awaitMCP waits for every server to be connected or failed, and notes how
+// each went, once.
+func (f *fake) awaitMCP() {
+	m := f.mcp
+	if m == nil || f.mcpNoted {
+		return
+	}
+	select {
+	case <-m.ready:
+	case <-f.ctx.Done():
+		f.stop()
+		return
+	}
+	f.mcpNoted = true
+	for _, c := range m.conns {
+		if c.err != nil {
+			f.record(transcript.Record{Event: transcript.EventNote, Kind: "mcp", Text: fmt.Sprintf("MCP server %s failed: %v", c.cfg.Name, c.err)})
+			if f.opts.Stderr != nil {
+				fmt.Fprintf(f.opts.Stderr, "fakeclaude: MCP server %s failed: %s\n", c.cfg.Name, clip.String(c.err.Error(), maxStderrLine))
+			}
+			continue
+		}
+		f.record(transcript.Record{Event: transcript.EventNote, Kind: "mcp", Text: fmt.Sprintf("MCP server %s connected (protocol %s), tools: %s",
+			c.cfg.Name, c.session.InitializeResult().ProtocolVersion, strings.Join(c.order, ", "))})
+	}
+}
+
+// closeMCP ends every server session: stdio servers get their stdin closed,
+// then SIGTERM after 2 s.
+func (f *fake) closeMCP() {
+	if f.mcp == nil {
+		return
+	}
+	var wg sync.WaitGroup
+	for _, c := range f.mcp.conns {
+		if c.session != nil {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_ = c.session.Close()
+			}()
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		f.note("MCP servers still closing after 5s; leaving them")
+	}
+}
+
+// mcpServers is system/init's mcp_servers.
+func (f *fake) mcpServers() []obj {
+	out := []obj{}
+	if f.mcp == nil {
+		return out
+	}
+	for _, c := range f.mcp.conns {
+		out = append(out, obj{{"name", c.cfg.Name}, {"status", c.status()}, {"source", "dynamic"}})
+	}
+	return out
+}
+
+// mcpTools are the tool names system/init lists for the connected servers.
+func (f *fake) mcpTools() []string {
+	var out []string
+	if f.mcp == nil {
+		return out
+	}
+	for _, c := range f.mcp.conns {
+		for _, t := range c.order {
+			name := "mcp__" + c.cfg.Name + "__" + t
+			if f.flags.toolAllowed(name) {
+				out = append(out, name)
+			}
+		}
+	}
+	return out
+}
+
+// mcpTool finds a configured, connected server's tool.
+func (f *fake) mcpTool(server, tool string) (*mcpConn, *mcp.Tool) {
+	if f.mcp == nil {
+		return nil, nil
+	}
+	for _, c := range f.mcp.conns {
+		if c.cfg.Name == server && c.session != nil {
+			if t := c.tools[tool]; t != nil {
+				return c, t
+			}
+		}
+	}
+	return nil, nil
+}
+
+// toolUseMeta is an assistant message's tool_use_meta for an MCP tool call:
+// the display name, and the server and tool when the tool exists.
+func toolUseMeta(id string, call *scenarios.MCPCall, t *mcp.Tool) []obj {
+	m := obj{{"id", id}, {"display_name", displayName(call.ToolOrDefault(), t)}}
+	if t != nil {
+		m = append(m, kv{"server_display_name", call.Server}, kv{"tool_name", t.Name})
+	}
+	return []obj{m}
+}
+
+// displayName is the tool's title, or its name in words ("ask_user" → "Ask
+// User"), as the CLI shows it.
+func displayName(name string, t *mcp.Tool) string {
+	if t != nil && t.Title != "" {
+		return t.Title
+	}
+	words := strings.FieldsFunc(name, func(r rune) bool { return r == '_' || r == '-' })
+	for i, w := range words {
+		words[i] = strings.ToUpper(w[:1]) + w[1:]
+	}
+	return strings.Join(words, " ")
+}
+
+// allowedByConfig reports whether --allowedTools lets the MCP tool run
+// without asking: its full name, mcp__<server>, or mcp__<server>__*.
+func (fl Flags) allowedByConfig(call *scenarios.MCPCall) bool {
+	name := call.Name()
+	for _, a := range fl.AllowedTools {
+		if a == name || a == "mcp__"+call.Server || a == "mcp__"+call.Server+"__*" {
+			return true
+		}
+	}
+	return false
+}
+
+// playMCP plays an mcp step: the tool_use, the permission check, the
+// tools/call, and the tool_result the CLI writes for what came back.
+func (f *fake) playMCP(st *scenarios.Step) {
+	call := st.MCP
+	c := toolCall{step: st, toolUseID: st.ToolUseID(), tool: call.Name(), input: st.Input()}
+	conn, tool := f.mcpTool(call.Server, call.ToolOrDefault())
+	f.beginResponse()
+	msg := f.assistant(toolUseBlock(c.toolUseID, c.tool, c.input))
+	msg = append(msg, kv{"tool_use_meta", toolUseMeta(c.toolUseID, call, tool)})
+	f.send(msg)
+	f.inResponse = false
+	if f.stopped {
+		return
+	}
+	exp := st.Expected()
+	if tool == nil || f.flags.denied(c.tool) {
+		text := "No such tool available: " + c.tool
+		f.send(f.toolResultMessage(toolResult{toolUseID: c.toolUseID, content: "<tool_use_error>Error: " + text + "</tool_use_error>", isError: ptr(true), useResult: "Error: " + text}))
+		why := "it is not configured (--mcp-config)"
+		for _, k := range f.mcp.list() {
+			if k.cfg.Name == call.Server {
+				why = fmt.Sprintf("server %s has no tool %s", call.Server, call.ToolOrDefault())
+				if k.err != nil {
+					why = fmt.Sprintf("server %s failed: %v", call.Server, k.err)
+				}
+			}
+		}
+		if f.flags.denied(c.tool) {
+			why = "it is in --disallowedTools"
+		}
+		if exp != nil {
+			f.fail(ExitExpectation, "mcp", "%s is not available: %s", c.tool, why)
+		}
+		return
+	}
+	meta := decisionMeta(c.toolUseID, "accept", "config", kv{"reason_type", "rule"})
+	if !f.flags.allowedByConfig(call) {
+		if !f.askEnabled() {
+			// -p with no permission surface: a tool not pre-allowed is denied.
+			text := fmt.Sprintf("Claude requested permissions to use %s, but you haven't granted it yet.", c.tool)
+			f.send(f.toolResultMessage(toolResult{toolUseID: c.toolUseID, content: text, isError: ptr(true), useResult: "Error: " + text,
+				resultMeta: []obj{{{"id", c.toolUseID}, {"non_execution_kind", "user-rejected"}, {"permission_decision", obj{{"decision", "reject"}, {"source", "config"}}}}}}))
+			f.denials = append(f.denials, denial{ToolName: c.tool, ToolUseID: c.toolUseID, ToolInput: c.input})
+			if exp != nil {
+				f.fail(ExitExpectation, "mcp", "%s is not allowed: pass --allowedTools %s (with no permission prompt surface, -p denies tools not pre-allowed)", c.tool, c.tool)
+			}
+			return
+		}
+		// Ask the SDK side for permission, as for any tool.
+		o := f.route.ask(c)
+		if o.kind != outAnswered {
+			f.react(c, o)
+			return
+		}
+		pr, err := protocol.ParsePermissionResult(o.line.N, o.response.Response.Response)
+		if o.response.Response.Subtype == protocol.SubtypeError || err != nil || !pr.Allow() {
+			f.react(c, o)
+			return
+		}
+		c.input = pr.EffectiveInput(c.input)
+		meta = decisionMeta(c.toolUseID, "accept", "user_temporary")
+	}
+	res, err := f.callMCP(conn, call.ToolOrDefault(), c)
+	if f.stopped {
+		return
+	}
+	if err != nil {
+		text := fmt.Sprintf("Error calling tool %s: %v", c.tool, err)
+		f.send(f.toolResultMessage(toolResult{toolUseID: c.toolUseID, content: text, isError: ptr(true), useResult: "Error: " + text, resultMeta: meta}))
+		if exp != nil {
+			f.fail(ExitExpectation, "mcp", "tools/call %s failed: %v", c.tool, err)
+		}
+		return
+	}
+	f.send(f.toolResultMessage(mcpToolResult(c, res, meta)))
+	raw, _ := json.Marshal(res)
+	f.record(transcript.Record{Event: transcript.EventNote, Kind: "mcp-result", Step: f.step, Msg: raw, Text: "tools/call " + c.tool + " returned"})
+	if exp != nil {
+		problems := exp.CheckMCP(raw)
+		text := "result as expected"
+		if len(problems) > 0 {
+			text = strings.Join(problems, "; ")
+		}
+		f.record(transcript.Record{Event: transcript.EventExpect, Step: f.step, OK: transcript.Bool(len(problems) == 0), Text: text})
+		if len(problems) > 0 {
+			f.fail(ExitExpectation, "expectation", "%s: %s", c.tool, text)
+		}
+	}
+}
+
+func (m *mcpClients) list() []*mcpConn {
+	if m == nil {
+		return nil
+	}
+	return m.conns
+}
+
+// errMCPDeadline is why a tools/call ended at fakeclaude's wait deadline.
+var errMCPDeadline = errors.New("deadline")
+
+// callMCP makes the tools/call and waits for its result, by the wait
+// deadline (and the server's own timeout, or MCP_TOOL_TIMEOUT, if sooner). A
+// signal ends the wait; the call is cancelled.
+func (f *fake) callMCP(conn *mcpConn, tool string, c toolCall) (*mcp.CallToolResult, error) {
+	d := f.timeout
+	if conn.cfg.Timeout >= 1000 {
+		d = min(d, time.Duration(conn.cfg.Timeout)*time.Millisecond)
+	} else if t := msEnv(f.getenv, EnvMCPToolTimeout, 0); t > 0 {
+		d = min(d, t)
+	}
+	ctx, cancel := context.WithTimeoutCause(f.ctx, d, errMCPDeadline)
+	defer cancel()
+	var args any = c.input
+	params := &mcp.CallToolParams{Name: tool, Arguments: args, Meta: mcp.Meta{"claudecode/toolUseId": c.toolUseID}}
+	f.note("tools/call %s on server %s", tool, conn.cfg.Name)
+	res, err := conn.session.CallTool(ctx, params)
+	switch {
+	case err == nil:
+		return res, nil
+	case f.ctx.Err() != nil:
+		f.stop()
+		return nil, err
+	case errors.Is(context.Cause(ctx), errMCPDeadline):
+		f.fail(ExitTimeout, "timeout", "MCP server %s did not return tools/call %s within %v", conn.cfg.Name, tool, d)
+		f.stopped = true
+		return nil, err
+	}
+	return nil, err
+}
+
+// mcpToolResult is the user message the CLI writes for a tools/call result:
+// the content blocks as they came (or a note when there are none), or, for
+// an error result, its text with is_error; tool_use_result keeps the
+// result's _meta when it has one.
+func mcpToolResult(c toolCall, res *mcp.CallToolResult, meta []obj) toolResult {
+	blocks := make([]json.RawMessage, 0, len(res.Content))
+	var texts []string
+	for _, b := range res.Content {
+		raw, err := json.Marshal(b)
+		if err != nil {
+			continue
+		}
+		blocks = append(blocks, raw)
+		if t, ok := b.(*mcp.TextContent); ok {
+			texts = append(texts, t.Text)
+		}
+	}
+	withMeta := func(content any) any {
+		if len(res.Meta) == 0 {
+			return content
+		}
+		return obj{{"content", content}, {"_meta", res.Meta}}
+	}
+	if res.IsError {
+		text := strings.Join(texts, "\n")
+		return toolResult{toolUseID: c.toolUseID, content: text, isError: ptr(true), useResult: withMeta("Error: " + text), resultMeta: meta}
+	}
+	var content any = blocks
+	if len(blocks) == 0 {
+		content = fmt.Sprintf("(%s completed with no output)", c.tool)
+	}
+	return toolResult{toolUseID: c.toolUseID, content: content, idFirst: true, useResult: withMeta(blocks), resultMeta: meta}
+}
