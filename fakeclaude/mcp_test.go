@@ -1,0 +1,250 @@
+package fakeclaude_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/askctl/askctl/fakeclaude"
+	"github.com/askctl/askctl/mcpask"
+	"github.com/askctl/askctl/scenarios"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tidwall/gjson"
+)
+
+// envMCPServer makes the test binary an MCP ask_user server on stdio that
+// answers every call the way its value says: ok, skip, success-on-skip
+// (a broken server), hang (never starts), never (never returns).
+const envMCPServer = "FAKECLAUDE_TEST_MCP_SERVER"
+
+func init() {
+	mode := os.Getenv(envMCPServer)
+	if mode == "" {
+		return
+	}
+	if mode == "hang" {
+		time.Sleep(time.Minute)
+		os.Exit(0)
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	mcp.AddTool(s, mcpask.Tool(), func(ctx context.Context, _ *mcp.CallToolRequest, in mcpask.Input) (*mcp.CallToolResult, any, error) {
+		switch mode {
+		case "skip":
+			return mcpask.Declined("not now"), nil, nil
+		case "never":
+			<-ctx.Done()
+			return nil, nil, ctx.Err()
+		}
+		return mcpask.Answered(in, in.Options[0].Label), nil, nil
+	})
+	_ = s.Run(context.Background(), &mcp.StdioTransport{})
+	os.Exit(0)
+}
+
+// mcpConfig is an --mcp-config running this test binary as server name.
+func mcpConfig(t *testing.T, name, mode string) string {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{name: map[string]any{"command": self, "env": map[string]string{envMCPServer: mode}}}})
+	return string(b)
+}
+
+type printRun struct {
+	stdout, stderr string
+	out            fakeclaude.Outcome
+	lines          []gjson.Result
+}
+
+func (r printRun) first(typ string) gjson.Result {
+	for _, l := range r.lines {
+		if l.Get("type").String() == typ && (typ != "user" || l.Get("message.content.0.type").String() == "tool_result") {
+			return l
+		}
+	}
+	return gjson.Result{}
+}
+
+// runPrint runs fakeclaude in print mode on sc with args, stdin as given.
+func runPrint(t *testing.T, sc *scenarios.Scenario, args []string, stdin string, opts fakeclaude.Options) printRun {
+	t.Helper()
+	flags, err := fakeclaude.ParseArgs(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	opts.Scenario, opts.Flags, opts.Stderr = sc, flags, &stderr
+	if opts.Timeout == 0 {
+		opts.Timeout = 10 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	o := fakeclaude.Run(ctx, opts, strings.NewReader(stdin), &stdout)
+	r := printRun{stdout: stdout.String(), stderr: stderr.String(), out: o}
+	for _, l := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		if gjson.Valid(l) {
+			r.lines = append(r.lines, gjson.Parse(l))
+		}
+	}
+	return r
+}
+
+func builtin(t *testing.T, name string) *scenarios.Scenario {
+	t.Helper()
+	sc, err := scenarios.Builtin(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+const allowAsk = "mcp__askctl__ask_user"
+
+// TestPrintModeMCPStdio: a stdio server from --mcp-config is spawned and
+// connected before system/init, listed there, and called for the mcp step;
+// the tool_result carries the content as it came, and the answer is checked.
+func TestPrintModeMCPStdio(t *testing.T) {
+	sc := builtin(t, "mcp-ask-single")
+	r := runPrint(t, sc, []string{"-p", "Ask me how to format.", "--output-format", "stream-json", "--verbose", "--mcp-config", mcpConfig(t, "askctl", "ok"), "--allowedTools", allowAsk}, "", fakeclaude.Options{})
+	if r.out.Code != 0 {
+		t.Fatalf("exit %d: %v\n%s", r.out.Code, r.out.Failures, r.stdout)
+	}
+	init := r.first("system")
+	if got := init.Get(`mcp_servers`).Raw; got != `[{"name":"askctl","status":"connected","source":"dynamic"}]` {
+		t.Errorf("mcp_servers %s", got)
+	}
+	if !strings.Contains(init.Get("tools").Raw, `"mcp__askctl__ask_user"`) || strings.Contains(init.Get("tools").Raw, "AskUserQuestion") {
+		t.Errorf("tools %s: want the MCP tool and no AskUserQuestion (print mode)", init.Get("tools").Raw)
+	}
+	a := r.first("assistant")
+	if got := a.Get("tool_use_meta.0").Raw; got != `{"id":"toolu_02B","display_name":"Ask User","server_display_name":"askctl","tool_name":"ask_user"}` {
+		t.Errorf("tool_use_meta %s", got)
+	}
+	u := r.first("user")
+	if got := u.Get("message.content.0.content").Raw; got != `[{"type":"text","text":"User selected: Summary"}]` {
+		t.Errorf("tool_result content %s", got)
+	}
+	if u.Get("message.content.0.is_error").Exists() {
+		t.Errorf("an answer has no is_error: %s", u.Raw)
+	}
+	// The stdio session negotiates the current protocol, whose results carry
+	// the server's _meta; the CLI keeps it in tool_use_result.
+	if !u.Get(`tool_use_result._meta.io\.modelcontextprotocol/serverInfo`).Exists() {
+		t.Errorf("tool_use_result %s: want content and _meta", u.Get("tool_use_result").Raw)
+	}
+	if res := r.first("result"); res.Get("result").String() != "Done." || res.Get("subtype").String() != "success" {
+		t.Errorf("result %s", res.Raw)
+	}
+}
+
+// TestPrintModeOutputFormats: text prints the result text only, json the
+// result object only; the prompt comes from stdin when no argument gives it.
+func TestPrintModeOutputFormats(t *testing.T) {
+	sc := builtin(t, "mcp-ask-single")
+	cfg := mcpConfig(t, "askctl", "ok")
+	r := runPrint(t, sc, []string{"-p", "--mcp-config", cfg, "--allowedTools", allowAsk}, "Ask me how to format.\n", fakeclaude.Options{})
+	if r.out.Code != 0 || r.stdout != "Done.\n" {
+		t.Errorf("text: exit %d, stdout %q; want 0 and \"Done.\\n\"", r.out.Code, r.stdout)
+	}
+	r = runPrint(t, sc, []string{"-p", "Ask me how to format.", "--output-format", "json", "--mcp-config", cfg, "--allowedTools", allowAsk}, "", fakeclaude.Options{})
+	if r.out.Code != 0 || len(r.lines) != 1 || r.lines[0].Get("type").String() != "result" || r.lines[0].Get("result").String() != "Done." {
+		t.Errorf("json: exit %d, stdout %q; want one result object", r.out.Code, r.stdout)
+	}
+	if r.lines[0].Get("model_usage_since_last_result").Exists() {
+		t.Errorf("json: the CLI writes no model_usage_since_last_result with --output-format json")
+	}
+	r = runPrint(t, sc, []string{"-p", "--mcp-config", cfg}, "", fakeclaude.Options{})
+	if r.out.Code != fakeclaude.ExitErrorResult || !strings.Contains(r.stderr, "Input must be provided") {
+		t.Errorf("no prompt: exit %d, stderr %q", r.out.Code, r.stderr)
+	}
+}
+
+// TestPrintModeMCPFailures: each way an MCP call cannot happen gives the
+// CLI's tool_result and a clear failure, never a hang.
+func TestPrintModeMCPFailures(t *testing.T) {
+	base := []string{"-p", "Ask me.", "--output-format", "stream-json", "--verbose"}
+	tests := []struct {
+		name, scenario string
+		args           []string
+		opts           fakeclaude.Options
+		env            map[string]string
+		code           int
+		content        string // tool_result content
+		stderr         string
+		status         string // mcp_servers[0].status
+	}{
+		{"not allowed", "mcp-ask-single", []string{"--mcp-config", mcpConfig(t, "askctl", "ok")}, fakeclaude.Options{}, nil, fakeclaude.ExitExpectation,
+			"Claude requested permissions to use mcp__askctl__ask_user, but you haven't granted it yet.", "pass --allowedTools mcp__askctl__ask_user", "connected"},
+		{"server missing", "mcp-ask-single", []string{"--mcp-config", `{"mcpServers":{"askctl":{"command":"/nonexistent/ask-server"}}}`, "--allowedTools", allowAsk}, fakeclaude.Options{}, nil, fakeclaude.ExitExpectation,
+			"<tool_use_error>Error: No such tool available: mcp__askctl__ask_user</tool_use_error>", "MCP server askctl failed", "failed"},
+		{"server never starts", "mcp-ask-single", []string{"--mcp-config", mcpConfig(t, "askctl", "hang"), "--allowedTools", allowAsk}, fakeclaude.Options{}, map[string]string{"MCP_TIMEOUT": "400"}, fakeclaude.ExitExpectation,
+			"<tool_use_error>Error: No such tool available: mcp__askctl__ask_user</tool_use_error>", "no answer within 400ms (MCP_TIMEOUT)", "failed"},
+		{"call never returns", "mcp-ask-single", []string{"--mcp-config", mcpConfig(t, "askctl", "never"), "--allowedTools", allowAsk}, fakeclaude.Options{Timeout: 500 * time.Millisecond}, nil, fakeclaude.ExitTimeout,
+			"", "MCP server askctl did not return tools/call ask_user within 500ms", "connected"},
+		{"success for a skip", "mcp-ask-skip", []string{"--mcp-config", mcpConfig(t, "askctl", "ok"), "--allowedTools", allowAsk}, fakeclaude.Options{}, nil, fakeclaude.ExitExpectation,
+			`[{"type":"text","text":"User selected: Postgres"}]`, "the call returned success", "connected"},
+		{"server unconfigured", "mcp-ask-single", []string{"--allowedTools", allowAsk}, fakeclaude.Options{}, nil, fakeclaude.ExitExpectation,
+			"<tool_use_error>Error: No such tool available: mcp__askctl__ask_user</tool_use_error>", "it is not configured (--mcp-config)", ""},
+		{"bad config", "mcp-ask-single", []string{"--mcp-config", `{"mcpServers":{"askctl":{"type":"http"}}}`}, fakeclaude.Options{}, nil, fakeclaude.ExitUsage,
+			"", "mcpServers.askctl.url: required for a http server", ""},
+		{"config file missing", "mcp-ask-single", []string{"--mcp-config", "/nonexistent/mcp.json"}, fakeclaude.Options{}, nil, fakeclaude.ExitUsage,
+			"", "--mcp-config /nonexistent/mcp.json: open /nonexistent/mcp.json", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.opts.Getenv = func(k string) string { return tt.env[k] }
+			start := time.Now()
+			r := runPrint(t, builtin(t, tt.scenario), append(append([]string(nil), base...), tt.args...), "", tt.opts)
+			if r.out.Code != tt.code || !strings.Contains(r.stderr, tt.stderr) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", r.out.Code, r.stderr, tt.code, tt.stderr)
+			}
+			if el := time.Since(start); el > 8*time.Second {
+				t.Errorf("took %v: a failing server must not hold the session", el)
+			}
+			if tt.status != "" {
+				if got := r.first("system").Get("mcp_servers.0.status").String(); got != tt.status {
+					t.Errorf("mcp_servers status %q, want %q", got, tt.status)
+				}
+			}
+			if tt.content != "" {
+				c := r.first("user").Get("message.content.0.content")
+				got := c.String()
+				if c.IsArray() {
+					got = c.Raw
+				}
+				if got != tt.content {
+					t.Errorf("tool_result content %s, want %s", got, tt.content)
+				}
+			}
+		})
+	}
+}
+
+// TestParseMCPConfig: files and inline JSON, servers in written order, a
+// later one of the same name wins.
+func TestParseMCPConfig(t *testing.T) {
+	dir := t.TempDir()
+	path := dir + "/mcp.json"
+	if err := os.WriteFile(path, []byte(`{"mcpServers":{"b":{"command":"x"},"a":{"type":"http","url":"http://127.0.0.1:1/mcp","headers":{"Authorization":"Bearer t"}}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := fakeclaude.ParseMCPConfig([]string{path, `{"mcpServers":{"b":{"command":"y","args":["--stdio"]}}}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Name != "b" || got[0].Command != "y" || got[1].Name != "a" || got[1].Headers["Authorization"] != "Bearer t" {
+		t.Errorf("got %+v", got)
+	}
+	for _, bad := range []string{`{"mcpServers":[]}`, `{"mcpServers":{"a":{}}}`, `{"mcpServers":{"a":{"command":1}}}`, `{`} {
+		if _, err := fakeclaude.ParseMCPConfig([]string{bad}); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
+}
+
