@@ -24,6 +24,37 @@ var Defects = []string{
 	"skip-allow-empty", "multi-comma", "multi-one-label", "keys-index", "no-timeout", "timeout-allow",
 	"late-forwarded", "double-answer", "lost-on-reconnect", "takeover-ignored", "sessions-crossed",
 	"descriptions-dropped", "cancel-ignored", "lost-on-restart", "partial-sent",
+	"mcp-timeout-empty", "mcp-skip-success", "mcp-multi-first", "mcp-never-returns",
+}
+
+// activeMCPDefect is the active defect when it is one of the MCP server's.
+func activeMCPDefect() string {
+	if strings.HasPrefix(activeDefect, "mcp-") {
+		return activeDefect
+	}
+	return "-"
+}
+
+// misreport is a broken MCP server's account of how a question ended: a
+// timeout or a skip reported as an (empty) answer, a multiSelect answer cut
+// to its first label, or no account at all (the call never returns).
+func misreport(ctx context.Context, q *Question) (*Question, error) {
+	c := *q
+	switch {
+	case defect("mcp-timeout-empty") && q.Status == QuestionExpired:
+		c.Status, c.Answers = QuestionAnswered, map[string]string{}
+	case defect("mcp-skip-success") && q.Status == QuestionSkipped:
+		c.Status, c.Answers = QuestionAnswered, map[string]string{}
+	case defect("mcp-multi-first") && q.Status == QuestionAnswered:
+		c.Answers = map[string]string{}
+		for k, v := range q.Answers {
+			c.Answers[k], _, _ = strings.Cut(v, ", ")
+		}
+	case defect("mcp-never-returns"):
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return &c, nil
 }
 
 func misjoin(qs []protocol.Question, answers map[string]string) map[string]string {

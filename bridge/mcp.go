@@ -130,5 +130,9 @@ func (b *Bridge) AskMCP(ctx context.Context, id string, qs []protocol.Question) 
 		b.withdraw(q, QuestionWithdrawn, "the agent's call ended before an answer (the CLI went away)")
 		return nil, ctx.Err()
 	}
-	return b.st.question(context.Background(), q.ID)
+	res, err := b.st.question(context.Background(), q.ID)
+	if err != nil || !defect(activeMCPDefect()) {
+		return res, err
+	}
+	return misreport(ctx, res)
 }

@@ -35,7 +35,8 @@ import (
 // skips the question. On connect the bridge sends the session's status and
 // replays its pending questions, with the same ids. A newer connection to
 // the same session takes it over: the old one gets session_taken, and its
-// answers are rejected.
+// answers are rejected. A connection to every session (no session_id, a
+// dashboard) takes nothing over.
 
 type wsClient struct {
 	conn    *websocket.Conn
@@ -110,14 +111,18 @@ func (s *Server) socket(w http.ResponseWriter, r *http.Request, d dialect) {
 	defer cancel()
 	defer conn.CloseNow()
 
-	// Take the session over from an older connection.
+	// Take the session over from an older connection. A view of every
+	// session (a dashboard) takes nothing over: several may watch at once.
 	s.wsMu.Lock()
 	if s.wsConn == nil {
 		s.wsConn = map[string]*wsClient{}
 	}
 	key := d.name + "\x00" + session
-	old := s.wsConn[key]
-	s.wsConn[key] = c
+	var old *wsClient
+	if session != "" {
+		old = s.wsConn[key]
+		s.wsConn[key] = c
+	}
 	s.wsMu.Unlock()
 	if old != nil {
 		old.mu.Lock()

@@ -39,6 +39,8 @@ func commands() map[string]command {
 		"connect":     {"connect ALIAS CONN  open another surface connection to the session", cmdConnect},
 		"delivered":   {"delivered [-conn C] ALIAS  the current question as shown equals what the agent asked: every question, header, option label and description, multiSelect, in order", cmdDelivered},
 		"disconnect":  {"disconnect ALIAS CONN  close a surface connection", cmdDisconnect},
+		"mcp-list":    {"mcp-list  connect to the bridge's MCP server as the profile's mcp.config says and check ask_user's input schema (question required; options of label and description; multiSelect)", cmdMCPList},
+		"tool-result": {"[!] tool-result [-error] [-timeout D] ALIAS [TEXT|~REGEXP…]  the current question's ask_user call returned to the agent: an answer naming each TEXT (-error: an isError result); ! : names none of them", cmdToolResult},
 		"latency":     {"latency ALIAS deliver|answer MAX  the current question's measured latency is at most MAX", cmdLatency},
 		"pending":     {"pending [-conn C] ALIAS N  the surface lists N questions waiting, the current one among them", cmdPending},
 		"race":        {"race ALIAS LABEL1 LABEL2  two answers to the current (single) question at once: exactly one is accepted", cmdRace},
@@ -47,7 +49,7 @@ func commands() map[string]command {
 		"response":    {"[!] response [-within D] ALIAS PATH [WANT]  gjson PATH on the permission result the agent received for the current question; WANT is JSON, text, or ~REGEXP", cmdResponse},
 		"restart":     {"restart [-kill]  restart the bridge (-kill: SIGKILL, as a crash); connections must be reopened", cmdRestart},
 		"skip":        {"[!] skip-question [-conn C] [-code CODE] ALIAS [REASON]  skip the current question", cmdSkip},
-		"start":       {"start [-detached] ALIAS SCENARIO  start a session whose agent plays SCENARIO (built-in name, a steps .jsonl or a .txtar in $WORK); opens connection main unless -detached", cmdStart},
+		"start":       {"start [-detached] ALIAS SCENARIO  start a session whose agent plays SCENARIO (built-in name, a steps .jsonl or a .txtar in $WORK); opens connection main unless -detached. A route mcp scenario runs the agent in print mode with the profile's mcp.config, and main watches every session for its question", cmdStart},
 		"status":      {"status [-conn C] [-timeout D] ALIAS  the connection is told the session waits for the user, on the current question", cmdStatus},
 	}
 }
@@ -207,9 +209,12 @@ func cmdStart(ts *testscript.TestScript, neg bool, args []string) {
 	defer cancel()
 	cfg := ts.Value(keyCfg).(*Config)
 	var err error
-	if f["detached"] != "" {
+	switch {
+	case sc.Route == scenarios.RouteMCP:
+		err = e.StartMCP(ctx, args[0], sc, cfg.AgentTimeout)
+	case f["detached"] != "":
 		err = e.StartDetached(ctx, args[0], sc, cfg.AgentTimeout)
-	} else {
+	default:
 		err = e.Start(ctx, args[0], sc, cfg.AgentTimeout)
 	}
 	if err != nil {
@@ -297,6 +302,9 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Fatalf("await answered: no current question (await question first)")
 		}
 		exp = harness.Responses(alias, qid, num(1))
+		if s.MCP {
+			exp = harness.ToolResulted(alias, qid)
+		}
 	case "surface":
 		if len(rest) != 1 {
 			ts.Fatalf("usage: await ALIAS surface TYPE")
@@ -426,7 +434,7 @@ func askStep(e *harness.Env, s *harness.Session, qid string) *scenarios.Step {
 	e.Do(func(*harness.State) { idx = slices.Index(s.Questions, qid) })
 	n := 0
 	for i := range s.Scenario.Steps {
-		if st := &s.Scenario.Steps[i]; st.Kind == scenarios.KindAsk {
+		if st := &s.Scenario.Steps[i]; st.Kind == scenarios.KindAsk || st.Kind == scenarios.KindMCP {
 			if n == idx {
 				return st
 			}
@@ -782,6 +790,11 @@ func cmdDelivered(ts *testscript.TestScript, neg bool, args []string) {
 		fail(ts, "no agent request matches question %s\n%s", qid, summary(e, alias))
 	}
 	asked := gjson.GetBytes(input, "questions").Array()
+	mcpCall := false
+	if len(asked) == 0 && gjson.GetBytes(input, "question").Exists() {
+		// An ask_user call: one question, and no header to compare.
+		asked, mcpCall = []gjson.Result{gjson.ParseBytes(input)}, true
+	}
 	if len(shown) != len(asked) {
 		fail(ts, "the surface shows %d question(s), the agent asked %d", len(shown), len(asked))
 	}
@@ -793,7 +806,9 @@ func cmdDelivered(ts *testscript.TestScript, neg bool, args []string) {
 			}
 		}
 		check("question", q.Question, a.Get("question").String())
-		check("header", q.Header, a.Get("header").String())
+		if !mcpCall {
+			check("header", q.Header, a.Get("header").String())
+		}
 		check("multiSelect", strconv.FormatBool(q.MultiSelect), strconv.FormatBool(a.Get("multiSelect").Bool()))
 		opts := a.Get("options").Array()
 		if len(q.Options) != len(opts) {

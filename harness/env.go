@@ -45,6 +45,9 @@ type Session struct {
 	ID       string // the bridge's id
 	AgentID  string // the session id fakeclaude announces
 	Scenario *scenarios.Scenario
+	// MCP says the harness runs the agent in print mode against the bridge's
+	// MCP server (StartMCP); ID is learnt from the surface.
+	MCP      bool
 	Agent    []transcript.Record
 	Surface  []SurfaceEvent
 	// Exit is the agent's exit status, once it exited (the latest agent
@@ -245,8 +248,16 @@ func (e *Env) open(ctx context.Context, alias, conn string, all bool) error {
 	}
 	e.mu.Unlock()
 	c, err := e.Surface.Open(ctx, id, func(ev SurfaceEvent) {
-		if all && ev.Session != "" && ev.Session != s.ID {
-			return // another session's, on the dashboard
+		if all && ev.Session != "" {
+			e.mu.Lock()
+			if s.MCP && s.ID == "" && s.mcpQuestion(ev) {
+				s.ID = ev.Session // the session the bridge made for the agent's MCP server
+			}
+			mine := ev.Session == s.ID
+			e.mu.Unlock()
+			if !mine {
+				return // another session's, on the dashboard
+			}
 		}
 		e.onSurface(s, conn, ev)
 	})
@@ -454,7 +465,8 @@ func (s *Session) Consume(conn, qid string) {
 // ---- what the agent said ----
 
 // AgentRequests are the agent's AskUserQuestion can_use_tool requests, in
-// order: request id and when it was sent.
+// order: request id and when it was sent. In a route MCP session they are
+// its MCP tool calls, by tool_use id.
 func (s *Session) AgentRequests() []AgentRequest {
 	var out []AgentRequest
 	for _, r := range s.Agent {
@@ -462,6 +474,12 @@ func (s *Session) AgentRequests() []AgentRequest {
 			continue
 		}
 		m := gjson.ParseBytes(r.Msg)
+		if s.MCP {
+			if b := m.Get(`message.content.#(type=="tool_use")`); m.Get("type").String() == protocol.TypeAssistant && strings.HasPrefix(b.Get("name").String(), "mcp__") {
+				out = append(out, AgentRequest{ID: b.Get("id").String(), T: r.T, Input: json.RawMessage(b.Get("input").Raw)})
+			}
+			continue
+		}
 		if m.Get("type").String() == protocol.TypeControlRequest && m.Get("request.subtype").String() == protocol.SubtypeCanUseTool &&
 			m.Get("request.tool_name").String() == protocol.ToolAskUserQuestion {
 			out = append(out, AgentRequest{ID: m.Get("request_id").String(), T: r.T, Input: json.RawMessage(m.Get("request.input").Raw)})

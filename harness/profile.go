@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -27,7 +28,8 @@ import (
 //	  "claude": "arg",
 //	  "surface": {"kind": "ws", "url": "ws://127.0.0.1:${PORT}/ws", "api": "http://127.0.0.1:${PORT}", "token_file": "${STATE}/token"},
 //	  "capabilities": {"sdk": true, "timeout": "1s", "reconnect": true, "takeover": true, "persist": true},
-//	  "policy": {"other_tools": "allow"}
+//	  "policy": {"other_tools": "allow"},
+//	  "mcp": {"config": {"mcpServers": {"askctl": {"command": "${ASKCTL}", "args": ["mcp", "--state", "${STATE}"]}}}}
 //	}
 //
 // claude says how the bridge is made to spawn fakeclaude instead of claude:
@@ -48,6 +50,8 @@ type Profile struct {
 	Surface      SurfaceSpec  `json:"surface"`
 	Capabilities Capabilities `json:"capabilities"`
 	Policy       Policy       `json:"policy,omitzero"`
+	// MCP is how the CLI reaches the bridge's ask_user server (route MCP).
+	MCP *MCPSpec `json:"mcp,omitempty"`
 
 	// File is where the profile was read from; Dir its directory.
 	File string `json:"-"`
@@ -89,6 +93,23 @@ type SurfaceSpec struct {
 	Args    []string          `json:"args,omitempty"`
 	Env     map[string]string `json:"env,omitempty"`
 }
+
+// MCPSpec is how the CLI reaches the bridge's MCP ask_user server: the
+// harness runs the agent itself, in print mode (claude -p), with Config as
+// --mcp-config and the tool pre-allowed (--allowedTools), and Env added to
+// its environment (the server inherits it).
+type MCPSpec struct {
+	// Config is the --mcp-config JSON: {"mcpServers":{"<name>":{…}}}.
+	Config json.RawMessage `json:"config"`
+	// Server is the server's name in Config; default the only one.
+	Server string `json:"server,omitempty"`
+	// Tool is the ask_user tool's name on the server; default ask_user.
+	Tool string            `json:"tool,omitempty"`
+	Env  map[string]string `json:"env,omitempty"`
+}
+
+// ToolName is the tool as the CLI names it: mcp__<server>__<tool>.
+func (m *MCPSpec) ToolName() string { return "mcp__" + m.Server + "__" + m.Tool }
 
 // Capabilities are what the bridge claims; the cases of a capability it
 // does not declare are skipped, never passed.
@@ -300,6 +321,9 @@ func (p *Profile) check() error {
 	default:
 		return p.errAt("surface.kind", "want one of %s, got %q", strings.Join(SurfaceKinds, ", "), s.Kind)
 	}
+	if err := p.checkMCP(); err != nil {
+		return err
+	}
 	if !p.Capabilities.SDK && !p.Capabilities.MCP {
 		return p.errAt("capabilities", "declares neither sdk nor mcp: which route does the bridge serve?")
 	}
@@ -323,6 +347,36 @@ func (p *Profile) check() error {
 		sort.Strings(unknown)
 		i := bytes.Index(p.raw, []byte("${"+unknown[0]+"}"))
 		return fmt.Errorf("%s:%d: ${%s}: not a harness variable (%s) nor set in the environment", p.File, lineAt(p.raw, i), unknown[0], strings.Join(Vars, ", "))
+	}
+	return nil
+}
+
+func (p *Profile) checkMCP() error {
+	m := p.MCP
+	if m == nil {
+		if p.Capabilities.MCP {
+			return p.errAt("mcp", `missing: capability mcp needs "mcp": {"config": <the --mcp-config that reaches the bridge's ask_user server>}`)
+		}
+		return nil
+	}
+	if !json.Valid(m.Config) || !gjson.GetBytes(m.Config, "mcpServers").IsObject() {
+		return p.errAt("mcp.config", `want {"mcpServers":{"<name>":{…}}}, the JSON claude --mcp-config takes`)
+	}
+	var names []string
+	gjson.GetBytes(m.Config, "mcpServers").ForEach(func(k, _ gjson.Result) bool {
+		names = append(names, k.String())
+		return true
+	})
+	switch {
+	case m.Server == "" && len(names) == 1:
+		m.Server = names[0]
+	case m.Server == "":
+		return p.errAt("mcp.server", "missing: mcp.config has %d servers (%s); name the one with ask_user", len(names), strings.Join(names, ", "))
+	case !slices.Contains(names, m.Server):
+		return p.errAt("mcp.server", "%q is not a server of mcp.config (%s)", m.Server, strings.Join(names, ", "))
+	}
+	if m.Tool == "" {
+		m.Tool = "ask_user"
 	}
 	return nil
 }
@@ -379,6 +433,11 @@ func (p *Profile) Expanded(vars map[string]string) *Profile {
 	s := p.Surface
 	s.URL, s.API, s.Token, s.TokenFile, s.Command, s.Args, s.Env = x(s.URL), x(s.API), x(s.Token), x(s.TokenFile), rel(x(s.Command)), xs(s.Args), xm(s.Env)
 	q.Surface = s
+	if p.MCP != nil {
+		m := *p.MCP
+		m.Config, m.Env = json.RawMessage(x(string(p.MCP.Config))), xm(p.MCP.Env)
+		q.MCP = &m
+	}
 	return &q
 }
 

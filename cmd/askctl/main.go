@@ -6,8 +6,23 @@ package main
 import (
 	"context"
 	"os"
+
+	"github.com/askctl/askctl/agent"
 )
 
 func main() {
+	// Running as fakeclaude or the real-agent shim, askctl is the agent: the
+	// programs it starts (MCP servers from --mcp-config, which may be askctl
+	// itself) must not become agents too.
+	if role := os.Getenv(agent.RunAsEnv); role != "" {
+		os.Unsetenv(agent.RunAsEnv)
+		getenv := func(k string) string {
+			if k == agent.RunAsEnv {
+				return role
+			}
+			return os.Getenv(k)
+		}
+		os.Exit(run(context.Background(), os.Args, getenv, os.Stdin, os.Stdout, os.Stderr))
+	}
 	os.Exit(run(context.Background(), os.Args, os.Getenv, os.Stdin, os.Stdout, os.Stderr))
 }

@@ -1,0 +1,200 @@
+package conformance
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/askctl/askctl/fakeclaude"
+	"github.com/askctl/askctl/harness"
+	"github.com/askctl/askctl/protocol"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rogpeppe/go-internal/testscript"
+	"github.com/tidwall/gjson"
+)
+
+// Commands of route MCP: the bridge's ask_user server as the CLI sees it.
+
+// cmdToolResult checks what the current question's ask_user call returned
+// to the agent: an answer (no isError) naming each TEXT, or with -error an
+// error result. TEXT is a substring, or ~REGEXP. With !, no TEXT may appear.
+func cmdToolResult(ts *testscript.TestScript, neg bool, args []string) {
+	f, args := flags(ts, args, []string{"timeout"}, []string{"error"})
+	if len(args) < 1 {
+		ts.Fatalf("usage: [!] tool-result [-error] [-timeout D] ALIAS [TEXT|~REGEXP…]")
+	}
+	e := envOf(ts)
+	alias, wants := args[0], args[1:]
+	s, qid := current(ts, e, alias)
+	if qid == "" {
+		ts.Fatalf("tool-result: no current question (await question first)")
+	}
+	ctx, cancel := context.WithTimeout(baseCtx(ts), duration(ts, f["timeout"], "10s"))
+	defer cancel()
+	if err := e.Await(ctx, harness.ToolResulted(alias, qid)); err != nil {
+		fail(ts, "%v\n%s", err, summary(e, alias))
+	}
+	var block gjson.Result
+	e.Do(func(*harness.State) {
+		req, _ := s.RequestOf(qid)
+		block, _ = s.ToolResult(req.ID)
+	})
+	text, isErr := harness.ResultText(block), block.Get("is_error").Bool()
+	ts.Logf("ask_user returned (is_error %v): %s", isErr, text)
+	switch {
+	case f["error"] != "" && !isErr:
+		fail(ts, "the ask_user call returned success (%q); it must return isError\n%s", text, summary(e, alias))
+	case f["error"] == "" && !neg && isErr:
+		fail(ts, "the ask_user call returned an error (%q); it must return the answer\n%s", text, summary(e, alias))
+	case strings.TrimSpace(text) == "" && !neg:
+		fail(ts, "the ask_user call returned no text\n%s", summary(e, alias))
+	}
+	for _, w := range wants {
+		found := strings.Contains(text, w)
+		if re, ok := strings.CutPrefix(w, "~"); ok {
+			rx, err := regexp.Compile(re)
+			if err != nil {
+				ts.Fatalf("tool-result: %q: %v", w, err)
+			}
+			found = rx.MatchString(text)
+		}
+		switch {
+		case neg && found:
+			fail(ts, "the ask_user result %q names %q; it must not (another session's answer?)", text, w)
+		case !neg && !found:
+			fail(ts, "the ask_user result %q does not name %q\n%s", text, w, summary(e, alias))
+		}
+	}
+}
+
+// cmdMCPList connects to the bridge's MCP server as the profile's
+// --mcp-config says, with the official MCP SDK's client, and checks its
+// ask_user tool's input schema.
+func cmdMCPList(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: mcp-list")
+	}
+	e := envOf(ts)
+	spec := e.Bridge.Profile.MCP
+	if spec == nil {
+		ts.Fatalf("mcp-list: the profile has no mcp section")
+	}
+	servers, err := fakeclaude.ParseMCPConfig([]string{string(spec.Config)})
+	if err != nil {
+		fail(ts, "mcp.config: %v", err)
+	}
+	var srv *fakeclaude.MCPServer
+	for i := range servers {
+		if servers[i].Name == spec.Server {
+			srv = &servers[i]
+		}
+	}
+	if srv == nil {
+		fail(ts, "mcp.config has no server %s", spec.Server)
+	}
+	ctx, cancel := context.WithTimeout(baseCtx(ts), 20*time.Second)
+	defer cancel()
+	var t mcp.Transport
+	switch srv.Type {
+	case "", "stdio":
+		cmd := exec.Command(srv.Command, srv.Args...)
+		cmd.Env = os.Environ()
+		for k, v := range spec.Env {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+		for k, v := range srv.Env {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
+	case "http":
+		t = &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: withHeaders(srv.Headers), DisableStandaloneSSE: true}
+	case "sse":
+		t = &mcp.SSEClientTransport{Endpoint: srv.URL, HTTPClient: withHeaders(srv.Headers)}
+	default:
+		ts.Fatalf("mcp-list: server type %q", srv.Type)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "askctl-conformance", Version: protocol.CLIVersion}, nil).Connect(ctx, t, nil)
+	if err != nil {
+		fail(ts, "connecting to MCP server %s: %v", spec.Server, err)
+	}
+	defer cs.Close()
+	res, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		fail(ts, "tools/list on %s: %v", spec.Server, err)
+	}
+	var tool *mcp.Tool
+	var names []string
+	for _, tl := range res.Tools {
+		names = append(names, tl.Name)
+		if tl.Name == spec.Tool {
+			tool = tl
+		}
+	}
+	if tool == nil {
+		fail(ts, "tools/list on %s offers %v; no %s", spec.Server, names, spec.Tool)
+	}
+	raw, _ := json.Marshal(tool.InputSchema)
+	schema := gjson.ParseBytes(raw)
+	ts.Logf("%s input schema: %s", spec.Tool, schema.Raw)
+	var problems []string
+	want := func(ok bool, format string, args ...any) {
+		if !ok {
+			problems = append(problems, fmt.Sprintf(format, args...))
+		}
+	}
+	// A type is a name or a list of names (the Go SDK writes ["null","array"]
+	// for an optional list).
+	typeIs := func(v gjson.Result, t string) bool {
+		if v.IsArray() {
+			for _, x := range v.Array() {
+				if x.String() == t {
+					return true
+				}
+			}
+			return false
+		}
+		return v.String() == t
+	}
+	want(typeIs(schema.Get("properties.question.type"), "string"), "question: want a string property")
+	required := false
+	schema.Get("required").ForEach(func(_, v gjson.Result) bool {
+		required = required || v.String() == "question"
+		return true
+	})
+	want(required, "question: want it required")
+	opts := schema.Get("properties.options")
+	want(typeIs(opts.Get("type"), "array"), "options: want an array property")
+	item := opts.Get("items")
+	want(typeIs(item.Get("properties.label.type"), "string"), "options[].label: want a string (options are objects with label and description)")
+	want(item.Get("properties.description").Exists(), "options[].description: want it offered")
+	want(typeIs(schema.Get("properties.multiSelect.type"), "boolean"), "multiSelect: want a boolean property")
+	for _, r := range schema.Get("required").Array() {
+		want(r.String() == "question", "%s: required, want only question required", r.String())
+	}
+	if len(problems) > 0 {
+		fail(ts, "the %s tool's input schema:\n  %s\nschema: %s", spec.Tool, strings.Join(problems, "\n  "), schema.Raw)
+	}
+}
+
+type headerRT map[string]string
+
+func (h headerRT) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range h {
+		r.Header.Set(k, v)
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func withHeaders(h map[string]string) *http.Client {
+	if len(h) == 0 {
+		return nil
+	}
+	return &http.Client{Transport: headerRT(h)}
+}

@@ -1,0 +1,203 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/askctl/askctl/protocol"
+	"github.com/askctl/askctl/scenarios"
+	"github.com/askctl/askctl/transcript"
+	"github.com/tidwall/gjson"
+)
+
+// Route MCP: the harness runs the agent itself, in print mode, with the
+// profile's --mcp-config, so the agent calls the bridge's ask_user server,
+// and the question shows on the bridge's surface in a session the bridge
+// makes for it. The harness watches every session of the surface and takes
+// as the alias's own the session whose question is the scenario's.
+
+// StartMCP starts a route "mcp" session named alias: the agent (fakeclaude
+// or the real CLI, through the claude shim) runs `-p PROMPT --output-format
+// stream-json --verbose --mcp-config CONFIG --allowedTools TOOL`, and
+// connection "main" watches every session of the surface for its question.
+func (e *Env) StartMCP(ctx context.Context, alias string, sc *scenarios.Scenario, agentTimeout time.Duration) error {
+	spec := e.Bridge.Profile.MCP
+	if spec == nil {
+		return fmt.Errorf("the profile says nothing of how the CLI reaches the bridge's MCP server (\"mcp\": {\"config\": …})")
+	}
+	if sc.Route != scenarios.RouteMCP {
+		return fmt.Errorf("scenario %s is route %q, want \"mcp\"", sc.Name, sc.Route)
+	}
+	sc, err := forServer(sc, spec)
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	if e.st.Sessions[alias] != nil {
+		e.mu.Unlock()
+		return fmt.Errorf("session %s exists", alias)
+	}
+	e.mu.Unlock()
+	sl := &slot{alias: alias, name: sc.Name, scenario: string(sc.Source), timeout: agentTimeout}
+	d := e.Bridge.dir
+	if err := d.expect(sl); err != nil {
+		return err
+	}
+	s := &Session{Alias: alias, AgentID: sl.agentID, Scenario: sc, MCP: true, answered: map[string]time.Time{}, consumed: map[string]map[string]bool{}, conns: map[string]Conn{}, gen: map[string]int{}}
+	e.mu.Lock()
+	e.st.Sessions[alias] = s
+	e.st.byAgent[sl.agentID] = s
+	e.mu.Unlock()
+	forget := func() {
+		d.abandon(sl)
+		e.mu.Lock()
+		delete(e.st.Sessions, alias)
+		delete(e.st.byAgent, sl.agentID)
+		e.mu.Unlock()
+	}
+	// Watch first, so the question is not missed.
+	if err := e.open(ctx, alias, "main", true); err != nil {
+		forget()
+		return err
+	}
+	args := []string{"-p", sc.Steps[0].Prompt, "--output-format", "stream-json", "--verbose", "--mcp-config", string(spec.Config), "--allowedTools", spec.ToolName()}
+	cmd := exec.Command(e.Bridge.Vars["CLAUDE"], args...)
+	cmd.Dir = filepath.Join(e.Bridge.opts.Work, "state")
+	cmd.Env = os.Environ()
+	for k, v := range spec.Env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Stdout = io.Discard // its lines reach the harness over the events connection
+	logf, err := os.OpenFile(filepath.Join(e.Bridge.opts.Work, "mcp-agents.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err == nil {
+		cmd.Stderr = logf
+		defer logf.Close()
+	}
+	setProcessGroup(cmd)
+	if err := cmd.Start(); err != nil {
+		forget()
+		return fmt.Errorf("starting the agent of session %s: %w", alias, err)
+	}
+	e.Bridge.mu.Lock()
+	e.Bridge.all = append(e.Bridge.all, cmd) // killed with the bridge's processes at Close
+	e.Bridge.mu.Unlock()
+	go func() { _ = cmd.Wait() }()
+	select {
+	case <-sl.claimed:
+	case <-time.After(e.Bridge.opts.ClaimTimeout):
+		forget()
+		return fmt.Errorf("the agent of session %s did not ask the harness what to play within %v", alias, e.Bridge.opts.ClaimTimeout)
+	case <-ctx.Done():
+		forget()
+		return ctx.Err()
+	}
+	return nil
+}
+
+// forServer is sc with its mcp steps calling the profile's server and tool.
+func forServer(sc *scenarios.Scenario, spec *MCPSpec) (*scenarios.Scenario, error) {
+	src := string(sc.Source)
+	for _, st := range sc.Steps {
+		if st.Kind != scenarios.KindMCP {
+			continue
+		}
+		if st.MCP.Server != spec.Server {
+			src = strings.ReplaceAll(src, `"server":"`+st.MCP.Server+`"`, `"server":"`+spec.Server+`"`)
+		}
+		if st.MCP.ToolOrDefault() != spec.Tool {
+			if st.MCP.Tool == "" {
+				src = strings.ReplaceAll(src, `"server":"`+spec.Server+`"`, `"server":"`+spec.Server+`","tool":"`+spec.Tool+`"`)
+			} else {
+				src = strings.ReplaceAll(src, `"tool":"`+st.MCP.Tool+`"`, `"tool":"`+spec.Tool+`"`)
+			}
+		}
+	}
+	if src == string(sc.Source) {
+		return sc, nil
+	}
+	out, err := scenarios.Parse(sc.File, []byte(src))
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s for server %s: %w", sc.Name, spec.Server, err)
+	}
+	return out, nil
+}
+
+// mcpQuestion reports whether a surface event shows the question of one of
+// the session's mcp steps, which makes its session the alias's.
+func (s *Session) mcpQuestion(ev SurfaceEvent) bool {
+	if ev.Type != SurfQuestion || len(ev.Questions) == 0 {
+		return false
+	}
+	for _, st := range s.Scenario.Steps {
+		if st.Kind == scenarios.KindMCP && len(st.Questions) == 1 && st.Questions[0].Question == ev.Questions[0].Question {
+			return true
+		}
+	}
+	return false
+}
+
+// ToolResult is the user message carrying the tool_result of tool use id,
+// if the agent wrote it.
+func (s *Session) ToolResult(id string) (gjson.Result, bool) {
+	for _, r := range s.Agent {
+		if r.Dir != transcript.FromCLI {
+			continue
+		}
+		m := gjson.ParseBytes(r.Msg)
+		if m.Get("type").String() != protocol.TypeUser {
+			continue
+		}
+		if b := m.Get(`message.content.#(tool_use_id==` + jsonString(id) + `)`); b.Exists() {
+			return b, true
+		}
+	}
+	return gjson.Result{}, false
+}
+
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// ResultText is a tool_result block's text: its content string, or its text
+// blocks joined by newlines.
+func ResultText(block gjson.Result) string {
+	c := block.Get("content")
+	if !c.IsArray() {
+		return c.String()
+	}
+	var texts []string
+	c.ForEach(func(_, b gjson.Result) bool {
+		if b.Get("type").String() == "text" {
+			texts = append(texts, b.Get("text").String())
+		}
+		return true
+	})
+	return strings.Join(texts, "\n")
+}
+
+// ToolResulted is met when the agent of alias's session has written the
+// tool_result of question qid's call (route MCP: the ask_user call
+// returned).
+func ToolResulted(alias, qid string) Expectation {
+	return Expectation{Description: fmt.Sprintf("the ask_user call of question %s in session %s returns", qid, alias), Check: func(st *State) (Verdict, string) {
+		s, v, why := lookup(st, alias)
+		if s == nil {
+			return v, why
+		}
+		if req, ok := s.RequestOf(qid); ok {
+			if _, ok := s.ToolResult(req.ID); ok {
+				return Met, ""
+			}
+		}
+		return exited(s)
+	}}
+}
+
