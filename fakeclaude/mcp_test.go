@@ -247,4 +247,3 @@ func TestParseMCPConfig(t *testing.T) {
 		}
 	}
 }
-

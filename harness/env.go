@@ -47,9 +47,9 @@ type Session struct {
 	Scenario *scenarios.Scenario
 	// MCP says the harness runs the agent in print mode against the bridge's
 	// MCP server (StartMCP); ID is learnt from the surface.
-	MCP      bool
-	Agent    []transcript.Record
-	Surface  []SurfaceEvent
+	MCP     bool
+	Agent   []transcript.Record
+	Surface []SurfaceEvent
 	// Exit is the agent's exit status, once it exited (the latest agent
 	// process, for a resumed session).
 	Exit *int

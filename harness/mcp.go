@@ -200,4 +200,3 @@ func ToolResulted(alias, qid string) Expectation {
 		return exited(s)
 	}}
 }
-
