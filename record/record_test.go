@@ -116,6 +116,60 @@ func TestRecordRealCLI(t *testing.T) {
 	}
 }
 
+// TestRecordPrintModeMCP records the real CLI in print mode asking through
+// an MCP ask_user server (askctl replay's scripted one), and replays the
+// recording against both agents: a route "mcp" scenario whose mcp steps
+// carry what the server returned.
+func TestRecordPrintModeMCP(t *testing.T) {
+	claude := realClaude(t)
+	for _, name := range []string{"mcp-ask-multi", "mcp-ask-skip"} {
+		t.Run(name, func(t *testing.T) {
+			sc, err := scenarios.Builtin(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			api := httptest.NewServer(fakeapi.New(sc, nil))
+			defer api.Close()
+			script, err := replay.StartMCPScript(sc, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer script.Close()
+			dir := t.TempDir()
+			out := filepath.Join(t.TempDir(), name+".txtar")
+			var stdout, stderr bytes.Buffer
+			code, err := record.Run(context.Background(), record.Options{Out: out, Command: append([]string{claude}, replay.PrintArgs(sc, script.Config(sc))...),
+				Env: agent.RealEnv(api.URL, dir), Dir: dir, Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr})
+			if err != nil || code != 0 {
+				t.Fatalf("record.Run: exit %d, %v (stderr %s)", code, err, stderr.String())
+			}
+			rec, err := scenarios.ParseFile(out)
+			if err != nil {
+				t.Fatalf("the recording does not parse: %v", err)
+			}
+			if rec.Route != scenarios.RouteMCP || rec.Steps[0].Prompt != sc.Steps[0].Prompt {
+				t.Errorf("route %q, first step %+v: want route mcp and the -p prompt", rec.Route, rec.Steps[0])
+			}
+			var mcpStep *scenarios.Step
+			for i := range rec.Steps {
+				if rec.Steps[i].Kind == scenarios.KindMCP {
+					mcpStep = &rec.Steps[i]
+				}
+			}
+			if mcpStep == nil || mcpStep.MCP.Server != "askctl" || len(mcpStep.MCP.Result) == 0 {
+				t.Fatalf("no mcp step with the server's result: %+v", rec.Steps)
+			}
+			t.Logf("recorded result: %s", mcpStep.MCP.Result)
+			for _, ag := range []agent.Agent{fake, agent.Real{Claude: claude}} {
+				rep := replay.Replay(context.Background(), rec, ag, replay.Options{Timeout: 30 * time.Second})
+				if !rep.Match || rep.Mode != "recording" {
+					t.Errorf("replay against %s: mode %s, error %q, diffs %v", ag.Name(), rep.Mode, rep.Error, rep.Diffs)
+				}
+			}
+		})
+	}
+}
+
 // TestEditedRecordingIsReported: a changed answer and a dropped message are
 // reported at the message where the session parts from the recording.
 func TestEditedRecordingIsReported(t *testing.T) {

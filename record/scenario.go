@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/askctl/askctl/fakeclaude"
 	"github.com/askctl/askctl/internal/clip"
 	"github.com/askctl/askctl/protocol"
 	"github.com/askctl/askctl/scenarios"
@@ -70,8 +71,21 @@ func Scenario(name, out string, command []string, recs []transcript.Record) (dat
 			break
 		}
 	}
-	steps, problem := Steps(recs)
-	hdr, _ := json.Marshal(map[string]string{"name": name, "route": "sdk", "cli_version": version, "origin": scenarios.Recorded})
+	route, prompt := scenarios.RouteSDK, (*string)(nil)
+	if len(command) > 1 {
+		if fl, err := fakeclaude.ParseArgs(command[1:]); err == nil && fl.PrintMode() {
+			// claude -p: the prompt is an argument (or stdin's text), and
+			// questions go to MCP servers.
+			route = scenarios.RouteMCP
+			p := fl.Prompt
+			if p == "" {
+				p = stdinText(recs)
+			}
+			prompt = &p
+		}
+	}
+	steps, problem := steps(recs, prompt)
+	hdr, _ := json.Marshal(map[string]string{"name": name, "route": route, "cli_version": version, "origin": scenarios.Recorded})
 	var sb, wb bytes.Buffer
 	for _, s := range steps {
 		b, err := json.Marshal(s)
@@ -114,8 +128,36 @@ func Scenario(name, out string, command []string, recs []transcript.Record) (dat
 // user messages, text and tool calls from the assistant's, and the person's
 // part from the control_responses (an interrupt becomes cancel_after; a
 // request never answered before the CLI ended becomes exit_after).
-func Steps(recs []transcript.Record) ([]scenarios.StepLine, error) {
+func Steps(recs []transcript.Record) ([]scenarios.StepLine, error) { return steps(recs, nil) }
+
+// stdinText is what a print-mode session read on stdin: its prompt, when no
+// argument gave one.
+func stdinText(recs []transcript.Record) string {
+	var lines []string
+	for _, r := range recs {
+		switch {
+		case r.Dir == transcript.ToCLI:
+			var s string
+			if json.Unmarshal(r.Msg, &s) == nil {
+				lines = append(lines, s)
+			} else {
+				lines = append(lines, string(r.Msg))
+			}
+		case r.Event == transcript.EventNote && r.Kind == "non-json "+transcript.ToCLI:
+			lines = append(lines, r.Text)
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// steps derives the steps; printPrompt, for a print-mode session (claude
+// -p), is its prompt, and its MCP tool calls become mcp steps that carry
+// what the server returned.
+func steps(recs []transcript.Record, printPrompt *string) ([]scenarios.StepLine, error) {
 	var steps []scenarios.StepLine
+	if printPrompt != nil {
+		steps = append(steps, scenarios.StepLine{Prompt: printPrompt})
+	}
 	byToolUse := map[string]int{} // tool_use id → index in steps
 	byRequest := map[string]int{} // request_id → index in steps
 	askedAt := map[int]time.Time{}
@@ -150,7 +192,12 @@ func Steps(recs []transcript.Record) ([]scenarios.StepLine, error) {
 				case "tool_use":
 					id := b.Get("id").String()
 					s := scenarios.StepLine{ID: id}
-					if b.Get("name").String() == protocol.ToolAskUserQuestion {
+					if server, tool, ok := mcpToolName(b.Get("name").String()); ok && printPrompt != nil {
+						s.MCP = &scenarios.MCPCall{Server: server, Tool: tool, Input: json.RawMessage(b.Get("input").Raw)}
+						if tool == "ask_user" {
+							s.MCP.Tool = ""
+						}
+					} else if b.Get("name").String() == protocol.ToolAskUserQuestion {
 						s.Ask = &scenarios.AskLine{}
 						if err := json.Unmarshal([]byte(b.Get("input.questions").Raw), &s.Ask.Questions); err != nil {
 							return nil, fmt.Errorf("AskUserQuestion %s: questions: %w", id, err)
@@ -196,6 +243,10 @@ func Steps(recs []transcript.Record) ([]scenarios.StepLine, error) {
 				if b.Get("type").String() != "tool_result" {
 					continue
 				}
+				if i, ok := byToolUse[b.Get("tool_use_id").String()]; ok && steps[i].MCP != nil {
+					steps[i].MCP.Result = serverResult(b, m)
+					continue
+				}
 				if i, ok := byToolUse[b.Get("tool_use_id").String()]; ok && steps[i].Tool != nil && !b.Get("is_error").Bool() {
 					out := b.Get("content").String()
 					if out == protocol.BashNoOutputText {
@@ -224,6 +275,40 @@ func Steps(recs []transcript.Record) ([]scenarios.StepLine, error) {
 		return nil, fmt.Errorf("the recording has no prompt from the SDK side before the agent's first message")
 	}
 	return steps, nil
+}
+
+// mcpToolName splits mcp__<server>__<tool>.
+func mcpToolName(name string) (server, tool string, ok bool) {
+	rest, ok := strings.CutPrefix(name, "mcp__")
+	if !ok {
+		return "", "", false
+	}
+	server, tool, ok = strings.Cut(rest, "__")
+	return server, tool, ok && server != "" && tool != ""
+}
+
+// serverResult is the tools/call result behind a recorded tool_result, as
+// the server returned it: the content blocks (an error's text, which the
+// CLI flattens, as one text block) and isError. A result the CLI made
+// itself (the tool was missing or not allowed) has none.
+func serverResult(block, msg gjson.Result) json.RawMessage {
+	c := block.Get("content")
+	if strings.HasPrefix(c.String(), "<tool_use_error>") || msg.Get(`tool_result_meta.0.permission_decision.decision`).String() == "reject" {
+		return nil
+	}
+	content := c.Raw
+	switch {
+	case c.Type == gjson.String && block.Get("is_error").Bool():
+		b, _ := json.Marshal([]map[string]string{{"type": "text", "text": c.String()}})
+		content = string(b)
+	case c.Type == gjson.String: // "(… completed with no output)"
+		content = "[]"
+	}
+	b, _ := json.Marshal(struct {
+		Content json.RawMessage `json:"content"`
+		IsError bool            `json:"isError,omitempty"`
+	}{json.RawMessage(content), block.Get("is_error").Bool()})
+	return b
 }
 
 // requestExtras keeps the can_use_tool fields a scenario's tool step carries,

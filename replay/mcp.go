@@ -82,6 +82,13 @@ func silence(u *scenarios.User) time.Duration {
 
 // scriptedResult is what the scripted server returns for an mcp step.
 func scriptedResult(st *scenarios.Step) (*mcp.CallToolResult, error) {
+	if len(st.MCP.Result) > 0 {
+		var res mcp.CallToolResult
+		if err := json.Unmarshal(st.MCP.Result, &res); err != nil {
+			return nil, fmt.Errorf("line %d: mcp.result: %w", st.Line, err)
+		}
+		return &res, nil
+	}
 	u := st.User
 	if u == nil {
 		return nil, fmt.Errorf("line %d: the mcp step has no user part to play (add \"user\")", st.Line)
@@ -138,7 +145,9 @@ func StartMCPScript(sc *scenarios.Scenario, log transcript.Sink) (*MCPScript, er
 		if st.Kind != scenarios.KindMCP {
 			continue
 		}
-		if _, err := scriptedResult(st); err != nil {
+		if _, err := scriptedResult(st); err != nil && len(sc.Wire) == 0 {
+			// A recording's call the CLI answered itself (the tool was
+			// missing or not allowed) has nothing to play.
 			return nil, fmt.Errorf("%s:%w", sc.File, err)
 		}
 		s.steps = append(s.steps, st)
@@ -200,10 +209,17 @@ func (s *MCPScript) answer(ctx context.Context, server, tool string) *mcp.CallTo
 		s.event(transcript.EventError, fmt.Sprintf("the agent called %s on server %s, and the scenario has no step left for it", tool, server))
 		return mcpask.Invalid("askctl replay: the scenario has no answer for this call")
 	}
-	res, _ := scriptedResult(st)
-	wait := time.Duration(st.User.After)
-	if st.User.Silent {
-		wait = silence(st.User)
+	res, err := scriptedResult(st)
+	if err != nil {
+		s.event(transcript.EventError, fmt.Sprintf("the agent called %s on server %s, and step %d has nothing to answer with: %v", tool, server, st.N, err))
+		return mcpask.Invalid("askctl replay: the scenario has no answer for this call")
+	}
+	var wait time.Duration
+	if u := st.User; u != nil {
+		wait = time.Duration(u.After)
+		if u.Silent {
+			wait = silence(u)
+		}
 	}
 	t := time.NewTimer(wait)
 	defer t.Stop()

@@ -69,7 +69,7 @@ func PlanFor(sc *scenarios.Scenario, agentCancels bool) (Plan, error) {
 		// Print mode: the prompt is an argument, and the scripted MCP
 		// server plays the person (see MCPScript).
 		for _, st := range sc.Steps {
-			if st.Kind == scenarios.KindMCP {
+			if st.Kind == scenarios.KindMCP && len(sc.Wire) == 0 {
 				if _, err := scriptedResult(&st); err != nil {
 					return Plan{}, fmt.Errorf("%s:%w", sc.File, err)
 				}

@@ -18,6 +18,7 @@ import (
 	"github.com/askctl/askctl/protocol"
 	"github.com/askctl/askctl/transcript"
 	"github.com/rogpeppe/go-internal/txtar"
+	"github.com/tidwall/gjson"
 )
 
 // Origins of a scenario.
@@ -146,6 +147,10 @@ type MCPCall struct {
 	// Tool is the tool's name on its server; "ask_user" when empty.
 	Tool  string          `json:"tool,omitempty"`
 	Input json.RawMessage `json:"input"`
+	// Result is what the server returned, {"content":[…],"isError":…}
+	// (recordings): askctl replay's scripted server returns it as it is,
+	// and the step needs no user part.
+	Result json.RawMessage `json:"result,omitempty"`
 }
 
 // Name is the tool's name as the CLI gives it to the model.
@@ -826,6 +831,9 @@ func (p *parser) validateMCP(sc *Scenario, st *Step) {
 		field, msg := describeJSONError(err)
 		p.errorf(st.Line, "mcp.input."+field, "%s", msg)
 		return
+	}
+	if len(c.Result) > 0 && (!isObject(c.Result) || !gjson.GetBytes(c.Result, "content").IsArray()) {
+		p.errorf(st.Line, "mcp.result", `want {"content":[…],"isError":…}, the result of tools/call`)
 	}
 	if c.ToolOrDefault() == "ask_user" && (in.Question == nil || strings.TrimSpace(*in.Question) == "") {
 		p.errorf(st.Line, "mcp.input.question", "required: ask_user asks one question")

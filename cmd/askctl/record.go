@@ -39,6 +39,11 @@ Lines are written to FILE.partial as they pass, so nothing is lost if either
 side stops early. The session is always saved: when no steps can be derived
 from it, the file keeps its wire section and stderr says why.
 
+A print-mode session (claude -p "…" --mcp-config …) becomes a route "mcp"
+scenario: its prompt is the argument (or what stdin held), and each MCP tool
+call an mcp step holding what the server returned, which askctl replay's
+scripted server returns again.
+
 askctl exits with COMMAND's status.
 
 As "claude" on PATH: link or copy askctl to a file named claude and set
@@ -48,6 +53,7 @@ arguments are passed through.
 
 Examples:
   askctl record -o session.txtar -- claude --output-format stream-json ...
+  askctl record -o ask.txtar -- claude -p "Ask me" --output-format stream-json --verbose --mcp-config mcp.json --allowedTools mcp__askctl__ask_user
   askctl replay session.txtar                 # against fakeclaude
   askctl replay --agent real session.txtar    # against the real CLI`,
 		Flags: []cli.Flag{
