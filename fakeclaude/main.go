@@ -48,6 +48,16 @@ As the real CLI: with no --model it reports ` + "{{model}}" + `; --resume ID kee
 session id (and plays the scenario's resume.jsonl); --replay-user-messages
 echoes each prompt after system/init and each control_response it receives.
 
+Print mode (claude -p "prompt", or the prompt on stdin) plays a route "mcp"
+scenario's one turn with --output-format text, json or stream-json, as the
+real CLI does; AskUserQuestion is not offered there. --mcp-config (a file or
+inline JSON; stdio, http and sse servers) is read in either mode: fakeclaude
+connects to each server before system/init with the official Go MCP SDK,
+lists them in mcp_servers, and plays each mcp step as a tools/call, writing
+the tool_result the CLI writes for what came back. A tool not in
+--allowedTools is denied as the CLI denies it; a server that fails to start
+within MCP_TIMEOUT is "failed" in system/init and on stderr.
+
 Scenarios (built in): ` + "{{builtins}}" + `
   A scenario file is a txtar archive; see the scenarios package docs.
 
@@ -64,6 +74,9 @@ Environment:
                          each answer), e.g. 30s; default 5m
   FAKECLAUDE_LINGER      after the last turn, wait this long for stdin to close
                          (the real CLI waits for EOF); default: the timeout
+  MCP_TIMEOUT            an MCP server's start-up deadline in ms (default
+                         30000, as the CLI); MCP_TOOL_TIMEOUT bounds tools/call
+                         (so does FAKECLAUDE_TIMEOUT)
 
 Exit status:
   0    the scenario played through and every answer was as expected
@@ -74,8 +87,10 @@ Exit status:
        as in the real CLI), a response for an unknown or already answered
        request, an allow after cancel, an invalid permission result or
        updatedInput
-  4    an answer broke the scenario's expectations, or an unscripted prompt
-  5    a wait passed its deadline (no prompt, no answer, stdout not read)
+  4    an answer broke the scenario's expectations (an MCP result too, or an
+       MCP tool that was missing or not allowed), or an unscripted prompt
+  5    a wait passed its deadline (no prompt, no answer, stdout not read, an
+       MCP tools/call that never returned)
   6    stdin closed, or the SDK side closed its end of stdout or died,
        before the scenario was played through
   143  terminated by a signal (SIGTERM, SIGINT, SIGHUP), even while blocked
