@@ -17,6 +17,10 @@ func TestParseProfileErrors(t *testing.T) {
 		{"claude", "{\n \"name\": \"x\",\n \"start\": {\"command\": \"b\"},\n \"claude\": \"flag\",\n \"surface\": {\"kind\": \"http\", \"url\": \"u\"},\n \"capabilities\": {\"sdk\": true}\n}", `p.json:4: claude: want arg, path or env:NAME, got "flag"`},
 		{"arg without ${CLAUDE}", "{\n \"name\": \"x\",\n \"start\": {\"command\": \"b\"},\n \"claude\": \"arg\",\n \"surface\": {\"kind\": \"http\", \"url\": \"u\"},\n \"capabilities\": {\"sdk\": true}\n}", `p.json:4: claude: "arg" but no start.args or start.env uses ${CLAUDE}`},
 		{"no route", `{"name": "x", "surface": {"kind": "http", "url": "u"}, "capabilities": {}}`, "capabilities: declares neither sdk nor mcp"},
+		{"mcp missing", "{\n \"name\": \"x\",\n \"surface\": {\"kind\": \"http\", \"url\": \"u\"},\n \"capabilities\": {\"mcp\": true}\n}", `mcp: missing: capability mcp needs "mcp"`},
+		{"mcp config", `{"name": "x", "surface": {"kind": "http", "url": "u"}, "capabilities": {"mcp": true}, "mcp": {"config": {"servers": {}}}}`, `mcp.config: want {"mcpServers"`},
+		{"mcp server", `{"name": "x", "surface": {"kind": "http", "url": "u"}, "capabilities": {"mcp": true}, "mcp": {"config": {"mcpServers": {"a": {"command": "a"}, "b": {"command": "b"}}}}}`, "mcp.server: missing: mcp.config has 2 servers (a, b)"},
+		{"mcp server unknown", `{"name": "x", "surface": {"kind": "http", "url": "u"}, "capabilities": {"mcp": true}, "mcp": {"server": "c", "config": {"mcpServers": {"a": {"command": "a"}}}}}`, `mcp.server: "c" is not a server of mcp.config (a)`},
 		{"unknown var", "{\n \"name\": \"x\",\n \"surface\": {\"kind\": \"http\", \"url\": \"http://${NO_SUCH_VAR_ASKCTL}\"},\n \"capabilities\": {\"sdk\": true}\n}", "p.json:3: ${NO_SUCH_VAR_ASKCTL}: not a harness variable"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -44,5 +48,22 @@ func TestProfileExpand(t *testing.T) {
 	}
 	if p.Capabilities.Timeout.D() != 1500*time.Millisecond || !p.Capabilities.Has("timeout") || p.Capabilities.Has("takeover") {
 		t.Errorf("capabilities: %+v", p.Capabilities)
+	}
+}
+
+// TestProfileMCP: the mcp section's server and tool default, and its
+// config's ${VAR}s expand.
+func TestProfileMCP(t *testing.T) {
+	p, err := ParseProfile("p.json", []byte(`{"name":"x","surface":{"kind":"http","url":"u"},"capabilities":{"mcp":true},
+		"mcp":{"config":{"mcpServers":{"ask":{"command":"${ASKCTL}","args":["mcp","--state","${STATE}"]}}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := p.Expanded(map[string]string{"ASKCTL": "/bin/askctl", "STATE": "/w/state"})
+	if e.MCP.Server != "ask" || e.MCP.Tool != "ask_user" || e.MCP.ToolName() != "mcp__ask__ask_user" {
+		t.Errorf("server %q tool %q", e.MCP.Server, e.MCP.Tool)
+	}
+	if got := string(e.MCP.Config); !strings.Contains(got, `"command":"/bin/askctl"`) || !strings.Contains(got, `"/w/state"`) {
+		t.Errorf("config %s", got)
 	}
 }
