@@ -78,8 +78,14 @@ type Process struct {
 	// empty for the real CLI, whose version is in its system/init message.
 	Version string
 
-	cmd     *exec.Cmd
-	cleanup []func()
+	// Sessions are the session files the agent wrote (CLI config
+	// directory's projects/…/ID.jsonl, by path under projects/), read by
+	// Wait before the agent's directory goes.
+	Sessions map[string][]byte
+
+	configDir string // where the agent keeps its session files
+	cmd       *exec.Cmd
+	cleanup   []func()
 	stderr  *lockedBuffer
 	waitErr error
 	waited  chan struct{}
@@ -89,6 +95,9 @@ type Process struct {
 // was killed by a signal), then releases what Start set up.
 func (p *Process) Wait() (int, error) {
 	<-p.waited
+	if p.configDir != "" && p.Sessions == nil {
+		p.Sessions = readSessions(p.configDir)
+	}
 	for i := len(p.cleanup) - 1; i >= 0; i-- {
 		p.cleanup[i]()
 	}
@@ -110,6 +119,19 @@ func (p *Process) PeakRSS() int64 {
 		return ru.Maxrss * 1024 // Linux reports KiB
 	}
 	return 0
+}
+
+// readSessions reads every session file under dir/projects.
+func readSessions(dir string) map[string][]byte {
+	out := map[string][]byte{}
+	files, _ := filepath.Glob(filepath.Join(dir, "projects", "*", "*.jsonl"))
+	for _, f := range files {
+		if b, err := os.ReadFile(f); err == nil {
+			rel, _ := filepath.Rel(filepath.Join(dir, "projects"), f)
+			out[rel] = b
+		}
+	}
+	return out
 }
 
 // Kill ends the process at once.
@@ -230,7 +252,7 @@ func (f Fake) Start(ctx context.Context, sc *scenarios.Scenario, opts Options) (
 	if err != nil {
 		return nil, err
 	}
-	p := &Process{Version: "fakeclaude", cleanup: []func(){cleanup}}
+	p := &Process{Version: "fakeclaude", cleanup: []func(){cleanup}, configDir: filepath.Join(dir, ".claude")}
 	c := Command{Path: exe, Args: opts.Args, Dir: dir, Env: os.Environ()}
 	if c.Args == nil {
 		c.Args = SDKArgs
@@ -240,7 +262,8 @@ func (f Fake) Start(ctx context.Context, sc *scenarios.Scenario, opts Options) (
 		p.release()
 		return nil, err
 	}
-	c.Env = append(c.Env, "FAKECLAUDE_SCENARIO="+ref)
+	// The session file goes where the real CLI's goes (Real: HOME=dir).
+	c.Env = append(c.Env, "FAKECLAUDE_SCENARIO="+ref, "CLAUDE_CONFIG_DIR="+filepath.Join(dir, ".claude"))
 	if f.RunAs != "" {
 		c.Env = append(c.Env, RunAsEnv+"="+f.RunAs)
 	}
@@ -307,7 +330,7 @@ func (r Real) Start(ctx context.Context, sc *scenarios.Scenario, opts Options) (
 	if err != nil {
 		return nil, err
 	}
-	p := &Process{cleanup: []func(){cleanup}}
+	p := &Process{cleanup: []func(){cleanup}, configDir: filepath.Join(dir, ".claude")}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		cleanup()

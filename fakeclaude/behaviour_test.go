@@ -5,6 +5,8 @@ import (
 	"context"
 
 	"io"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -514,34 +516,77 @@ func TestExpectMatch(t *testing.T) {
 	}
 }
 
-// TestResume: with --resume ID fakeclaude keeps ID as its session id and
-// plays the scenario's resume.jsonl, checking the prompt; a scenario with no
-// resume.jsonl refuses --resume.
+// TestResume: with --resume ID fakeclaude keeps ID as its session id,
+// appends to the session's file (the new prompt's parentUuid is the old
+// conversation's leaf) and plays the scenario's resume.jsonl, checking the
+// prompt, or its steps again when it has none; a session with no file is
+// refused as the real CLI refuses it.
 func TestResume(t *testing.T) {
+	const id = "0f6c8e2e-1111-4222-8333-444455556666"
+	const leaf = "11111111-2222-4333-8444-555555555555"
 	tests := []struct {
 		name, scenario, prompt string
+		noFile                 bool
 		wantCode               int
 		wantStderr             string
 	}{
-		{"resumed with the answer", "late-answer", "You asked: Which database should I use? The user answered: Postgres.", fakeclaude.ExitOK, ""},
-		{"resumed without it", "late-answer", "Hello again.", fakeclaude.ExitExpectation, `the prompt "Hello again." does not match`},
-		{"not resumable", "ask-single", "x", fakeclaude.ExitUsage, "does not expect to be resumed"},
+		{"resumed with the answer", "late-answer", "You asked: Which database should I use? The user answered: Postgres.", false, fakeclaude.ExitOK, ""},
+		{"resumed without it", "late-answer", "Hello again.", false, fakeclaude.ExitExpectation, `the prompt "Hello again." does not match`},
+		{"steps again", "ask-single", "Set up storage for the app.", false, fakeclaude.ExitOK, ""},
+		{"no such session", "ask-single", "x", true, fakeclaude.ExitErrorResult, "No conversation found with session ID: " + id},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := start(t, tt.scenario, append(append([]string(nil), sdk...), "--resume", "0f6c8e2e-1111-4222-8333-444455556666"), fakeclaude.Options{})
-			if tt.wantCode != fakeclaude.ExitUsage {
+			cfg, cwd := t.TempDir(), t.TempDir()
+			file := fakeclaude.SessionFile(cfg, cwd, id)
+			if !tt.noFile {
+				if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				row := `{"parentUuid":null,"type":"user","message":{"role":"user","content":"first"},"uuid":"` + leaf + `","promptId":"p","sessionId":"` + id + `"}` + "\n"
+				if err := os.WriteFile(file, []byte(row), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			env := map[string]string{fakeclaude.EnvConfigDir: cfg}
+			s := start(t, tt.scenario, append(append([]string(nil), sdk...), "--resume", id), fakeclaude.Options{Cwd: cwd, Getenv: func(k string) string { return env[k] }})
+			if !tt.noFile {
 				s.send(`{"type":"control_request","request_id":"req_1","request":{"subtype":"initialize","hooks":null}}`)
 				s.send(`{"type":"user","message":{"role":"user","content":` + strconv.Quote(tt.prompt) + `},"parent_tool_use_id":null,"session_id":"default"}`)
 				init := s.until("system/init")
-				if got := init.Get("session_id").String(); got != "0f6c8e2e-1111-4222-8333-444455556666" {
+				if got := init.Get("session_id").String(); got != id {
 					t.Errorf("session_id = %q, want the resumed one", got)
+				}
+				if tt.scenario == "ask-single" {
+					r := s.until("control_request")
+					s.send(`{"type":"control_response","response":{"subtype":"success","request_id":"` + r.Get("request_id").String() + `","response":{"behavior":"allow","updatedInput":{"questions":` + r.Get("request.input.questions").Raw + `,"answers":{"Which database should I use?":"Postgres"}}}}}`)
 				}
 				s.until("result")
 			}
 			o := s.finish()
 			if o.Code != tt.wantCode || !strings.Contains(s.stderr.String(), tt.wantStderr) {
 				t.Errorf("exit %d, stderr %q; want %d and %q", o.Code, s.stderr.String(), tt.wantCode, tt.wantStderr)
+			}
+			if tt.noFile {
+				if _, err := os.Stat(file); err == nil {
+					t.Errorf("a refused --resume wrote %s", file)
+				}
+				return
+			}
+			data, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows := strings.Split(strings.TrimSpace(string(data)), "\n")
+			var prompt gjson.Result
+			for _, r := range rows[1:] {
+				if g := gjson.Parse(r); g.Get("type").String() == "user" && g.Get("promptId").Exists() && !g.Get("toolUseResult").Exists() {
+					prompt = g
+					break
+				}
+			}
+			if prompt.Get("parentUuid").String() != leaf || prompt.Get("sessionId").String() != id || prompt.Get("turnPosition.promptIndex").Int() != 1 {
+				t.Errorf("the resumed prompt row %s: want parentUuid %s (the old leaf), sessionId %s, promptIndex 1", prompt.Raw, leaf, id)
 			}
 		})
 	}

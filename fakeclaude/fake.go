@@ -71,8 +71,8 @@ type Options struct {
 	Cwd, Home string
 	// Now defaults to time.Now.
 	Now func() time.Time
-	// Getenv reads the CLI's own settings (MCP_TIMEOUT, MCP_TOOL_TIMEOUT);
-	// nil reads none.
+	// Getenv reads the CLI's own settings (CLAUDE_CONFIG_DIR, MCP_TIMEOUT,
+	// MCP_TOOL_TIMEOUT); nil reads the process's environment.
 	Getenv func(string) string
 }
 
@@ -113,6 +113,7 @@ func Run(ctx context.Context, opts Options, stdin io.Reader, stdout io.Writer) O
 		f.run()
 	}
 	f.closeMCP()
+	f.session.close()
 	code := f.exitCode()
 	f.record(transcript.Record{Event: transcript.EventExit, Code: transcript.Int(code)})
 	f.recMu.Lock()
@@ -150,6 +151,7 @@ type fake struct {
 
 	getenv   func(string) string
 	mcp      *mcpClients // the --mcp-config servers; nil with none
+	session  *sessionLog // the session file
 	mcpNoted bool
 
 	queued   []protocol.Line // prompts that came mid-turn
@@ -221,6 +223,9 @@ func newFake(ctx context.Context, opts Options, out io.Writer) *fake {
 		model:   opts.Flags.Model,
 		pid:     os.Getpid(),
 		getenv:  opts.Getenv,
+	}
+	if f.getenv == nil {
+		f.getenv = os.Getenv
 	}
 	f.route = &sdkRoute{f: f, requests: map[string]*request{}}
 	if f.now == nil {
@@ -340,6 +345,7 @@ func (f *fake) send(m any) {
 	} else {
 		f.record(transcript.Record{Dir: transcript.FromCLI, Msg: b})
 	}
+	f.session.message(b)
 	done := make(chan error, 1)
 	go func() {
 		_, err := f.out.Write(append(b, '\n'))
@@ -380,11 +386,12 @@ func (f *fake) run() {
 	steps := f.sc.Steps
 	if f.flags.Resume != "" {
 		if len(f.sc.Resume) == 0 {
-			f.fail(ExitUsage, "usage", "--resume %s: scenario %s does not expect to be resumed (it has no resume.jsonl section)", f.flags.Resume, f.sc.Name)
-			return
+			// The conversation goes on: the scenario's steps again.
+			f.note("resuming session %s: the scenario has no resume.jsonl, so its steps.jsonl plays again as the conversation's next turn(s)", f.flags.Resume)
+		} else {
+			steps = f.sc.Resume
+			f.note("resuming session %s: playing the scenario's resume.jsonl", f.flags.Resume)
 		}
-		steps = f.sc.Resume
-		f.note("resuming session %s: playing the scenario's resume.jsonl", f.flags.Resume)
 	}
 	if !f.askEnabled() && hasAsk(steps) {
 		f.note("AskUserQuestion is not offered in this session (no --permission-prompt-tool): the scenario's questions will fail as they do with the real CLI")
@@ -415,6 +422,7 @@ func (f *fake) run() {
 			}
 		}
 		f.send(f.result(f.aborted))
+		f.session.turnEnded()
 		f.resultIndex++
 	}
 	f.step = 0
@@ -433,6 +441,18 @@ func (f *fake) start() bool {
 	}
 	if f.flags.Prompt != "" && !f.flags.PrintMode() {
 		f.note("ignored prompt argument %s: stream-json sessions take their prompts on stdin", clip.Quote(f.flags.Prompt, 60))
+	}
+	if f.flags.Continue && f.flags.Resume == "" {
+		id := LatestSession(f.configDir(), f.cwd)
+		if id == "" {
+			//lint:ignore ST1005 the real CLI's message, word for word
+			f.fail(ExitErrorResult, "usage", "No conversation found to continue")
+			return false
+		}
+		f.flags.Resume, f.sessionID = id, id
+	}
+	if !f.openSession() {
+		return false
 	}
 	servers, err := ParseMCPConfig(f.flags.MCPConfig)
 	if err != nil {
@@ -515,6 +535,7 @@ func (f *fake) runPrint(stdin io.Reader) {
 		}
 	}
 	f.send(f.result(f.aborted))
+	f.session.turnEnded()
 	f.step = 0
 }
 
@@ -586,6 +607,15 @@ func (f *fake) startTurn(prompt protocol.Line) {
 		return
 	}
 	f.send(f.systemInit())
+	var in struct {
+		Message struct {
+			Content json.RawMessage `json:"content"`
+		} `json:"message"`
+	}
+	_ = prompt.Decode(&in)
+	text := protocol.PromptText(in.Message.Content)
+	f.session.queued(text)
+	f.session.promptRow(in.Message.Content, text)
 	if f.flags.ReplayUserMessages {
 		// The real CLI echoes the prompt right after system/init.
 		var in struct {

@@ -23,6 +23,8 @@ type Flags struct {
 	MCPConfig            []string
 	Resume               string // --resume ID: continue that session
 	ReplayUserMessages   bool   // echo each prompt (isReplay) and each control_response received
+	Continue             bool   // --continue: resume the directory's latest session
+	NoSessionPersistence bool   // write no session file
 	Scenario             string // fakeclaude's own --scenario
 	Transcript           string // fakeclaude's own --transcript
 	Prompt               string // the prompt argument of -p (the first word that is not a flag)
@@ -164,6 +166,10 @@ func ParseArgs(args []string) (Flags, error) {
 			f.Resume = val
 		case "--replay-user-messages":
 			f.ReplayUserMessages = true
+		case "--continue", "-c":
+			f.Continue = true
+		case "--no-session-persistence":
+			f.NoSessionPersistence = true
 		case "--scenario":
 			f.Scenario = val
 		case "--transcript":

@@ -241,8 +241,11 @@ type denial struct {
 	ToolInput json.RawMessage `json:"tool_input"`
 }
 
-func (f *fake) usage() obj {
-	in, out := 10*f.turnCalls, 11*f.turnCalls+1
+func (f *fake) usage() obj { return usageOf(f.turnCalls) }
+
+// usageOf is the usage of n model calls.
+func usageOf(n int) obj {
+	in, out := 10*n, 11*n+1
 	return obj{
 		{"input_tokens", in},
 		{"cache_creation_input_tokens", 0},

@@ -37,6 +37,9 @@ func (f *fake) react(c toolCall, o outcome) {
 		if wantAnswer || exp == nil {
 			f.fail(ExitEarlyEOF, "eof", "stdin closed while %s request %s was pending", c.tool, o.requestID)
 		}
+		if f.session != nil {
+			f.session.shutdown = true // the CLI notes the rows of a withdrawal at shutdown
+		}
 		f.send(protocol.CancelRequest(o.requestID))
 		f.interrupted(c.toolUseID)
 	case outInterrupted:

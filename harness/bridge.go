@@ -138,7 +138,11 @@ func writeShim(path string, o Options, events, work string) error {
 			" " + EnvRealClaude + "=" + shellQuote(o.RealClaude) + " " + EnvAgentHomes + "=" + shellQuote(filepath.Join(work, "agents")) +
 			" " + shellQuote(o.Askctl) + ` "$@"` + "\n"
 	} else {
+		// Session files go to the bridge's CLAUDE_CONFIG_DIR if it sets
+		// one, else into the run's directory, never the user's ~/.claude.
 		script = "#!/bin/sh\n# claude for the bridge under test: askctl's fakeclaude, told what to play by the harness.\n" +
+			"d=" + shellQuote(filepath.Join(work, "claude-config")) + "\n" +
+			": \"${CLAUDE_CONFIG_DIR:=$d}\"; export CLAUDE_CONFIG_DIR\n" +
 			"exec env " + runAs + "=fakeclaude FAKECLAUDE_SCENARIO= FAKECLAUDE_EVENTS=" + shellQuote(events) +
 			" FAKECLAUDE_TRANSCRIPT=" + shellQuote(filepath.Join(work, "agents.jsonl")) +
 			" " + shellQuote(o.Askctl) + ` "$@"` + "\n"

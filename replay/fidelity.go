@@ -49,9 +49,17 @@ func Fidelity(ctx context.Context, sc *scenarios.Scenario, fake, real agent.Agen
 	for _, d := range shape.Compare(Normalize(fr.Real.Records), Normalize(fr.Fake.Records)) {
 		fr.Diffs = append(fr.Diffs, Diff{Msg: d.Index + 1, Text: strings.Replace(d.String(), "want", "real", -1)})
 	}
+	fr.Diffs = append(fr.Diffs, CompareSessions(fr.Real.Sessions, fr.Fake.Sessions)...)
 	fr.Equal = len(fr.Diffs) == 0 && fr.Fake.Match && fr.Real.Match
 	for _, r := range []Report{fr.Fake, fr.Real} {
-		if lo := LeftOut(r.Records); len(lo) > 0 {
+		lo := LeftOut(r.Records)
+		if _, _, n := SessionRows(r.Sessions); n > 0 {
+			if lo == nil {
+				lo = map[string]int{}
+			}
+			lo[LeftOutSession] = n
+		}
+		if len(lo) > 0 {
 			if fr.LeftOut == nil {
 				fr.LeftOut = map[string]map[string]int{}
 			}

@@ -35,6 +35,9 @@ type Report struct {
 	// (errors.Is), or an error from the agent's process. Error is its text.
 	Err     error               `json:"-"`
 	Records []transcript.Record `json:"-"`
+	// Sessions are the session files the agent wrote, by path under the
+	// config directory's projects/.
+	Sessions map[string][]byte `json:"-"`
 	Notes   []transcript.Record `json:"-"` // the agent's own notes and failures
 }
 
@@ -133,7 +136,7 @@ func Replay(ctx context.Context, sc *scenarios.Scenario, ag agent.Agent, opts Op
 		p.Kill()
 	}
 	code, waitErr := p.Wait()
-	rep.Exit, rep.Records, rep.PeakRSS = code, recs, p.PeakRSS()
+	rep.Exit, rep.Records, rep.PeakRSS, rep.Sessions = code, recs, p.PeakRSS(), p.Sessions
 	if rep.Version == "" {
 		rep.Version = cliVersion(recs)
 	}

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/askctl/askctl/agent"
@@ -23,9 +24,27 @@ import (
 
 // RunAsFakeclaude turns the test binary into fakeclaude when an agent started
 // it so (agent.Fake with RunAs "fakeclaude"). Call it first in TestMain.
+// Otherwise it points CLAUDE_CONFIG_DIR at a fresh directory, so the
+// session files of the fakeclaudes the tests run stay out of the user's
+// ~/.claude.
 func RunAsFakeclaude() {
 	if os.Getenv(agent.RunAsEnv) == "fakeclaude" {
 		fakeclaude.Main()
+	}
+	IsolateConfig()
+}
+
+const isolatedPrefix = "askctl-test-claude-"
+
+// IsolateConfig points CLAUDE_CONFIG_DIR at a fresh temporary directory,
+// unless a test process above this one (this binary, re-executed as askctl
+// or a bridge) already did: its agents share one.
+func IsolateConfig() {
+	if strings.HasPrefix(filepath.Base(os.Getenv(fakeclaude.EnvConfigDir)), isolatedPrefix) {
+		return
+	}
+	if d, err := os.MkdirTemp("", isolatedPrefix); err == nil {
+		os.Setenv(fakeclaude.EnvConfigDir, d)
 	}
 }
 

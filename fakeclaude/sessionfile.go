@@ -1,0 +1,387 @@
+package fakeclaude
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/askctl/askctl/protocol"
+	"github.com/tidwall/gjson"
+)
+
+// This file is the session file, as the real CLI keeps it: the conversation
+// written to <config dir>/projects/<cwd with every non-alphanumeric turned
+// into "-">/<session id>.jsonl, a row per entry, appended as the session
+// goes. Bridges read it: to rebuild a chat after a reload, or to tell
+// whether a session id belongs to a directory before passing --resume.
+//
+// fakeclaude writes the rows a reader of the conversation uses, with the
+// real rows' keys: the queue operations, each user and assistant entry
+// (uuid, parentUuid chain, sessionId, cwd, timestamp, message, …), the tools
+// used, the last prompt and the cost state. It leaves out what holds the
+// CLI's own system prompt, environment and API request bodies (attachment,
+// api-request*, atis-latch rows); the fidelity check counts those as left
+// out.
+
+// Session file settings.
+const (
+	// EnvConfigDir is the CLI's config directory (default ~/.claude).
+	EnvConfigDir = "CLAUDE_CONFIG_DIR"
+	// EnvNoSessionFile, set to 1, writes no session file (as
+	// --no-session-persistence does).
+	EnvNoSessionFile = "FAKECLAUDE_NO_SESSION_FILE"
+)
+
+// ProjectDir is the directory the CLI keeps cwd's sessions in, under the
+// config directory: every character that is not a letter or a digit
+// becomes "-".
+func ProjectDir(configDir, cwd string) string {
+	b := []byte(cwd)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			b[i] = '-'
+		}
+	}
+	return filepath.Join(configDir, "projects", string(b))
+}
+
+// SessionFile is where the CLI keeps session id's conversation.
+func SessionFile(configDir, cwd, id string) string {
+	return filepath.Join(ProjectDir(configDir, cwd), id+".jsonl")
+}
+
+// configDir is CLAUDE_CONFIG_DIR, else ~/.claude.
+func (f *fake) configDir() string {
+	if f.getenv != nil {
+		if d := f.getenv(EnvConfigDir); d != "" {
+			return d
+		}
+	}
+	return filepath.Join(f.home, ".claude")
+}
+
+// sessionLog appends rows to the session file. A failure to write is noted
+// once and ends the writing, never the session.
+type sessionLog struct {
+	f       *fake
+	path    string
+	file    *os.File
+	off     bool
+	leaf    string // uuid of the last conversation row: the next row's parentUuid
+	prompt  string // promptId of the turn
+	prompts int    // prompts in the session
+	lastMsg string // the last prompt's text
+	tools   []string
+	// lastTool is the tool of the last tool_use; mcpResult, the MCP tool
+	// whose result was the last row (the next assistant row names it).
+	lastTool  string
+	mcpResult string
+	// shutdown marks the rows written because stdin closed mid-question.
+	shutdown    bool
+	promptSaved bool // the turn's last prompt was saved
+}
+
+// openSession decides where the session file is, and, for a resumed
+// session, reads the leaf of its conversation. It reports false when the
+// session cannot go on (a --resume of a session that is not there).
+func (f *fake) openSession() bool {
+	off := f.flags.NoSessionPersistence || (f.getenv != nil && f.getenv(EnvNoSessionFile) == "1")
+	l := &sessionLog{f: f, off: off, path: SessionFile(f.configDir(), f.cwd, f.sessionID)}
+	f.session = l
+	if f.flags.Resume == "" {
+		return true
+	}
+	data, err := os.ReadFile(l.path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) && !off {
+			//lint:ignore ST1005 the real CLI's message, word for word
+			f.fail(ExitErrorResult, "usage", "No conversation found with session ID: %s", f.flags.Resume)
+			return false
+		}
+		return true
+	}
+	l.readLeaf(data)
+	return true
+}
+
+// readLeaf finds where an existing conversation ends.
+func (l *sessionLog) readLeaf(data []byte) {
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	for sc.Scan() {
+		r := gjson.ParseBytes(sc.Bytes())
+		switch r.Get("type").String() {
+		case protocol.TypeUser, protocol.TypeAssistant:
+			l.leaf = r.Get("uuid").String()
+			if r.Get("type").String() == protocol.TypeUser && r.Get("promptId").Exists() && !r.Get("toolUseResult").Exists() {
+				l.prompts++
+			}
+		}
+	}
+}
+
+// LatestSession is the session id of the most recently written session file
+// of cwd under configDir (what --continue resumes), or "".
+func LatestSession(configDir, cwd string) string {
+	files, _ := filepath.Glob(filepath.Join(ProjectDir(configDir, cwd), "*.jsonl"))
+	type entry struct {
+		id string
+		t  time.Time
+	}
+	var es []entry
+	for _, p := range files {
+		if st, err := os.Stat(p); err == nil {
+			es = append(es, entry{strings.TrimSuffix(filepath.Base(p), ".jsonl"), st.ModTime()})
+		}
+	}
+	sort.Slice(es, func(i, j int) bool { return es[i].t.After(es[j].t) })
+	if len(es) == 0 {
+		return ""
+	}
+	return es[0].id
+}
+
+func (l *sessionLog) write(row obj) {
+	if l == nil || l.off {
+		return
+	}
+	if l.file == nil {
+		if err := os.MkdirAll(filepath.Dir(l.path), 0o700); err != nil {
+			l.broken(err)
+			return
+		}
+		file, err := os.OpenFile(l.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			l.broken(err)
+			return
+		}
+		l.file = file
+	}
+	b, err := json.Marshal(row)
+	if err != nil {
+		l.broken(err)
+		return
+	}
+	if _, err := l.file.Write(append(b, '\n')); err != nil {
+		l.broken(err)
+	}
+}
+
+func (l *sessionLog) broken(err error) {
+	l.off = true
+	l.f.note("session file %s not written: %v", l.path, err)
+}
+
+func (l *sessionLog) close() {
+	if l != nil && l.file != nil {
+		_ = l.file.Close()
+	}
+}
+
+// common are the keys every conversation row ends with.
+func (l *sessionLog) common() obj {
+	return obj{{"userType", "external"}, {"entrypoint", "sdk-cli"}, {"cwd", l.f.cwd}, {"sessionId", l.f.sessionID},
+		{"version", protocol.CLIVersion}, {"gitBranch", "HEAD"}}
+}
+
+// queued writes the queue operations of a prompt taken from stdin.
+func (l *sessionLog) queued(text string) {
+	ts := l.f.timestamp()
+	l.write(obj{{"type", "queue-operation"}, {"operation", "enqueue"}, {"timestamp", ts}, {"sessionId", l.f.sessionID}, {"content", text}})
+	l.write(obj{{"type", "queue-operation"}, {"operation", "dequeue"}, {"timestamp", ts}, {"sessionId", l.f.sessionID}})
+}
+
+// promptRow writes the user's prompt, which starts a turn.
+func (l *sessionLog) promptRow(content json.RawMessage, text string) {
+	if l == nil {
+		return
+	}
+	l.prompt, l.lastMsg, l.tools, l.shutdown, l.promptSaved = newUUID(), text, nil, false, false
+	id := newUUID()
+	row := obj{{"parentUuid", nullable(l.leaf)}, {"isSidechain", false}, {"promptId", l.prompt}, {"type", protocol.TypeUser},
+		{"message", obj{{"role", "user"}, {"content", content}}}, {"uuid", id}, {"timestamp", l.f.timestamp()},
+		{"permissionMode", l.f.flags.PermissionMode}, {"promptSource", "sdk"}, {"turnOrigin", "sdk"},
+		{"turnPosition", obj{{"promptIndex", l.prompts}, {"turnIndex", l.prompts + 1}}}}
+	l.prompts++
+	l.leaf = id
+	l.write(append(row, l.common()...))
+}
+
+// message writes a conversation row for a message fakeclaude sent on
+// stdout: an assistant message, a tool result, or a user text.
+func (l *sessionLog) message(b []byte) {
+	if l == nil || l.off {
+		return
+	}
+	m := gjson.ParseBytes(b)
+	switch m.Get("type").String() {
+	case protocol.TypeAssistant:
+		l.assistant(m)
+	case protocol.TypeUser:
+		if m.Get("isReplay").Bool() {
+			return
+		}
+		l.user(m)
+	}
+}
+
+func (l *sessionLog) assistant(m gjson.Result) {
+	msg := m.Get("message")
+	toolUse := msg.Get(`content.#(type=="tool_use")`)
+	stop := "end_turn"
+	if toolUse.Exists() {
+		stop = "tool_use"
+		l.lastTool = toolUse.Get("name").String()
+		if name := toolUse.Get("name").String(); !containsString(l.tools, name) {
+			l.tools = append(l.tools, name)
+			l.write(obj{{"type", "tools-used"}, {"tools", l.tools}, {"sessionId", l.f.sessionID}})
+		}
+	}
+	message := obj{{"content", json.RawMessage(msg.Get("content").Raw)}, {"id", msg.Get("id").String()}, {"model", msg.Get("model").String()},
+		{"role", "assistant"}, {"stop_reason", stop}, {"stop_sequence", nil}, {"type", "message"}, {"usage", usageOf(1)}, {"stop_details", nil}}
+	row := obj{{"parentUuid", nullable(l.leaf)}, {"isSidechain", false}, {"message", message}}
+	if toolUse.Exists() {
+		row = append(row, kv{"toolInputStreamMs", 1})
+	}
+	id := m.Get("uuid").String()
+	row = append(row, kv{"apiBlockIndex", 0}, kv{"requestRef", newUUID()}, kv{"requestedModel", l.f.model}, kv{"promptCacheRequested", "5m"})
+	if server, tool, ok := splitMCPName(l.mcpResult); ok {
+		row = append(row, kv{"attributionMcpServer", server}, kv{"attributionMcpTool", tool})
+	}
+	l.mcpResult = ""
+	row = append(row, kv{"type", protocol.TypeAssistant}, kv{"uuid", id}, kv{"timestamp", m.Get("timestamp").String()})
+	if l.f.model == DefaultModel {
+		// The default model runs at an effort level, and says so.
+		row = append(row, kv{"effort", "medium"}, kv{"perTurnEffort", "medium"})
+	} else {
+		row = append(row, kv{"perTurnEffort", nil})
+	}
+	row = append(row, kv{"madeBy", "model"})
+	l.leaf = id
+	l.write(append(row, l.common()...))
+	if toolUse.Exists() && !l.promptSaved {
+		// The CLI saves the last prompt soon after the turn's first tool
+		// call (on a timer), and again when the turn ends.
+		l.promptSaved = true
+		l.lastPrompt()
+	}
+}
+
+func (l *sessionLog) lastPrompt() {
+	l.write(obj{{"type", "last-prompt"}, {"lastPrompt", l.lastMsg}, {"leafUuid", l.leaf}, {"sessionId", l.f.sessionID}})
+}
+
+func (l *sessionLog) user(m gjson.Result) {
+	id := m.Get("uuid").String()
+	row := obj{{"parentUuid", nullable(l.leaf)}, {"isSidechain", false}, {"promptId", l.prompt}, {"type", protocol.TypeUser},
+		{"message", json.RawMessage(m.Get("message").Raw)}, {"uuid", id}, {"timestamp", m.Get("timestamp").String()}}
+	block := m.Get(`message.content.0`)
+	isResult := block.Get("type").String() == "tool_result"
+	mcpTool := isResult && strings.HasPrefix(l.lastTool, "mcp__")
+	if r := m.Get("tool_use_result"); r.Exists() {
+		if mcpTool && r.IsObject() && r.Get("_meta").Exists() {
+			// The server's _meta is kept apart from the result.
+			row = append(row, kv{"toolUseResult", json.RawMessage(r.Get("content").Raw)}, kv{"mcpMeta", obj{{"_meta", json.RawMessage(r.Get("_meta").Raw)}}})
+		} else {
+			row = append(row, kv{"toolUseResult", json.RawMessage(r.Raw)})
+		}
+	}
+	if isResult {
+		meta := m.Get("tool_result_meta.0")
+		failed := block.Get("is_error").Bool()
+		if mcpTool && !failed && meta.Get("permission_decision.decision").String() == "accept" {
+			row = append(row, kv{"mcpCallNotReadOnly", "no_hint"})
+		}
+		if kind := meta.Get("non_execution_kind").String(); kind != "" {
+			row = append(row, kv{"toolDenialKind", kind})
+			switch {
+			case kind == "user-rejected":
+				row = append(row, kv{"toolDenialBeforeRun", true})
+			case meta.Get("permission_decision.source").String() == "user_reject":
+				row = append(row, kv{"holdsPersonsWords", true})
+			}
+		}
+		if l.lastTool == "Bash" && !failed {
+			row = append(row, kv{"sandboxed", false})
+		}
+		row = append(row, kv{"sourceToolAssistantUUID", l.leaf})
+		if pd := meta.Get("permission_decision"); pd.Exists() {
+			row = append(row, kv{"permissionDecision", permissionDecision(pd)})
+		}
+		if mcpTool && meta.Get("permission_decision.decision").String() == "accept" {
+			l.mcpResult = l.lastTool
+		}
+	}
+	if l.shutdown {
+		row = append(row, kv{"interruptedByShutdown", true})
+	}
+	l.leaf = id
+	l.write(append(row, l.common()...))
+}
+
+// permissionDecision is a tool result row's permissionDecision: the
+// message's permission_decision with the grant's scope.
+func permissionDecision(pd gjson.Result) obj {
+	out := obj{{"decision", pd.Get("decision").String()}, {"source", pd.Get("source").String()}}
+	if pd.Get("source").String() == "config" && pd.Get("reason_type").String() == "rule" {
+		// Allowed by --allowedTools.
+		return append(out, kv{"reasonType", "rule"}, kv{"ruleSource", "cliArg"})
+	}
+	if pd.Get("decision").String() == "accept" {
+		out = append(out, kv{"grantScope", "once"})
+	}
+	if rt := pd.Get("reason_type"); rt.Exists() {
+		out = append(out, kv{"reasonCode", rt.String()})
+	} else {
+		out = append(out, kv{"reasonCode", "unknown"})
+	}
+	return out
+}
+
+// turnEnded writes the last prompt and the cost state after a result.
+func (l *sessionLog) turnEnded() {
+	if l == nil || l.off {
+		return
+	}
+	l.lastPrompt()
+	calls := l.f.modelCalls
+	mu := obj{{l.f.model, obj{{"inputTokens", 10 * calls}, {"outputTokens", 11*calls + 1}, {"thinkingTokens", 0}, {"cacheReadInputTokens", 0},
+		{"cacheCreationInputTokens", 0}, {"cacheCreationEphemeral5mInputTokens", 0}, {"cacheCreationEphemeral1hInputTokens", 0}, {"webSearchRequests", 0}, {"costUSD", 0}}}}
+	l.write(obj{{"type", "cost-state"}, {"sessionId", l.f.sessionID}, {"totalCostUSD", 0}, {"totalAPIDuration", 1}, {"totalAPIDurationWithoutRetries", 1},
+		{"totalToolDuration", 1}, {"totalLinesAdded", 0}, {"totalLinesRemoved", 0}, {"totalDuration", int(time.Since(l.f.turnStart).Milliseconds())},
+		{"startTime", l.f.turnStart.UnixMilli()}, {"modelUsage", mu}, {"hasUnknownModelCost", false}})
+}
+
+// splitMCPName splits mcp__<server>__<tool>.
+func splitMCPName(name string) (server, tool string, ok bool) {
+	rest, ok := strings.CutPrefix(name, "mcp__")
+	if !ok {
+		return "", "", false
+	}
+	server, tool, ok = strings.Cut(rest, "__")
+	return server, tool, ok
+}
+
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func containsString(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
