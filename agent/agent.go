@@ -86,9 +86,9 @@ type Process struct {
 	configDir string // where the agent keeps its session files
 	cmd       *exec.Cmd
 	cleanup   []func()
-	stderr  *lockedBuffer
-	waitErr error
-	waited  chan struct{}
+	stderr    *lockedBuffer
+	waitErr   error
+	waited    chan struct{}
 }
 
 // Wait waits for the process to exit and returns its exit status (-1 if it

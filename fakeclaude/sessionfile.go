@@ -384,4 +384,3 @@ func containsString(ss []string, s string) bool {
 	}
 	return false
 }
-

@@ -37,8 +37,8 @@ type Report struct {
 	Records []transcript.Record `json:"-"`
 	// Sessions are the session files the agent wrote, by path under the
 	// config directory's projects/.
-	Sessions map[string][]byte `json:"-"`
-	Notes   []transcript.Record `json:"-"` // the agent's own notes and failures
+	Sessions map[string][]byte   `json:"-"`
+	Notes    []transcript.Record `json:"-"` // the agent's own notes and failures
 }
 
 // Options tune Replay.
