@@ -70,6 +70,24 @@ type Command struct {
 // SDKArgs are the flags the official TypeScript SDK passes with canUseTool.
 var SDKArgs = []string{"--output-format=stream-json", "--verbose", "--input-format=stream-json", "--model=claude-sonnet-4-5", "--permission-prompt-tool=stdio"}
 
+// PrintArgs are the flags of a route "mcp" scenario's agent: print mode
+// with the scenario's prompt, stream-json output, mcpConfig as
+// --mcp-config, and the MCP tools the scenario calls pre-allowed.
+func PrintArgs(sc *scenarios.Scenario, mcpConfig string) []string {
+	prompt := ""
+	for _, st := range sc.Steps {
+		if st.Kind == scenarios.KindPrompt {
+			prompt = st.Prompt
+			break
+		}
+	}
+	args := []string{"-p", prompt, "--output-format", "stream-json", "--verbose", "--mcp-config", mcpConfig}
+	if tools := sc.MCPTools(); len(tools) > 0 {
+		args = append(args, "--allowedTools", strings.Join(tools, ","))
+	}
+	return args
+}
+
 // Process is a running agent.
 type Process struct {
 	Stdin  io.WriteCloser

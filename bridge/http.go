@@ -33,7 +33,7 @@ type Server struct {
 	Keepalive time.Duration
 
 	wsMu   sync.Mutex
-	wsConn map[string]*wsClient // the active connection of each session ("" for all)
+	wsConn map[string]*wsClient // the active connection of each session (dashboards, on every session, are not kept)
 }
 
 // Handler routes the API.

@@ -127,12 +127,16 @@ func (b *Bridge) AskMCP(ctx context.Context, id string, qs []protocol.Question) 
 	case <-l.mcp.ended:
 		return nil, fmt.Errorf("%w: session %s ended while question %s waited", ErrBridgeClosing, id, q.ID)
 	case <-ctx.Done():
-		b.withdraw(q, QuestionWithdrawn, "the agent's call ended before an answer (the CLI went away)")
+		b.withdraw(q, QuestionWithdrawn, "the agent's call ended before an answer: the CLI went away")
 		return nil, ctx.Err()
 	}
 	res, err := b.st.question(context.Background(), q.ID)
-	if err != nil || !defect(activeMCPDefect()) {
-		return res, err
+	if err != nil {
+		return nil, err
+	}
+	b.fillTimeout(res)
+	if !defect(activeMCPDefect()) {
+		return res, nil
 	}
 	return misreport(ctx, res)
 }

@@ -77,7 +77,7 @@ func TestMCPQuestions(t *testing.T) {
 
 	// Nobody answers: it expires, and the call returns.
 	call = askAsync(bg, e, ss.ID, mcpQuestion)
-	if got := result(t, call); got.Status != bridge.QuestionExpired {
+	if got := result(t, call); got.Status != bridge.QuestionExpired || got.TimeoutSeconds < 1 {
 		t.Errorf("expired: %+v", got)
 	}
 

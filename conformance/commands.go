@@ -210,6 +210,10 @@ func cmdStart(ts *testscript.TestScript, neg bool, args []string) {
 	cfg := ts.Value(keyCfg).(*Config)
 	var err error
 	switch {
+	case sc.Route == scenarios.RouteMCP && f["detached"] != "":
+		ts.Fatalf("start -detached: a route mcp session is watched on every session from the start (its bridge session is known by its question)")
+	case sc.Route == scenarios.RouteMCP && f["detached"] != "":
+		ts.Fatalf("start -detached: a route mcp session is watched on every session from the start (its bridge session is known by its question)")
 	case sc.Route == scenarios.RouteMCP:
 		err = e.StartMCP(ctx, args[0], sc, cfg.AgentTimeout)
 	case f["detached"] != "":

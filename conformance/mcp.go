@@ -4,16 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"os"
-	"os/exec"
 	"regexp"
 	"strings"
 	"time"
 
 	"github.com/askctl/askctl/fakeclaude"
 	"github.com/askctl/askctl/harness"
-	"github.com/askctl/askctl/protocol"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/tidwall/gjson"
@@ -100,28 +96,9 @@ func cmdMCPList(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	ctx, cancel := context.WithTimeout(baseCtx(ts), 20*time.Second)
 	defer cancel()
-	var t mcp.Transport
-	switch srv.Type {
-	case "", "stdio":
-		cmd := exec.Command(srv.Command, srv.Args...)
-		cmd.Env = os.Environ()
-		for k, v := range spec.Env {
-			cmd.Env = append(cmd.Env, k+"="+v)
-		}
-		for k, v := range srv.Env {
-			cmd.Env = append(cmd.Env, k+"="+v)
-		}
-		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
-	case "http":
-		t = &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: withHeaders(srv.Headers), DisableStandaloneSSE: true}
-	case "sse":
-		t = &mcp.SSEClientTransport{Endpoint: srv.URL, HTTPClient: withHeaders(srv.Headers)}
-	default:
-		ts.Fatalf("mcp-list: server type %q", srv.Type)
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "askctl-conformance", Version: protocol.CLIVersion}, nil).Connect(ctx, t, nil)
+	cs, err := fakeclaude.ConnectMCP(ctx, *srv, spec.Env, e.Bridge.Vars["WORK"])
 	if err != nil {
-		fail(ts, "connecting to MCP server %s: %v", spec.Server, err)
+		fail(ts, "connecting to MCP server %s as the CLI does: %v", spec.Server, err)
 	}
 	defer cs.Close()
 	res, err := cs.ListTools(ctx, nil)
@@ -182,19 +159,3 @@ func cmdMCPList(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-type headerRT map[string]string
-
-func (h headerRT) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	for k, v := range h {
-		r.Header.Set(k, v)
-	}
-	return http.DefaultTransport.RoundTrip(r)
-}
-
-func withHeaders(h map[string]string) *http.Client {
-	if len(h) == 0 {
-		return nil
-	}
-	return &http.Client{Transport: headerRT(h)}
-}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/askctl/askctl/agent"
 	"github.com/askctl/askctl/fakeclaude"
 	"github.com/askctl/askctl/replay"
 	"github.com/askctl/askctl/scenarios"
@@ -53,7 +54,7 @@ func playPrint(t testing.TB, sc *scenarios.Scenario) ([]transcript.Record, fakec
 		t.Fatal(err)
 	}
 	defer script.Close()
-	flags, err := fakeclaude.ParseArgs(replay.PrintArgs(sc, script.Config(sc)))
+	flags, err := fakeclaude.ParseArgs(agent.PrintArgs(sc, script.Config(sc)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,6 +113,41 @@ func TestMatchesCaptures(t *testing.T) {
 				for _, d := range shape.Compare(want, have) {
 					t.Errorf("%s: %s", dir, d)
 				}
+			}
+		})
+	}
+}
+
+// TestMatchesPrintCaptures plays the print-mode captures of the real CLI —
+// an ask_user call through an MCP server, and a session with no permission
+// surface — and compares fakeclaude's output with them, message by message.
+func TestMatchesPrintCaptures(t *testing.T) {
+	tests := []struct{ capture, steps string }{
+		{"print-mcp-ask-user.jsonl", `{"prompt":"Ask me how to format."}
+{"mcp":{"server":"askuser","input":{"question":"How should I format?","options":[{"label":"Summary"},{"label":"Detailed"}]}},"id":"toolu_02B","user":{"answers":{"How should I format?":"Summary"}}}
+{"text":"Done."}
+`},
+		{"print-no-permission-surface.jsonl", `{"prompt":"Say done."}
+{"text":"Done."}
+`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.capture, func(t *testing.T) {
+			captured, err := transcript.ReadFile(filepath.Join(captures, tt.capture))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sc, err := scenarios.Parse(tt.capture, []byte("-- scenario.json --\n{\"name\":\"c\",\"route\":\"mcp\"}\n-- steps.jsonl --\n"+tt.steps))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, out := playPrint(t, sc)
+			if out.Code != 0 {
+				t.Errorf("exit status = %d (failures: %v)", out.Code, out.Failures)
+			}
+			want, have := replay.Shapes(captured, transcript.FromCLI), replay.Shapes(got, transcript.FromCLI)
+			for _, d := range shape.Compare(want, have) {
+				t.Errorf("%s", d)
 			}
 		})
 	}

@@ -403,30 +403,39 @@ func (f *fake) run() {
 		if !ok {
 			return
 		}
-		f.checkPrompt(&turn[0], prompt)
-		f.startTurn(prompt)
-		f.aborted = false
-		played := 1
-		for i := 1; i < len(turn) && !f.stopped && !f.aborted; i++ {
-			f.step = turn[i].N
-			f.play(&turn[i], i == len(turn)-1)
-			played++
-		}
-		if f.stopped {
+		if !f.playTurn(turn, prompt) {
 			return
 		}
-		if f.aborted {
-			f.send(f.userText(protocol.InterruptedForToolUseText))
-			if rest := len(turn) - played; rest > 0 {
-				f.fail(ExitExpectation, "expectation", "the turn was aborted with %d scripted step(s) left", rest)
-			}
-		}
-		f.send(f.result(f.aborted))
-		f.session.turnEnded()
-		f.resultIndex++
 	}
 	f.step = 0
 	f.waitEOF()
+}
+
+// playTurn plays one turn from its prompt to its result; false when the run
+// stops.
+func (f *fake) playTurn(turn []scenarios.Step, prompt protocol.Line) bool {
+	f.checkPrompt(&turn[0], prompt)
+	f.startTurn(prompt)
+	f.aborted = false
+	played := 1
+	for i := 1; i < len(turn) && !f.stopped && !f.aborted; i++ {
+		f.step = turn[i].N
+		f.play(&turn[i], i == len(turn)-1)
+		played++
+	}
+	if f.stopped {
+		return false
+	}
+	if f.aborted {
+		f.send(f.userText(protocol.InterruptedForToolUseText))
+		if rest := len(turn) - played; rest > 0 {
+			f.fail(ExitExpectation, "expectation", "the turn was aborted with %d scripted step(s) left", rest)
+		}
+	}
+	f.send(f.result(f.aborted))
+	f.session.turnEnded()
+	f.resultIndex++
+	return true
 }
 
 // start checks the flags and the MCP configuration, notes what is ignored,
@@ -446,7 +455,7 @@ func (f *fake) start() bool {
 		id := LatestSession(f.configDir(), f.cwd)
 		if id == "" {
 			//lint:ignore ST1005 the real CLI's message, word for word
-			f.fail(ExitErrorResult, "usage", "No conversation found to continue")
+			f.fail(ExitErrorResult, "session", "No conversation found to continue")
 			return false
 		}
 		f.flags.Resume, f.sessionID = id, id
@@ -510,32 +519,14 @@ func (f *fake) runPrint(stdin io.Reader) {
 	}
 	if strings.TrimSpace(prompt) == "" {
 		//lint:ignore ST1005 the real CLI's message, word for word
-		f.fail(ExitErrorResult, "usage", "Error: Input must be provided either through stdin or as a prompt argument when using --print")
+		f.fail(ExitErrorResult, "input", "Error: Input must be provided either through stdin or as a prompt argument when using --print")
 		return
 	}
 	f.note("playing scenario %s (%s) in print mode, --output-format %s", f.sc.Name, f.sc.File, f.outputFormat())
 	turn := turns[0]
 	f.step = turn[0].N
 	line, _ := protocol.DecodeLine(0, protocol.Prompt(prompt, f.sessionID))
-	f.checkPrompt(&turn[0], line)
-	f.startTurn(line)
-	played := 1
-	for i := 1; i < len(turn) && !f.stopped && !f.aborted; i++ {
-		f.step = turn[i].N
-		f.play(&turn[i], i == len(turn)-1)
-		played++
-	}
-	if f.stopped {
-		return
-	}
-	if f.aborted {
-		f.send(f.userText(protocol.InterruptedForToolUseText))
-		if rest := len(turn) - played; rest > 0 {
-			f.fail(ExitExpectation, "expectation", "the turn was aborted with %d scripted step(s) left", rest)
-		}
-	}
-	f.send(f.result(f.aborted))
-	f.session.turnEnded()
+	f.playTurn(turn, line)
 	f.step = 0
 }
 

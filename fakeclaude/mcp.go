@@ -2,6 +2,7 @@ package fakeclaude
 
 import (
 	"context"
+	"io"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -138,14 +139,16 @@ func (c *mcpConn) status() string {
 
 // mcpClients are the session's servers.
 type mcpClients struct {
-	conns []*mcpConn
-	ready chan struct{} // closed when every server connected or failed
+	conns  []*mcpConn
+	ready  chan struct{} // closed when every server connected or failed
+	cancel func()        // ends connection attempts still under way
 }
 
 // connectMCP starts connecting to every server at once; ready closes when
 // each is connected or failed (by its start-up deadline).
 func (f *fake) connectMCP(servers []MCPServer, getenv func(string) string) *mcpClients {
-	m := &mcpClients{ready: make(chan struct{})}
+	ctx, cancel := context.WithCancel(f.ctx)
+	m := &mcpClients{ready: make(chan struct{}), cancel: cancel}
 	timeout := msEnv(getenv, EnvMCPTimeout, defaultMCPTimeout)
 	var wg sync.WaitGroup
 	for _, s := range servers {
@@ -154,7 +157,7 @@ func (f *fake) connectMCP(servers []MCPServer, getenv func(string) string) *mcpC
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ctx, cancel := context.WithTimeout(f.ctx, timeout)
+			ctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
 			c.connect(ctx, f.cwd)
 			if c.err != nil && ctx.Err() != nil && f.ctx.Err() == nil {
@@ -202,40 +205,78 @@ func (t *stderrTail) String() string {
 	return strings.TrimSpace(string(t.b))
 }
 
-func (c *mcpConn) connect(ctx context.Context, cwd string) {
-	client := mcp.NewClient(&mcp.Implementation{Name: "claude-code", Title: "Claude Code", Version: protocol.CLIVersion}, nil)
-	var (
-		t    mcp.Transport
-		opts *mcp.ClientSessionOptions
-		tail *stderrTail
-	)
-	switch c.cfg.Type {
+// ClientInfo is the MCP client the CLI says it is.
+var ClientInfo = &mcp.Implementation{Name: "claude-code", Title: "Claude Code", Version: protocol.CLIVersion}
+
+// MCPTransport is how the CLI reaches server srv: a stdio server is spawned
+// in dir with the environment plus env and srv.Env (its stderr to stderr
+// when not nil); http and sse servers are dialled with srv.Headers. The
+// options pin the protocol the CLI offers where it does not probe with
+// server/discover (http, sse); nil for stdio.
+func MCPTransport(srv MCPServer, env map[string]string, dir string, stderr io.Writer) (mcp.Transport, *mcp.ClientSessionOptions, error) {
+	switch srv.Type {
 	case "", "stdio":
-		cmd := exec.Command(c.cfg.Command, c.cfg.Args...)
-		cmd.Dir = cwd
+		cmd := exec.Command(srv.Command, srv.Args...)
+		cmd.Dir = dir
 		cmd.Env = os.Environ()
-		for k, v := range c.cfg.Env {
-			cmd.Env = append(cmd.Env, k+"="+v)
+		for _, m := range []map[string]string{env, srv.Env} {
+			for k, v := range m {
+				cmd.Env = append(cmd.Env, k+"="+v)
+			}
 		}
-		tail = &stderrTail{}
-		cmd.Stderr = tail
-		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
+		cmd.Stderr = stderr
+		return &mcp.CommandTransport{Command: cmd, TerminateDuration: 500 * time.Millisecond}, nil, nil
 	case "http":
-		t = &mcp.StreamableClientTransport{Endpoint: c.cfg.URL, HTTPClient: headerClient(c.cfg.Headers), DisableStandaloneSSE: true}
-		opts = &mcp.ClientSessionOptions{ProtocolVersion: legacyProtocol}
+		return &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: HeaderClient(srv.Headers), DisableStandaloneSSE: true},
+			&mcp.ClientSessionOptions{ProtocolVersion: legacyProtocol}, nil
 	case "sse":
-		t = &mcp.SSEClientTransport{Endpoint: c.cfg.URL, HTTPClient: headerClient(c.cfg.Headers)}
-		opts = &mcp.ClientSessionOptions{ProtocolVersion: legacyProtocol}
-	default:
-		c.err = fmt.Errorf("server type %q is not one fakeclaude connects to (stdio, http, sse)", c.cfg.Type)
-		return
+		return &mcp.SSEClientTransport{Endpoint: srv.URL, HTTPClient: HeaderClient(srv.Headers)},
+			&mcp.ClientSessionOptions{ProtocolVersion: legacyProtocol}, nil
 	}
-	cs, err := client.Connect(ctx, t, opts)
+	return nil, nil, fmt.Errorf("server type %q is not one fakeclaude connects to (stdio, http, sse)", srv.Type)
+}
+
+// probeTimeout bounds the CLI's server/discover probe of a stdio server;
+// past it, or when the server fails the probe, the CLI starts the server
+// again and connects with the classic handshake.
+const probeTimeout = 3 * time.Second
+
+// ConnectMCP connects to server srv as the CLI does, with the official Go
+// MCP SDK's client: a stdio server first with the current protocol (the
+// server/discover probe, at most 3 s), and, when it ignores or fails the
+// probe, started again and spoken to with the classic handshake; http and
+// sse servers with the classic handshake. env is added to a stdio server's
+// environment, dir is its directory; its stderr's tail is in the error.
+func ConnectMCP(ctx context.Context, srv MCPServer, env map[string]string, dir string) (*mcp.ClientSession, error) {
+	client := mcp.NewClient(ClientInfo, nil)
+	tail := &stderrTail{}
+	t, opts, err := MCPTransport(srv, env, dir, tail)
+	if err != nil {
+		return nil, err
+	}
+	var cs *mcp.ClientSession
+	if opts == nil {
+		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+		cs, err = client.Connect(pctx, t, nil)
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			tail = &stderrTail{}
+			t, _, _ = MCPTransport(srv, env, dir, tail)
+			cs, err = client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: legacyProtocol})
+		}
+	} else {
+		cs, err = client.Connect(ctx, t, opts)
+	}
+	if err != nil && tail.String() != "" {
+		err = fmt.Errorf("%w; its stderr: %s", err, clip.String(tail.String(), 300))
+	}
+	return cs, err
+}
+
+func (c *mcpConn) connect(ctx context.Context, cwd string) {
+	cs, err := ConnectMCP(ctx, c.cfg, nil, cwd)
 	if err != nil {
 		c.err = err
-		if tail != nil && tail.String() != "" {
-			c.err = fmt.Errorf("%w; its stderr: %s", err, clip.String(tail.String(), 300))
-		}
 		return
 	}
 	res, err := cs.ListTools(ctx, nil)
@@ -265,7 +306,9 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return h.base.RoundTrip(r)
 }
 
-func headerClient(headers map[string]string) *http.Client {
+// HeaderClient is an HTTP client that sends headers on every request; nil
+// (the default client) when there are none.
+func HeaderClient(headers map[string]string) *http.Client {
 	if len(headers) == 0 {
 		return nil
 	}
@@ -300,9 +343,18 @@ func (f *fake) awaitMCP() {
 }
 
 // closeMCP ends every server session: stdio servers get their stdin closed,
-// then SIGTERM after 2 s.
+// then SIGTERM after half a second.
 func (f *fake) closeMCP() {
 	if f.mcp == nil {
+		return
+	}
+	// Connection attempts still under way end first, so every session
+	// that was made is closed (and every stdio server stopped).
+	f.mcp.cancel()
+	select {
+	case <-f.mcp.ready:
+	case <-time.After(5 * time.Second):
+		f.note("MCP servers still connecting 5s after the session ended; leaving them")
 		return
 	}
 	var wg sync.WaitGroup
@@ -472,6 +524,14 @@ func (f *fake) playMCP(st *scenarios.Step) {
 	if f.stopped {
 		return
 	}
+	if errors.Is(err, errMCPToolTimeout) {
+		text := fmt.Sprintf("MCP server %q tool %q timed out after %s", conn.cfg.Name, call.ToolOrDefault(), seconds(f.toolTimeout(conn)))
+		f.send(f.toolResultMessage(toolResult{toolUseID: c.toolUseID, content: text, isError: ptr(true), useResult: "Error: " + text, resultMeta: meta}))
+		if exp != nil && exp.Behavior != protocol.BehaviorDeny {
+			f.fail(ExitExpectation, "mcp", "%s", text)
+		}
+		return
+	}
 	if err != nil {
 		text := fmt.Sprintf("Error calling tool %s: %v", c.tool, err)
 		f.send(f.toolResultMessage(toolResult{toolUseID: c.toolUseID, content: text, isError: ptr(true), useResult: "Error: " + text, resultMeta: meta}))
@@ -503,21 +563,35 @@ func (m *mcpClients) list() []*mcpConn {
 	return m.conns
 }
 
-// errMCPDeadline is why a tools/call ended at fakeclaude's wait deadline.
-var errMCPDeadline = errors.New("deadline")
+// Why a tools/call ended before its result: fakeclaude's own wait deadline
+// (the run fails), or the server's tool timeout (the CLI writes an error
+// result and goes on).
+var (
+	errMCPDeadline    = errors.New("deadline")
+	errMCPToolTimeout = errors.New("tool timeout")
+)
 
-// callMCP makes the tools/call and waits for its result, by the wait
-// deadline (and the server's own timeout, or MCP_TOOL_TIMEOUT, if sooner). A
-// signal ends the wait; the call is cancelled.
-func (f *fake) callMCP(conn *mcpConn, tool string, c toolCall) (*mcp.CallToolResult, error) {
-	d := f.timeout
+// toolTimeout is the CLI's deadline for a tools/call on conn: the server's
+// timeout (ms, at least 1000), else MCP_TOOL_TIMEOUT; zero: none (the CLI's
+// default is about 28 hours).
+func (f *fake) toolTimeout(conn *mcpConn) time.Duration {
 	if conn.cfg.Timeout >= 1000 {
-		d = min(d, time.Duration(conn.cfg.Timeout)*time.Millisecond)
-	} else if t := msEnv(f.getenv, EnvMCPToolTimeout, 0); t > 0 {
-		d = min(d, t)
+		return time.Duration(conn.cfg.Timeout) * time.Millisecond
 	}
-	ctx, cancel := context.WithTimeoutCause(f.ctx, d, errMCPDeadline)
+	return msEnv(f.getenv, EnvMCPToolTimeout, 0)
+}
+
+// callMCP makes the tools/call and waits for its result, by the tool
+// timeout and the wait deadline. A signal ends the wait; the call is
+// cancelled.
+func (f *fake) callMCP(conn *mcpConn, tool string, c toolCall) (*mcp.CallToolResult, error) {
+	ctx, cancel := context.WithTimeoutCause(f.ctx, f.timeout, errMCPDeadline)
 	defer cancel()
+	if tt := f.toolTimeout(conn); tt > 0 && tt < f.timeout {
+		var cancelTool func()
+		ctx, cancelTool = context.WithTimeoutCause(ctx, tt, errMCPToolTimeout)
+		defer cancelTool()
+	}
 	var args any = c.input
 	params := &mcp.CallToolParams{Name: tool, Arguments: args, Meta: mcp.Meta{"claudecode/toolUseId": c.toolUseID}}
 	f.note("tools/call %s on server %s", tool, conn.cfg.Name)
@@ -528,12 +602,19 @@ func (f *fake) callMCP(conn *mcpConn, tool string, c toolCall) (*mcp.CallToolRes
 	case f.ctx.Err() != nil:
 		f.stop()
 		return nil, err
+	case errors.Is(context.Cause(ctx), errMCPToolTimeout):
+		return nil, errMCPToolTimeout
 	case errors.Is(context.Cause(ctx), errMCPDeadline):
-		f.fail(ExitTimeout, "timeout", "MCP server %s did not return tools/call %s within %v", conn.cfg.Name, tool, d)
+		f.fail(ExitTimeout, "timeout", "MCP server %s did not return tools/call %s within %v", conn.cfg.Name, tool, f.timeout)
 		f.stopped = true
 		return nil, err
 	}
 	return nil, err
+}
+
+// seconds writes d as the CLI does in its timeout message: "1s", "1.5s".
+func seconds(d time.Duration) string {
+	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + "s"
 }
 
 // mcpToolResult is the user message the CLI writes for a tools/call result:

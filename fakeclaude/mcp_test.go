@@ -1,11 +1,17 @@
 package fakeclaude_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -26,8 +32,15 @@ func init() {
 	if mode == "" {
 		return
 	}
-	if mode == "hang" {
+	if f := os.Getenv("FAKECLAUDE_TEST_MCP_PIDFILE"); f != "" {
+		_ = os.WriteFile(f, []byte(strconv.Itoa(os.Getpid())), 0o644)
+	}
+	switch mode {
+	case "hang":
 		time.Sleep(time.Minute)
+		os.Exit(0)
+	case "legacy":
+		legacyServer()
 		os.Exit(0)
 	}
 	s := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"}, nil)
@@ -35,14 +48,39 @@ func init() {
 		switch mode {
 		case "skip":
 			return mcpask.Declined("not now"), nil, nil
-		case "never":
-			<-ctx.Done()
-			return nil, nil, ctx.Err()
+		case "never", "slow":
+			select {
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			case <-time.After(map[string]time.Duration{"never": time.Hour, "slow": 3 * time.Second}[mode]):
+			}
 		}
 		return mcpask.Answered(in, in.Options[0].Label), nil, nil
 	})
 	_ = s.Run(context.Background(), &mcp.StdioTransport{})
 	os.Exit(0)
+}
+
+// legacyServer is an MCP server of before server/discover, by hand: it
+// ignores the probe (no reply at all), and speaks the classic handshake.
+func legacyServer() {
+	sc := bufio.NewScanner(os.Stdin)
+	for sc.Scan() {
+		m := gjson.ParseBytes(sc.Bytes())
+		id := m.Get("id").Raw
+		var result string
+		switch m.Get("method").String() {
+		case "initialize":
+			result = `{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"legacy","version":"0.1"}}`
+		case "tools/list":
+			result = `{"tools":[{"name":"ask_user","inputSchema":{"type":"object","properties":{"question":{"type":"string"}},"required":["question"]}}]}`
+		case "tools/call":
+			result = `{"content":[{"type":"text","text":"User selected: Summary"}]}`
+		default:
+			continue // server/discover and notifications: no reply
+		}
+		fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", id, result)
+	}
 }
 
 // mcpConfig is an --mcp-config running this test binary as server name.
@@ -245,5 +283,67 @@ func TestParseMCPConfig(t *testing.T) {
 		if _, err := fakeclaude.ParseMCPConfig([]string{bad}); err == nil {
 			t.Errorf("%s: no error", bad)
 		}
+	}
+}
+
+// TestMCPLegacyServer: a server that ignores the server/discover probe is
+// started again and spoken to with the classic handshake, as the real CLI
+// does (after its 3 s probe), and its answer lands.
+func TestMCPLegacyServer(t *testing.T) {
+	sc := builtin(t, "mcp-ask-single")
+	r := runPrint(t, sc, []string{"-p", "Ask me.", "--output-format", "stream-json", "--verbose", "--mcp-config", mcpConfig(t, "askctl", "legacy"), "--allowedTools", allowAsk}, "", fakeclaude.Options{})
+	if r.out.Code != 0 {
+		t.Fatalf("exit %d: %v\nstderr %s", r.out.Code, r.out.Failures, r.stderr)
+	}
+	u := r.first("user")
+	if got := u.Get("tool_use_result").Raw; got != `[{"type":"text","text":"User selected: Summary"}]` {
+		t.Errorf("tool_use_result %s: want the content array (no _meta: the classic protocol)", got)
+	}
+}
+
+// TestMCPToolTimeout: a call past the server's tool timeout gets the CLI's
+// error result, and the turn goes on.
+func TestMCPToolTimeout(t *testing.T) {
+	sc := builtin(t, "mcp-ask-single")
+	env := map[string]string{"MCP_TOOL_TIMEOUT": "1000"}
+	r := runPrint(t, sc, []string{"-p", "Ask me.", "--output-format", "stream-json", "--verbose", "--mcp-config", mcpConfig(t, "askctl", "slow"), "--allowedTools", allowAsk}, "",
+		fakeclaude.Options{Getenv: func(k string) string { return env[k] }})
+	u := r.first("user")
+	if got := u.Get("message.content.0.content").String(); got != `MCP server "askctl" tool "ask_user" timed out after 1s` || !u.Get("message.content.0.is_error").Bool() {
+		t.Errorf("tool_result %s", u.Raw)
+	}
+	if res := r.first("result"); res.Get("subtype").String() != "success" {
+		t.Errorf("result %s: the turn goes on", res.Raw)
+	}
+	if r.out.Code != fakeclaude.ExitExpectation {
+		t.Errorf("exit %d: the scenario wanted an answer", r.out.Code)
+	}
+}
+
+// TestMCPServerStoppedWhenTheSessionEnds: a session that ends before its
+// first turn (stdin closed) still stops the stdio server it started.
+func TestMCPServerStoppedWhenTheSessionEnds(t *testing.T) {
+	pidfile := filepath.Join(t.TempDir(), "pid")
+	t.Setenv("FAKECLAUDE_TEST_MCP_PIDFILE", pidfile)
+	sc := builtin(t, "ask-single")
+	flags, err := fakeclaude.ParseArgs(append(append([]string(nil), sdkFlags...), "--mcp-config", mcpConfig(t, "askctl", "ok")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := fakeclaude.Run(context.Background(), fakeclaude.Options{Scenario: sc, Flags: flags, Timeout: 5 * time.Second}, strings.NewReader(""), io.Discard)
+	if o.Code != fakeclaude.ExitEarlyEOF {
+		t.Errorf("exit %d, want %d", o.Code, fakeclaude.ExitEarlyEOF)
+	}
+	b, err := os.ReadFile(pidfile)
+	if err != nil {
+		t.Skipf("the server had not started when the session ended: %v", err)
+	}
+	pid, _ := strconv.Atoi(string(b))
+	deadline := time.Now().Add(5 * time.Second)
+	for syscall.Kill(pid, 0) == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("the MCP server (pid %d) still runs after the session ended", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -102,7 +102,7 @@ func (f *fake) openSession() bool {
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) && !off {
 			//lint:ignore ST1005 the real CLI's message, word for word
-			f.fail(ExitErrorResult, "usage", "No conversation found with session ID: %s", f.flags.Resume)
+			f.fail(ExitErrorResult, "session", "No conversation found with session ID: %s", f.flags.Resume)
 			return false
 		}
 		return true

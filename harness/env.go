@@ -154,12 +154,6 @@ func (e *Env) Start(ctx context.Context, alias string, sc *scenarios.Scenario, a
 // StartDetached starts a session as Start does, with no surface connection
 // open: its questions are asked while no person is connected.
 func (e *Env) StartDetached(ctx context.Context, alias string, sc *scenarios.Scenario, agentTimeout time.Duration) error {
-	e.mu.Lock()
-	if e.st.Sessions[alias] != nil {
-		e.mu.Unlock()
-		return fmt.Errorf("session %q exists", alias)
-	}
-	e.mu.Unlock()
 	prompt := ""
 	for _, st := range sc.Steps {
 		if st.Kind == scenarios.KindPrompt {
@@ -170,22 +164,9 @@ func (e *Env) StartDetached(ctx context.Context, alias string, sc *scenarios.Sce
 	if prompt == "" {
 		return fmt.Errorf("scenario %s has no prompt step", sc.Name)
 	}
-	sl := &slot{alias: alias, name: sc.Name, scenario: string(sc.Source), timeout: agentTimeout}
-	d := e.Bridge.dir
-	if err := d.expect(sl); err != nil {
+	s, sl, forget, err := e.expectAgent(alias, sc, agentTimeout, false)
+	if err != nil {
 		return err
-	}
-	s := &Session{Alias: alias, AgentID: sl.agentID, Scenario: sc, answered: map[string]time.Time{}, consumed: map[string]map[string]bool{}, conns: map[string]Conn{}, gen: map[string]int{}}
-	e.mu.Lock()
-	e.st.Sessions[alias] = s
-	e.st.byAgent[sl.agentID] = s
-	e.mu.Unlock()
-	forget := func() {
-		d.abandon(sl)
-		e.mu.Lock()
-		delete(e.st.Sessions, alias)
-		delete(e.st.byAgent, sl.agentID)
-		e.mu.Unlock()
 	}
 	id, err := e.Surface.Start(ctx, prompt)
 	if err != nil {
@@ -206,6 +187,41 @@ func (e *Env) StartDetached(ctx context.Context, alias string, sc *scenarios.Sce
 		return ctx.Err()
 	}
 	return nil
+}
+
+// expectAgent registers session alias and tells the director an agent will
+// ask what to play: sc. forget undoes both, and closes the connections the
+// session opened.
+func (e *Env) expectAgent(alias string, sc *scenarios.Scenario, agentTimeout time.Duration, mcp bool) (*Session, *slot, func(), error) {
+	e.mu.Lock()
+	if e.st.Sessions[alias] != nil {
+		e.mu.Unlock()
+		return nil, nil, nil, fmt.Errorf("session %q exists", alias)
+	}
+	e.mu.Unlock()
+	sl := &slot{alias: alias, name: sc.Name, scenario: string(sc.Source), timeout: agentTimeout}
+	d := e.Bridge.dir
+	if err := d.expect(sl); err != nil {
+		return nil, nil, nil, err
+	}
+	s := &Session{Alias: alias, AgentID: sl.agentID, Scenario: sc, MCP: mcp, answered: map[string]time.Time{}, consumed: map[string]map[string]bool{}, conns: map[string]Conn{}, gen: map[string]int{}}
+	e.mu.Lock()
+	e.st.Sessions[alias] = s
+	e.st.byAgent[sl.agentID] = s
+	e.mu.Unlock()
+	forget := func() {
+		d.abandon(sl)
+		e.mu.Lock()
+		delete(e.st.Sessions, alias)
+		delete(e.st.byAgent, sl.agentID)
+		conns := s.conns
+		s.conns = map[string]Conn{}
+		e.mu.Unlock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	}
+	return s, sl, forget, nil
 }
 
 // Open connects a person to alias's session as connection conn (a second
@@ -245,12 +261,15 @@ func (e *Env) open(ctx context.Context, alias, conn string, all bool) error {
 	id := s.ID
 	if all {
 		id = ""
+	} else if id == "" {
+		e.mu.Unlock()
+		return fmt.Errorf("session %s: the bridge's session is not known yet (a route MCP session is known by its first question: await it first)", alias)
 	}
 	e.mu.Unlock()
 	c, err := e.Surface.Open(ctx, id, func(ev SurfaceEvent) {
 		if all && ev.Session != "" {
 			e.mu.Lock()
-			if s.MCP && s.ID == "" && s.mcpQuestion(ev) {
+			if s.MCP && s.ID == "" && s.mcpQuestion(ev) && !e.st.bound(ev.Session) {
 				s.ID = ev.Session // the session the bridge made for the agent's MCP server
 			}
 			mine := ev.Session == s.ID
@@ -586,4 +605,14 @@ func (st *State) List() []*Session {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Alias < out[j].Alias })
 	return out
+}
+
+// bound reports whether a session the harness started is bridge session id.
+func (st *State) bound(id string) bool {
+	for _, s := range st.Sessions {
+		if s.ID == id {
+			return true
+		}
+	}
+	return false
 }

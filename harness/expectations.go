@@ -2,6 +2,7 @@ package harness
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/askctl/askctl/protocol"
 	"github.com/askctl/askctl/transcript"
@@ -46,7 +47,15 @@ func NewQuestion(alias, conn string, qid *string) Expectation {
 			}
 		}
 		// Not unmeetable when the agent exits: a bridge that persists
-		// questions still shows one whose agent died with it.
+		// questions still shows one whose agent died with it. An MCP
+		// call's question lives only while the call does.
+		if s.MCP && s.Exit != nil {
+			why := fmt.Sprintf("the agent of session %s exited with status %d before a question showed", alias, *s.Exit)
+			if f := s.Failures(); len(f) > 0 {
+				why += ": " + strings.Join(f, "; ")
+			}
+			return Unmeetable, why
+		}
 		return Unmet, ""
 	}}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/askctl/askctl/agent"
 	"github.com/askctl/askctl/protocol"
 	"github.com/askctl/askctl/scenarios"
 	"github.com/askctl/askctl/transcript"
@@ -35,40 +36,20 @@ func (e *Env) StartMCP(ctx context.Context, alias string, sc *scenarios.Scenario
 	if sc.Route != scenarios.RouteMCP {
 		return fmt.Errorf("scenario %s is route %q, want \"mcp\"", sc.Name, sc.Route)
 	}
-	sc, err := forServer(sc, spec)
+	sc, err := sc.WithMCPServer(spec.Server, spec.Tool)
 	if err != nil {
 		return err
 	}
-	e.mu.Lock()
-	if e.st.Sessions[alias] != nil {
-		e.mu.Unlock()
-		return fmt.Errorf("session %s exists", alias)
-	}
-	e.mu.Unlock()
-	sl := &slot{alias: alias, name: sc.Name, scenario: string(sc.Source), timeout: agentTimeout}
-	d := e.Bridge.dir
-	if err := d.expect(sl); err != nil {
+	_, sl, forget, err := e.expectAgent(alias, sc, agentTimeout, true)
+	if err != nil {
 		return err
-	}
-	s := &Session{Alias: alias, AgentID: sl.agentID, Scenario: sc, MCP: true, answered: map[string]time.Time{}, consumed: map[string]map[string]bool{}, conns: map[string]Conn{}, gen: map[string]int{}}
-	e.mu.Lock()
-	e.st.Sessions[alias] = s
-	e.st.byAgent[sl.agentID] = s
-	e.mu.Unlock()
-	forget := func() {
-		d.abandon(sl)
-		e.mu.Lock()
-		delete(e.st.Sessions, alias)
-		delete(e.st.byAgent, sl.agentID)
-		e.mu.Unlock()
 	}
 	// Watch first, so the question is not missed.
 	if err := e.open(ctx, alias, "main", true); err != nil {
 		forget()
 		return err
 	}
-	args := []string{"-p", sc.Steps[0].Prompt, "--output-format", "stream-json", "--verbose", "--mcp-config", string(spec.Config), "--allowedTools", spec.ToolName()}
-	cmd := exec.Command(e.Bridge.Vars["CLAUDE"], args...)
+	cmd := exec.Command(e.Bridge.Vars["CLAUDE"], agent.PrintArgs(sc, string(spec.Config))...)
 	cmd.Dir = filepath.Join(e.Bridge.opts.Work, "state")
 	cmd.Env = os.Environ()
 	for k, v := range spec.Env {
@@ -99,34 +80,6 @@ func (e *Env) StartMCP(ctx context.Context, alias string, sc *scenarios.Scenario
 		return ctx.Err()
 	}
 	return nil
-}
-
-// forServer is sc with its mcp steps calling the profile's server and tool.
-func forServer(sc *scenarios.Scenario, spec *MCPSpec) (*scenarios.Scenario, error) {
-	src := string(sc.Source)
-	for _, st := range sc.Steps {
-		if st.Kind != scenarios.KindMCP {
-			continue
-		}
-		if st.MCP.Server != spec.Server {
-			src = strings.ReplaceAll(src, `"server":"`+st.MCP.Server+`"`, `"server":"`+spec.Server+`"`)
-		}
-		if st.MCP.ToolOrDefault() != spec.Tool {
-			if st.MCP.Tool == "" {
-				src = strings.ReplaceAll(src, `"server":"`+spec.Server+`"`, `"server":"`+spec.Server+`","tool":"`+spec.Tool+`"`)
-			} else {
-				src = strings.ReplaceAll(src, `"tool":"`+st.MCP.Tool+`"`, `"tool":"`+spec.Tool+`"`)
-			}
-		}
-	}
-	if src == string(sc.Source) {
-		return sc, nil
-	}
-	out, err := scenarios.Parse(sc.File, []byte(src))
-	if err != nil {
-		return nil, fmt.Errorf("scenario %s for server %s: %w", sc.Name, spec.Server, err)
-	}
-	return out, nil
 }
 
 // mcpQuestion reports whether a surface event shows the question of one of

@@ -368,6 +368,8 @@ func (p *Profile) checkMCP() error {
 		return true
 	})
 	switch {
+	case len(names) == 0:
+		return p.errAt("mcp.config", "mcpServers is empty: name the bridge's ask_user server there")
 	case m.Server == "" && len(names) == 1:
 		m.Server = names[0]
 	case m.Server == "":

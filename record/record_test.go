@@ -3,6 +3,7 @@ package record_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -138,7 +139,7 @@ func TestRecordPrintModeMCP(t *testing.T) {
 			dir := t.TempDir()
 			out := filepath.Join(t.TempDir(), name+".txtar")
 			var stdout, stderr bytes.Buffer
-			code, err := record.Run(context.Background(), record.Options{Out: out, Command: append([]string{claude}, replay.PrintArgs(sc, script.Config(sc))...),
+			code, err := record.Run(context.Background(), record.Options{Out: out, Command: append([]string{claude}, agent.PrintArgs(sc, script.Config(sc))...),
 				Env: agent.RealEnv(api.URL, dir), Dir: dir, Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr})
 			if err != nil || code != 0 {
 				t.Fatalf("record.Run: exit %d, %v (stderr %s)", code, err, stderr.String())
@@ -413,5 +414,39 @@ func TestReplacePathBoundary(t *testing.T) {
 		if !strings.Contains(string(data), w) {
 			t.Errorf("recording lacks %s", w)
 		}
+	}
+}
+
+// TestPrintModeStepsKeepServerMeta: a print-mode recording's mcp step keeps
+// what the server returned, its _meta too (a current-protocol server's
+// serverInfo, which the CLI writes into tool_use_result), so the scripted
+// server can return it again.
+func TestPrintModeStepsKeepServerMeta(t *testing.T) {
+	wire := []string{
+		`{"type":"system","subtype":"init","cwd":"/p","session_id":"s","tools":[],"mcp_servers":[{"name":"askctl","status":"connected","source":"dynamic"}],"claude_code_version":"2.1.330"}`,
+		`{"type":"assistant","message":{"content":[{"type":"tool_use","id":"toolu_1","name":"mcp__askctl__ask_user","input":{"question":"Q?","options":[{"label":"A"},{"label":"B"}]}}]}}`,
+		`{"type":"user","message":{"role":"user","content":[{"type":"tool_result","content":"The user declined to answer: no","is_error":true,"tool_use_id":"toolu_1"}]},"tool_use_result":{"content":"Error: The user declined to answer: no","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"askctl","version":"1"}}}}`,
+		`{"type":"assistant","message":{"content":[{"type":"text","text":"OK."}]}}`,
+		`{"type":"result","subtype":"success","result":"OK."}`,
+	}
+	var recs []transcript.Record
+	for _, w := range wire {
+		recs = append(recs, transcript.Record{Dir: transcript.FromCLI, Msg: json.RawMessage(w)})
+	}
+	data, problem := record.Scenario("p", "p.txtar", []string{"claude", "-p", "Ask me.", "--output-format", "stream-json", "--verbose"}, recs)
+	if problem != nil {
+		t.Fatalf("%v\n%s", problem, data)
+	}
+	sc, err := scenarios.Parse("p.txtar", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.Route != scenarios.RouteMCP || sc.Steps[0].Prompt != "Ask me." {
+		t.Errorf("route %q, prompt %q", sc.Route, sc.Steps[0].Prompt)
+	}
+	got := string(sc.Steps[1].MCP.Result)
+	want := `{"content":[{"text":"The user declined to answer: no","type":"text"}],"isError":true,"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"askctl","version":"1"}}}`
+	if got != want {
+		t.Errorf("result\n%s\nwant\n%s", got, want)
 	}
 }

@@ -304,10 +304,17 @@ func serverResult(block, msg gjson.Result) json.RawMessage {
 	case c.Type == gjson.String: // "(… completed with no output)"
 		content = "[]"
 	}
+	// The server's _meta (its serverInfo, in the current protocol) is kept
+	// in tool_use_result; the scripted server returns it again.
+	var meta json.RawMessage
+	if m := msg.Get("tool_use_result._meta"); m.Exists() {
+		meta = json.RawMessage(m.Raw)
+	}
 	b, _ := json.Marshal(struct {
 		Content json.RawMessage `json:"content"`
 		IsError bool            `json:"isError,omitempty"`
-	}{json.RawMessage(content), block.Get("is_error").Bool()})
+		Meta    json.RawMessage `json:"_meta,omitempty"`
+	}{json.RawMessage(content), block.Get("is_error").Bool(), meta})
 	return b
 }
 

@@ -37,7 +37,7 @@ func Expected(sc *scenarios.Scenario) []Want {
 		n := turn[0].N
 		init := map[string]string{"tools has AskUserQuestion": "true"}
 		if print {
-			init = map[string]string{"tools has AskUserQuestion": "false", "mcp_servers": mcpServersWant(sc), "mcp tools": strings.Join(MCPTools(sc), " ")}
+			init = map[string]string{"tools has AskUserQuestion": "false", "mcp_servers": mcpServersWant(sc), "mcp tools": strings.Join(sc.MCPTools(), " ")}
 		}
 		add(n, "turn start", protocol.TypeSystem, protocol.SubtypeInit, init)
 		aborted, exited := false, false

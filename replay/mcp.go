@@ -31,20 +31,6 @@ import (
 // waiting before it returns its timeout, when the step gives no "after".
 const DefaultMCPSilence = time.Second
 
-// MCPTools are the tool names a route "mcp" scenario calls, in the order
-// first called: mcp__<server>__<tool>.
-func MCPTools(sc *scenarios.Scenario) []string {
-	var out []string
-	seen := map[string]bool{}
-	for _, st := range sc.Steps {
-		if st.Kind == scenarios.KindMCP && !seen[st.MCP.Name()] {
-			seen[st.MCP.Name()] = true
-			out = append(out, st.MCP.Name())
-		}
-	}
-	return out
-}
-
 // mcpServerNames are the servers a scenario's mcp steps call, in order.
 func mcpServerNames(sc *scenarios.Scenario) []string {
 	var out []string
@@ -236,20 +222,6 @@ func (s *MCPScript) event(kind, text string) {
 	if s.log != nil {
 		_ = s.log.Write(transcript.Record{T: time.Now(), Event: kind, Text: text})
 	}
-}
-
-// PrintArgs are the flags a route "mcp" scenario's agent runs with: print
-// mode, stream-json output, the scripted servers, and their tools allowed.
-func PrintArgs(sc *scenarios.Scenario, mcpConfig string) []string {
-	prompt := ""
-	if len(sc.Steps) > 0 {
-		prompt = sc.Steps[0].Prompt
-	}
-	args := []string{"-p", prompt, "--output-format", "stream-json", "--verbose", "--mcp-config", mcpConfig}
-	if tools := MCPTools(sc); len(tools) > 0 {
-		args = append(args, "--allowedTools", strings.Join(tools, ","))
-	}
-	return args
 }
 
 // maxOutputLine bounds a line of the agent's output.

@@ -105,7 +105,7 @@ func Replay(ctx context.Context, sc *scenarios.Scenario, ag agent.Agent, opts Op
 		}
 		defer script.Close()
 		if args == nil {
-			args = PrintArgs(sc, script.Config(sc))
+			args = agent.PrintArgs(sc, script.Config(sc))
 		}
 	}
 	var (

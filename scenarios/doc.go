@@ -41,7 +41,10 @@
 //	                            {"question","options":[{"label","description"}],
 //	                            "multiSelect"}); the agent makes the tools/call
 //	                            and writes the CLI's tool_result for what the
-//	                            server returns
+//	                            server returns; "result" ({"content":[…],
+//	                            "isError":…,"_meta":…}, what askctl record
+//	                            keeps) is what askctl replay's scripted server
+//	                            returns instead of playing "user"
 //
 // ask, tool and mcp steps also take:
 //

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -1058,4 +1059,133 @@ func ParseFile(path string) (*Scenario, error) {
 		return nil, err
 	}
 	return Parse(path, data)
+}
+
+// Resumed is the scenario of a session started again with --resume after
+// sc's steps played: its steps are sc's steps followed by what the resumed
+// agent plays (sc's resume.jsonl, or, when it has none, its steps again,
+// with their tool_use ids made new), and its resume.jsonl is that part. The
+// fake model API serves it to the real CLI, whose resumed conversation
+// holds the first session's turns; fakeclaude plays its resume.jsonl.
+func (sc *Scenario) Resumed() (*Scenario, error) {
+	if len(sc.Wire) > 0 {
+		return nil, errors.New("a recorded scenario replays its recording; it has no resumed form")
+	}
+	steps, resume := sc.section(sectionSteps), sc.section(sectionResume)
+	part := resume
+	if len(bytes.TrimSpace(part)) == 0 {
+		// The steps again; explicit tool_use ids must stay unique.
+		var err error
+		part, err = mapSteps(steps, func(sl *StepLine) {
+			if sl.ID != "" {
+				sl.ID += "_resumed"
+			}
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return sc.withSections(map[string][]byte{sectionSteps: append(append(append([]byte(nil), steps...), '\n'), part...), sectionResume: part})
+}
+
+// WithMCPServer is sc with every mcp step calling server's tool: how a
+// scenario written for askctl's server is played against a bridge whose
+// ask_user server has another name.
+func (sc *Scenario) WithMCPServer(server, tool string) (*Scenario, error) {
+	change := func(sl *StepLine) {
+		if sl.MCP != nil {
+			sl.MCP.Server = server
+			if sl.MCP.Tool = tool; tool == "ask_user" {
+				sl.MCP.Tool = ""
+			}
+		}
+	}
+	steps, err := mapSteps(sc.section(sectionSteps), change)
+	if err != nil {
+		return nil, err
+	}
+	return sc.withSections(map[string][]byte{sectionSteps: steps})
+}
+
+// MCPTools are the tool names sc's mcp steps call, in the order first
+// called: mcp__<server>__<tool>.
+func (sc *Scenario) MCPTools() []string {
+	var out []string
+	for _, st := range sc.Steps {
+		if st.Kind == KindMCP && !slices.Contains(out, st.MCP.Name()) {
+			out = append(out, st.MCP.Name())
+		}
+	}
+	return out
+}
+
+// section is the content of a section of sc's archive.
+func (sc *Scenario) section(name string) []byte {
+	for _, f := range txtar.Parse(sc.Source).Files {
+		if f.Name == name {
+			return f.Data
+		}
+	}
+	return nil
+}
+
+// withSections is sc's archive with the sections given replaced (or added),
+// parsed again; a nil section is dropped.
+func (sc *Scenario) withSections(set map[string][]byte) (*Scenario, error) {
+	ar := txtar.Parse(sc.Source)
+	var files []txtar.File
+	done := map[string]bool{}
+	for _, f := range ar.Files {
+		if data, ok := set[f.Name]; ok {
+			done[f.Name] = true
+			if data == nil {
+				continue
+			}
+			f.Data = data
+		}
+		files = append(files, f)
+	}
+	for _, name := range []string{sectionSteps, sectionResume} {
+		if data := set[name]; data != nil && !done[name] {
+			files = append(files, txtar.File{Name: name, Data: data})
+		}
+	}
+	out, err := Parse(sc.File, txtar.Format(&txtar.Archive{Comment: ar.Comment, Files: files}))
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s, changed: %w", sc.Name, err)
+	}
+	return out, nil
+}
+
+// mapSteps rewrites each step line of a steps section through change;
+// comments and blank lines go.
+func mapSteps(data []byte, change func(*StepLine)) ([]byte, error) {
+	var b bytes.Buffer
+	for _, raw := range bytes.Split(data, []byte("\n")) {
+		raw = bytes.TrimSpace(raw)
+		if len(raw) == 0 || raw[0] == '#' {
+			continue
+		}
+		var sl StepLine
+		if err := json.Unmarshal(raw, &sl); err != nil {
+			return nil, err
+		}
+		change(&sl)
+		line, err := json.Marshal(sl)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	return b.Bytes(), nil
+}
+
+// ResumePart is the scenario the resumed agent plays, as a scenario of its
+// own (its steps are sc's resume.jsonl): what a check of the resumed
+// session expects.
+func (sc *Scenario) ResumePart() *Scenario {
+	c := *sc
+	c.Steps, c.Resume = sc.Resume, nil
+	return &c
 }

@@ -46,7 +46,7 @@ func newConformanceCmd(s *stdio, runF func(context.Context, *conformanceOptions)
 	return &cli.Command{
 		Name:  "conformance",
 		Usage: "check a bridge against every requirement, with fakeclaude as the agent and askctl as the person",
-		Description: `Runs the conformance suite — one case per requirement (SDK-*, UI-*) — against the
+		Description: `Runs the conformance suite — one case per requirement (SDK-*, UI-*, MCP-*) — against the
 bridge a profile describes: askctl starts the bridge, makes it spawn fakeclaude
 (each session told what to play), plays the person through the bridge's user
 surface (ws, control-ws, http or exec), and checks what reaches the agent and
@@ -186,7 +186,7 @@ func runConformance(ctx context.Context, o *conformanceOptions) error {
 		Match: match, Parallel: o.parallel, ExpectedFailures: expected, Work: work,
 		Progress: func(done, total int, r conformance.Result) {
 			line := fmt.Sprintf("[%d/%d] %-5s %s (%s)", done, total, r.Status, r.Case, r.Duration.Round(time.Millisecond))
-			if r.Status == conformance.Fail {
+			if (r.Status == conformance.Fail || r.Status == conformance.Skip) && r.Detail != "" {
 				line += ": " + r.Detail
 			}
 			fmt.Fprintln(ew, clipLine(line, 200))

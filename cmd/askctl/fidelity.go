@@ -89,6 +89,9 @@ func runFidelity(ctx context.Context, o *fidelityOptions) error {
 		status := "equal"
 		if !fr.Equal {
 			status = fmt.Sprintf("%d difference(s)", len(fr.Diffs))
+			if n := len(fr.Fake.Diffs) + len(fr.Real.Diffs); n > 0 {
+				status += fmt.Sprintf(", %d from the scenario", n)
+			}
 		} else {
 			equal++
 		}
@@ -137,9 +140,12 @@ func leftOutNote(fr replay.FidelityReport) string {
 	for _, a := range agents {
 		for _, why := range slices.Sorted(maps.Keys(fr.LeftOut[a])) {
 			n := fr.LeftOut[a][why]
-			if why == replay.LeftOutInterrupt {
+			switch why {
+			case replay.LeftOutInterrupt:
 				note += fmt.Sprintf("; %s: %d left out, the reply to askctl's interrupt", a, n)
-			} else {
+			case replay.LeftOutSession:
+				note += fmt.Sprintf("; %s: %d session file row(s) of its own prompt and requests left out", a, n)
+			default:
 				note += fmt.Sprintf("; %s: %d informational frame(s) left out", a, n)
 			}
 		}

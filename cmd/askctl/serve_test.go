@@ -681,7 +681,7 @@ func TestMCPRealCLI(t *testing.T) {
 	})
 	t.Run("timeout", func(t *testing.T) {
 		r := run(t, nil)
-		if !strings.Contains(r, "did not respond in time") || !gjson.Get(r, "is_error").Bool() {
+		if !strings.Contains(r, "did not respond in time (no answer within 2 s)") || !gjson.Get(r, "is_error").Bool() {
 			t.Errorf("tool_result %s", r)
 		}
 	})
