@@ -158,4 +158,3 @@ func cmdMCPList(ts *testscript.TestScript, neg bool, args []string) {
 		fail(ts, "the %s tool's input schema:\n  %s\nschema: %s", spec.Tool, strings.Join(problems, "\n  "), schema.Raw)
 	}
 }
-

@@ -2,10 +2,10 @@ package fakeclaude
 
 import (
 	"context"
-	"io"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
