@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -354,7 +355,15 @@ func (r Real) Start(ctx context.Context, sc *scenarios.Scenario, opts Options) (
 		cleanup()
 		return nil, err
 	}
-	srv := &http.Server{Handler: fakeapi.New(sc, opts.Log), ReadHeaderTimeout: 10 * time.Second}
+	model := sc
+	if slices.ContainsFunc(opts.Args, func(a string) bool {
+		return a == "--resume" || a == "-r" || strings.HasPrefix(a, "--resume=") || a == "--continue" || a == "-c"
+	}) {
+		// The resumed CLI sends the whole conversation: the first turns
+		// again, then the resumed ones.
+		model = sc.Conversation()
+	}
+	srv := &http.Server{Handler: fakeapi.New(model, opts.Log), ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	p.cleanup = append(p.cleanup, func() { srv.Close() })
 	c := Command{Path: r.Claude, Args: opts.Args, Dir: dir, Env: RealEnv("http://"+ln.Addr().String(), dir)}

@@ -585,9 +585,54 @@ func TestResume(t *testing.T) {
 					break
 				}
 			}
-			if prompt.Get("parentUuid").String() != leaf || prompt.Get("sessionId").String() != id || prompt.Get("turnPosition.promptIndex").Int() != 1 {
-				t.Errorf("the resumed prompt row %s: want parentUuid %s (the old leaf), sessionId %s, promptIndex 1", prompt.Raw, leaf, id)
+			// The old conversation ended on the user's side: the CLI's
+			// synthetic reply comes first, then the prompt.
+			var synthetic gjson.Result
+			for _, r := range rows[1:] {
+				if g := gjson.Parse(r); g.Get("message.model").String() == "<synthetic>" {
+					synthetic = g
+					break
+				}
+			}
+			if synthetic.Get("message.model").String() != "<synthetic>" || synthetic.Get("parentUuid").String() != leaf {
+				t.Errorf("the first resumed row %s: want the synthetic assistant reply to %s", synthetic.Raw, leaf)
+			}
+			if prompt.Get("parentUuid").String() != synthetic.Get("uuid").String() || prompt.Get("sessionId").String() != id || prompt.Get("turnPosition.promptIndex").Int() != 1 {
+				t.Errorf("the resumed prompt row %s: want parentUuid %s (the synthetic reply), sessionId %s, promptIndex 1", prompt.Raw, synthetic.Get("uuid"), id)
 			}
 		})
 	}
+}
+
+// TestContinue: --continue resumes the directory's latest session, and is
+// refused as the real CLI refuses it when there is none.
+func TestContinue(t *testing.T) {
+	cfg, cwd := t.TempDir(), t.TempDir()
+	env := map[string]string{fakeclaude.EnvConfigDir: cfg}
+	opts := fakeclaude.Options{Cwd: cwd, Getenv: func(k string) string { return env[k] }}
+	s := start(t, "ask-single", append(append([]string(nil), sdk...), "--continue"), opts)
+	if o := s.finish(); o.Code != fakeclaude.ExitErrorResult || !strings.Contains(s.stderr.String(), "No conversation found to continue") {
+		t.Errorf("no session: exit %d, stderr %q", o.Code, s.stderr.String())
+	}
+	dir := fakeclaude.ProjectDir(cfg, cwd)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range []string{"11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222"} {
+		path := filepath.Join(dir, id+".jsonl")
+		if err := os.WriteFile(path, []byte(`{"type":"user","uuid":"u`+strconv.Itoa(i)+`","promptId":"p","message":{"role":"user","content":"x"}}`+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		at := time.Now().Add(time.Duration(i-2) * time.Minute)
+		if err := os.Chtimes(path, at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s = start(t, "ask-single", append(append([]string(nil), sdk...), "--continue"), opts)
+	s.send(`{"type":"control_request","request_id":"req_1","request":{"subtype":"initialize","hooks":null}}`)
+	s.send(`{"type":"user","message":{"role":"user","content":"again"},"parent_tool_use_id":null,"session_id":"default"}`)
+	if got := s.until("system/init").Get("session_id").String(); got != "22222222-2222-4222-8222-222222222222" {
+		t.Errorf("--continue resumed %q, want the latest session", got)
+	}
+	s.finish()
 }

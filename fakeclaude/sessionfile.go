@@ -86,6 +86,10 @@ type sessionLog struct {
 	// shutdown marks the rows written because stdin closed mid-question.
 	shutdown    bool
 	promptSaved bool // the turn's last prompt was saved
+	// resumed: the session goes on from a file; leafType is the type of
+	// its last conversation row.
+	resumed  bool
+	leafType string
 }
 
 // openSession decides where the session file is, and, for a resumed
@@ -119,7 +123,7 @@ func (l *sessionLog) readLeaf(data []byte) {
 		r := gjson.ParseBytes(sc.Bytes())
 		switch r.Get("type").String() {
 		case protocol.TypeUser, protocol.TypeAssistant:
-			l.leaf = r.Get("uuid").String()
+			l.leaf, l.leafType, l.resumed = r.Get("uuid").String(), r.Get("type").String(), true
 			if r.Get("type").String() == protocol.TypeUser && r.Get("promptId").Exists() && !r.Get("toolUseResult").Exists() {
 				l.prompts++
 			}
@@ -204,6 +208,12 @@ func (l *sessionLog) promptRow(content json.RawMessage, text string) {
 		return
 	}
 	l.prompt, l.lastMsg, l.tools, l.shutdown, l.promptSaved = newUUID(), text, nil, false, false
+	if l.resumed && l.leafType == protocol.TypeUser {
+		// A conversation that ended on the user's side (an interrupted
+		// turn) gets the CLI's synthetic assistant reply before it goes on.
+		l.synthetic()
+	}
+	l.leafType = protocol.TypeUser
 	id := newUUID()
 	row := obj{{"parentUuid", nullable(l.leaf)}, {"isSidechain", false}, {"promptId", l.prompt}, {"type", protocol.TypeUser},
 		{"message", obj{{"role", "user"}, {"content", content}}}, {"uuid", id}, {"timestamp", l.f.timestamp()},
@@ -345,12 +355,31 @@ func permissionDecision(pd gjson.Result) obj {
 	return out
 }
 
+// synthetic writes the CLI's placeholder assistant row, "No response
+// requested.".
+func (l *sessionLog) synthetic() {
+	id := newUUID()
+	usage := obj{{"output_tokens_details", nil}, {"input_tokens", 0}, {"output_tokens", 0}, {"cache_creation_input_tokens", 0}, {"cache_read_input_tokens", 0},
+		{"server_tool_use", obj{{"web_search_requests", 0}, {"web_fetch_requests", 0}}}, {"service_tier", nil},
+		{"cache_creation", obj{{"ephemeral_1h_input_tokens", 0}, {"ephemeral_5m_input_tokens", 0}}}, {"inference_geo", nil}, {"iterations", nil}, {"speed", nil}, {"fallback_credit", nil}}
+	message := obj{{"diagnostics", nil}, {"id", newUUID()}, {"container", nil}, {"model", "<synthetic>"}, {"role", "assistant"}, {"stop_details", nil},
+		{"stop_reason", "stop_sequence"}, {"stop_sequence", ""}, {"type", "message"}, {"usage", usage},
+		{"content", []obj{textBlock("No response requested.")}}, {"context_management", nil}}
+	row := obj{{"parentUuid", nullable(l.leaf)}, {"isSidechain", false}, {"type", protocol.TypeAssistant}, {"uuid", id}, {"timestamp", l.f.timestamp()},
+		{"message", message}, {"isApiErrorMessage", false}, {"madeBy", "other"}}
+	l.leaf = id
+	l.write(append(row, l.common()...))
+}
+
 // turnEnded writes the last prompt and the cost state after a result.
 func (l *sessionLog) turnEnded() {
 	if l == nil || l.off {
 		return
 	}
 	l.lastPrompt()
+	if l.resumed {
+		l.write(obj{{"type", "mode"}, {"mode", "normal"}, {"sessionId", l.f.sessionID}})
+	}
 	calls := l.f.modelCalls
 	mu := obj{{l.f.model, obj{{"inputTokens", 10 * calls}, {"outputTokens", 11*calls + 1}, {"thinkingTokens", 0}, {"cacheReadInputTokens", 0},
 		{"cacheCreationInputTokens", 0}, {"cacheCreationEphemeral5mInputTokens", 0}, {"cacheCreationEphemeral1hInputTokens", 0}, {"webSearchRequests", 0}, {"costUSD", 0}}}}

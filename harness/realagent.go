@@ -88,7 +88,7 @@ func RealShim(args []string, getenv func(string) string, stdin io.Reader, stdout
 		// serves the first turns again, then the resume steps.
 		session = resume
 		first = len(sc.Steps)
-		sc.Steps = append(sc.Steps, sc.Resume...)
+		sc = sc.Conversation()
 	}
 	rec := &liveRecorder{w: transcript.NewWriter(conn), session: session}
 

@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/askctl/askctl/agent"
@@ -19,6 +20,11 @@ type FidelityReport struct {
 	RealVersion string `json:"real_version"`
 	Fake        Report `json:"fake"`
 	Real        Report `json:"real"`
+	// ResumedFake and ResumedReal are the second session of each agent,
+	// started with --resume in the first one's directory (route "sdk"
+	// scenarios whose agent does not exit mid-question).
+	ResumedFake *Report `json:"resumed_fake,omitempty"`
+	ResumedReal *Report `json:"resumed_real,omitempty"`
 	Diffs       []Diff `json:"diffs,omitempty"` // where fakeclaude's messages differ from the real CLI's
 	Equal       bool   `json:"equal"`
 	// LeftOut counts, per agent and reason, the messages the comparison
@@ -38,8 +44,21 @@ const (
 // scenario on its own.
 func Fidelity(ctx context.Context, sc *scenarios.Scenario, fake, real agent.Agent, opts Options) FidelityReport {
 	fr := FidelityReport{Scenario: sc.Name}
-	fr.Fake = Replay(ctx, sc, fake, opts)
-	fr.Real = Replay(ctx, sc, real, opts)
+	dirs := map[string]string{}
+	for _, name := range []string{"fake", "real"} {
+		d, err := os.MkdirTemp("", "askctl-fidelity-")
+		if err != nil {
+			fr.Diffs = append(fr.Diffs, Diff{Text: err.Error()})
+			return fr
+		}
+		defer os.RemoveAll(d)
+		dirs[name] = d
+	}
+	o := opts
+	o.Dir = dirs["fake"]
+	fr.Fake = Replay(ctx, sc, fake, o)
+	o.Dir = dirs["real"]
+	fr.Real = Replay(ctx, sc, real, o)
 	fr.RealVersion = fr.Real.Version
 	for _, r := range []Report{fr.Fake, fr.Real} {
 		if r.Error != "" {
@@ -51,6 +70,9 @@ func Fidelity(ctx context.Context, sc *scenarios.Scenario, fake, real agent.Agen
 	}
 	fr.Diffs = append(fr.Diffs, CompareSessions(fr.Real.Sessions, fr.Fake.Sessions)...)
 	fr.Equal = len(fr.Diffs) == 0 && fr.Fake.Match && fr.Real.Match
+	if fr.Equal && Resumable(sc) {
+		fr.resumed(ctx, sc, fake, real, opts, dirs)
+	}
 	for _, r := range []Report{fr.Fake, fr.Real} {
 		lo := LeftOut(r.Records)
 		if _, _, n := SessionRows(r.Sessions); n > 0 {
@@ -105,6 +127,69 @@ func leftOut(r transcript.Record) string {
 	}
 	if len(keep([]shape.Msg{shape.Of(r.Dir, r.Msg)})) == 0 {
 		return LeftOutInformational
+	}
+	return ""
+}
+
+// Resumable reports whether the fidelity check also resumes sc's session: a
+// route "sdk" scenario played from its steps whose agent does not exit
+// while a question is pending.
+func Resumable(sc *scenarios.Scenario) bool {
+	if sc.Route != scenarios.RouteSDK || len(sc.Wire) > 0 {
+		return false
+	}
+	for _, st := range sc.Steps {
+		if st.ExitAfter > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// resumed plays the second session of each agent with --resume of its
+// first, in the same directory, and compares them: messages, the session id
+// kept, and the session file the two sessions share.
+func (fr *FidelityReport) resumed(ctx context.Context, sc *scenarios.Scenario, fake, real agent.Agent, opts Options, dirs map[string]string) {
+	run := func(ag agent.Agent, first Report) *Report {
+		id := sessionID(first.Records)
+		o := opts
+		o.Dir, o.Resume = dirs[ag.Name()], id
+		r := Replay(ctx, sc, ag, o)
+		if got := sessionID(r.Records); got != id {
+			r.Diffs = append(r.Diffs, Diff{Text: fmt.Sprintf("the resumed session announces session_id %q, want the resumed %q", got, id)})
+			r.Match = false
+		}
+		if n := len(r.Sessions); n != 1 {
+			r.Diffs = append(r.Diffs, Diff{Text: fmt.Sprintf("%d session files after the resumed session, want the one, appended", n)})
+			r.Match = false
+		}
+		return &r
+	}
+	fr.ResumedFake, fr.ResumedReal = run(fake, fr.Fake), run(real, fr.Real)
+	for _, r := range []*Report{fr.ResumedFake, fr.ResumedReal} {
+		if r.Error != "" {
+			fr.Diffs = append(fr.Diffs, Diff{Text: fmt.Sprintf("resumed, %s agent: %s", r.Agent, r.Error)})
+		}
+		for _, d := range r.Diffs {
+			fr.Diffs = append(fr.Diffs, Diff{Step: d.Step, Msg: d.Msg, Text: fmt.Sprintf("resumed, %s vs scenario: %s", r.Agent, d.Text)})
+		}
+	}
+	for _, d := range shape.Compare(Normalize(fr.ResumedReal.Records), Normalize(fr.ResumedFake.Records)) {
+		fr.Diffs = append(fr.Diffs, Diff{Msg: d.Index + 1, Text: "resumed: " + strings.Replace(d.String(), "want", "real", -1)})
+	}
+	for _, d := range CompareSessions(fr.ResumedReal.Sessions, fr.ResumedFake.Sessions) {
+		d.Text = "resumed: " + d.Text
+		fr.Diffs = append(fr.Diffs, d)
+	}
+	fr.Equal = len(fr.Diffs) == 0 && fr.ResumedFake.Match && fr.ResumedReal.Match
+}
+
+// sessionID is the session_id of the first system/init in recs.
+func sessionID(recs []transcript.Record) string {
+	for _, r := range recs {
+		if r.Dir == transcript.FromCLI && gjson.GetBytes(r.Msg, "subtype").String() == "init" {
+			return gjson.GetBytes(r.Msg, "session_id").String()
+		}
 	}
 	return ""
 }

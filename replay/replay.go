@@ -22,7 +22,7 @@ type Report struct {
 	File     string        `json:"file"`
 	Agent    string        `json:"agent"`
 	Version  string        `json:"agent_version,omitempty"`
-	Mode     string        `json:"mode"` // "steps" or "recording"
+	Mode     string        `json:"mode"` // "steps", "recording", or "resumed"
 	Match    bool          `json:"match"`
 	Messages int           `json:"messages"` // messages the agent wrote
 	Exit     int           `json:"exit"`
@@ -50,6 +50,14 @@ type Options struct {
 	Log     transcript.Sink
 	// Args are the agent's flags; nil means agent.SDKArgs.
 	Args []string
+	// Dir is the agent's directory (and HOME, and config directory's
+	// parent); a fresh one when empty. Two sessions in one Dir share their
+	// session files, as a resumed session needs.
+	Dir string
+	// Resume, a session id, plays the scenario's resumed session: the agent
+	// is started with --resume Resume (in Dir, where the first session
+	// ran), and plays what follows the first session (Scenario.Resumed).
+	Resume string
 }
 
 // Why a session did not play through; a Report's Err wraps one of them, or
@@ -92,12 +100,24 @@ func Replay(ctx context.Context, sc *scenarios.Scenario, ag agent.Agent, opts Op
 		rep.Duration = time.Since(start)
 		return rep
 	}
-	plan, err := PlanFor(sc, ag.CancelsItself())
+	agentSc, checkSc := sc, sc
+	args := opts.Args
+	if opts.Resume != "" {
+		r, err := sc.Resumed()
+		if err != nil {
+			return fail(fmt.Errorf("%w: %w", ErrPlan, err))
+		}
+		agentSc, checkSc = r, r.ResumePart()
+		rep.Mode = "resumed"
+		if args == nil {
+			args = append(append([]string(nil), agent.SDKArgs...), "--resume", opts.Resume)
+		}
+	}
+	plan, err := PlanFor(checkSc, ag.CancelsItself())
 	if err != nil {
 		return fail(fmt.Errorf("%w: %w", ErrPlan, err))
 	}
 	wait := waitTimeout(ctx, opts.Timeout)
-	args := opts.Args
 	if sc.Route == scenarios.RouteMCP {
 		script, err := StartMCPScript(sc, opts.Log)
 		if err != nil {
@@ -120,7 +140,7 @@ func Replay(ctx context.Context, sc *scenarios.Scenario, ag agent.Agent, opts Op
 		}
 		return nil
 	})}
-	p, err := ag.Start(ctx, sc, agent.Options{Log: sink, WaitTimeout: wait, Args: args})
+	p, err := ag.Start(ctx, agentSc, agent.Options{Log: sink, WaitTimeout: wait, Args: args, Dir: opts.Dir})
 	if err != nil {
 		return fail(fmt.Errorf("starting the %s agent: %w", ag.Name(), err))
 	}
@@ -148,7 +168,7 @@ func Replay(ctx context.Context, sc *scenarios.Scenario, ag agent.Agent, opts Op
 	if rep.Mode == "recording" {
 		rep.Diffs = CheckWire(Shapes(sc.Wire, transcript.FromCLI), got)
 	} else {
-		rep.Diffs = CheckSteps(Expected(sc), got)
+		rep.Diffs = CheckSteps(Expected(checkSc), got)
 	}
 	var agentTimeout string
 	for _, n := range rep.Notes {

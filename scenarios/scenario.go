@@ -1061,12 +1061,10 @@ func ParseFile(path string) (*Scenario, error) {
 	return Parse(path, data)
 }
 
-// Resumed is the scenario of a session started again with --resume after
-// sc's steps played: its steps are sc's steps followed by what the resumed
-// agent plays (sc's resume.jsonl, or, when it has none, its steps again,
-// with their tool_use ids made new), and its resume.jsonl is that part. The
-// fake model API serves it to the real CLI, whose resumed conversation
-// holds the first session's turns; fakeclaude plays its resume.jsonl.
+// Resumed is sc with what a session started again with --resume plays as
+// its resume.jsonl: sc's own, or, when it has none, its steps again (with
+// their tool_use ids made new) — the conversation goes on. fakeclaude plays
+// it; the real CLI's model API serves its Conversation.
 func (sc *Scenario) Resumed() (*Scenario, error) {
 	if len(sc.Wire) > 0 {
 		return nil, errors.New("a recorded scenario replays its recording; it has no resumed form")
@@ -1085,7 +1083,12 @@ func (sc *Scenario) Resumed() (*Scenario, error) {
 			return nil, err
 		}
 	}
-	return sc.withSections(map[string][]byte{sectionSteps: append(append(append([]byte(nil), steps...), '\n'), part...), sectionResume: part})
+	out, err := sc.withSections(map[string][]byte{sectionResume: part})
+	if err != nil {
+		return nil, err
+	}
+	out.File = strings.TrimPrefix(sc.File, "builtin:") + " (resumed)"
+	return out, nil
 }
 
 // WithMCPServer is sc with every mcp step calling server's tool: how a
@@ -1179,6 +1182,16 @@ func mapSteps(data []byte, change func(*StepLine)) ([]byte, error) {
 		b.WriteByte('\n')
 	}
 	return b.Bytes(), nil
+}
+
+// Conversation is sc's whole conversation as one scenario, in memory: its
+// steps, then its resume.jsonl. A resumed CLI sends the model the first
+// session's turns and the new ones; the fake model API serves this.
+func (sc *Scenario) Conversation() *Scenario {
+	c := *sc
+	c.Steps = append(append([]Step(nil), sc.Steps...), sc.Resume...)
+	c.Resume = nil
+	return &c
 }
 
 // ResumePart is the scenario the resumed agent plays, as a scenario of its
