@@ -25,8 +25,8 @@ type FidelityReport struct {
 	// scenarios whose agent does not exit mid-question).
 	ResumedFake *Report `json:"resumed_fake,omitempty"`
 	ResumedReal *Report `json:"resumed_real,omitempty"`
-	Diffs       []Diff `json:"diffs,omitempty"` // where fakeclaude's messages differ from the real CLI's
-	Equal       bool   `json:"equal"`
+	Diffs       []Diff  `json:"diffs,omitempty"` // where fakeclaude's messages differ from the real CLI's
+	Equal       bool    `json:"equal"`
 	// LeftOut counts, per agent and reason, the messages the comparison
 	// leaves out (see Normalize).
 	LeftOut map[string]map[string]int `json:"left_out,omitempty"`
