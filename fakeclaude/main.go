@@ -44,9 +44,14 @@ can_use_tool control_request, blocks until the answer (or a deadline), writes
 the tool_result the real CLI would, checks the answer against the scenario, and
 ends each turn with a result. It accepts every flag of claude's --help and
 the ones the official SDKs pass, and notes unknown ones in the transcript.
-As the real CLI: with no --model it reports ` + "{{model}}" + `; --resume ID keeps ID as the
-session id (and plays the scenario's resume.jsonl); --replay-user-messages
-echoes each prompt after system/init and each control_response it receives.
+As the real CLI: with no --model it reports ` + "{{model}}" + `; it keeps the session
+file ($CLAUDE_CONFIG_DIR, default ~/.claude, /projects/<cwd>/<session id>.jsonl:
+the conversation's user and assistant rows with the real keys);
+--resume ID keeps ID as the session id, appends to its file and plays the
+scenario's resume.jsonl (or its steps again), and is refused when there is
+no such session; --continue resumes the directory's latest session;
+--no-session-persistence writes no file; --replay-user-messages echoes each
+prompt after system/init and each control_response it receives.
 
 Print mode (claude -p "prompt", or the prompt on stdin) plays a route "mcp"
 scenario's one turn with --output-format text, json or stream-json, as the
@@ -74,6 +79,8 @@ Environment:
                          each answer), e.g. 30s; default 5m
   FAKECLAUDE_LINGER      after the last turn, wait this long for stdin to close
                          (the real CLI waits for EOF); default: the timeout
+  CLAUDE_CONFIG_DIR      where session files go (default ~/.claude), as the CLI
+  FAKECLAUDE_NO_SESSION_FILE=1  write no session file
   MCP_TIMEOUT            an MCP server's start-up deadline in ms (default
                          30000, as the CLI); MCP_TOOL_TIMEOUT bounds tools/call
                          (so does FAKECLAUDE_TIMEOUT)
@@ -81,7 +88,9 @@ Environment:
 Exit status:
   0    the scenario played through and every answer was as expected
   1    the last turn ended with an error result (deny+interrupt, cancel), as
-       the real CLI exits; or a scenario's exit_after with exit_code 1
+       the real CLI exits; or a scenario's exit_after with exit_code 1; or,
+       as the CLI, --resume of no session, --continue with none, -p with
+       no prompt
   2    usage: bad flags, missing or invalid scenario
   3    protocol error by the SDK side: a malformed stdin line (fatal at once,
        as in the real CLI), a response for an unknown or already answered

@@ -124,3 +124,60 @@ func equal(a, b []string) bool {
 	}
 	return true
 }
+
+// TestTypeScriptSDKResumesFakeclaude: the official TypeScript SDK's resume
+// option against fakeclaude, as a bridge resumes a session: the second
+// query() runs fakeclaude with --resume ID in the same directory; it keeps
+// ID, plays on, and appends to the one session file.
+func TestTypeScriptSDKResumesFakeclaude(t *testing.T) {
+	sdkDir := testenv.RequireSDK(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent := filepath.Join(t.TempDir(), "claude")
+	script := "#!/bin/sh\nexec env " + runAsEnv + "=fakeclaude '" + exe + "' \"$@\"\n"
+	if err := os.WriteFile(agent, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := t.TempDir()
+	drive := func(resume ...string) gjson.Result {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "node", append([]string{"drive-ask-multi.mjs", agent}, resume...)...)
+		cmd.Dir = sdkDir
+		cmd.Env = append(os.Environ(), "FAKECLAUDE_SCENARIO=ask-multi", "CLAUDE_CONFIG_DIR="+cfg)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("node %v: %v\nstderr:\n%s", resume, err, stderr.String())
+		}
+		return gjson.ParseBytes(stdout.Bytes())
+	}
+	first := drive()
+	id := first.Get(`messages.#(subtype=="init").session_id`).String()
+	if id == "" {
+		t.Fatalf("no session id: %s", first.Raw)
+	}
+	second := drive(id)
+	if got := second.Get(`messages.#(subtype=="init").session_id`).String(); got != id {
+		t.Errorf("the resumed session is %q, want %q", got, id)
+	}
+	if got := second.Get(`messages.#(type=="result").subtype`).String(); got != "success" || second.Get("seen.#").Int() != 1 {
+		t.Errorf("the resumed session: result %q, canUseTool called %d times", got, second.Get("seen.#").Int())
+	}
+	files, _ := filepath.Glob(filepath.Join(cfg, "projects", "*", "*.jsonl"))
+	if len(files) != 1 || filepath.Base(files[0]) != id+".jsonl" {
+		t.Fatalf("session files %v, want one, %s.jsonl", files, id)
+	}
+	prompts := 0
+	for _, l := range bytes.Split(bytes.TrimSpace([]byte(mustRead(t, files[0]))), []byte("\n")) {
+		if r := gjson.ParseBytes(l); r.Get("type").String() == "user" && r.Get("turnPosition").Exists() {
+			prompts++
+		}
+	}
+	if prompts != 2 {
+		t.Errorf("%d prompts in the session file, want both sessions'", prompts)
+	}
+}

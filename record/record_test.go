@@ -22,6 +22,7 @@ import (
 	"github.com/askctl/askctl/scenarios"
 	"github.com/askctl/askctl/shape"
 	"github.com/askctl/askctl/transcript"
+	"github.com/tidwall/gjson"
 )
 
 func TestMain(m *testing.M) {
@@ -448,5 +449,72 @@ func TestPrintModeStepsKeepServerMeta(t *testing.T) {
 	want := `{"content":[{"text":"The user declined to answer: no","type":"text"}],"isError":true,"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"askctl","version":"1"}}}`
 	if got != want {
 		t.Errorf("result\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestRecordResumedSession records the real CLI resuming a session (--resume
+// in the first session's directory, as a bridge resumes) and replays the
+// recording against both agents.
+func TestRecordResumedSession(t *testing.T) {
+	claude := realClaude(t)
+	sc, err := scenarios.Builtin("ask-single")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	first := replay.Replay(context.Background(), sc, agent.Real{Claude: claude}, replay.Options{Dir: dir, Timeout: 30 * time.Second})
+	if !first.Match {
+		t.Fatalf("the first session: %s %v", first.Error, first.Diffs)
+	}
+	var id string
+	for _, r := range first.Records {
+		if gjson.GetBytes(r.Msg, "subtype").String() == "init" {
+			id = gjson.GetBytes(r.Msg, "session_id").String()
+			break
+		}
+	}
+	resumed, err := sc.Resumed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := httptest.NewServer(fakeapi.New(resumed.Conversation(), nil))
+	defer api.Close()
+	out := filepath.Join(t.TempDir(), "resumed.txtar")
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	var stderr bytes.Buffer
+	done := make(chan error, 1)
+	go func() {
+		_, err := record.Run(context.Background(), record.Options{Out: out, Command: append(append([]string{claude}, agent.SDKArgs...), "--resume", id),
+			Env: agent.RealEnv(api.URL, dir), Dir: dir, Stdin: inR, Stdout: outW, Stderr: &stderr})
+		outW.Close()
+		inR.Close()
+		done <- err
+	}()
+	plan, err := replay.PlanFor(resumed.ResumePart(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := replay.Play(context.Background(), plan, inW, outR, replay.PlayOptions{Timeout: 60 * time.Second}); err != nil {
+		t.Fatalf("playing through the recorder: %v", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("record.Run: %v (stderr %s)", err, stderr.String())
+	}
+	rec, err := scenarios.ParseFile(out)
+	if err != nil {
+		t.Fatalf("the recording does not parse: %v", err)
+	}
+	for _, r := range rec.Wire {
+		if got := gjson.GetBytes(r.Msg, "session_id"); r.Dir == transcript.FromCLI && got.Exists() && got.String() != id {
+			t.Errorf("a recorded message of session %q, want the resumed %q", got, id)
+			break
+		}
+	}
+	for _, ag := range []agent.Agent{fake, agent.Real{Claude: claude}} {
+		rep := replay.Replay(context.Background(), rec, ag, replay.Options{Timeout: 30 * time.Second})
+		if !rep.Match || rep.Mode != "recording" {
+			t.Errorf("replay against %s: mode %s, error %q, diffs %v", ag.Name(), rep.Mode, rep.Error, rep.Diffs)
+		}
 	}
 }

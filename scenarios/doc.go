@@ -11,8 +11,10 @@
 //	-- steps.jsonl --     the steps, one JSON object a line, run in order
 //	-- resume.jsonl --    optional: the steps the agent plays when it is
 //	                      started again with --resume ID (a bridge that
-//	                      resumes a session for a late answer); askctl
-//	                      replay plays steps.jsonl only
+//	                      resumes a session for a late answer); without
+//	                      it a resumed agent plays steps.jsonl again, as
+//	                      the conversation's next turn(s); askctl replay
+//	                      plays steps.jsonl, askctl fidelity both
 //	-- wire.jsonl --      recorded scenarios only: every line both ways
 //
 // route is "sdk" (the default) or "mcp"; origin is "synthetic" (the default)

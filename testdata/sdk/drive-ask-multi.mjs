@@ -4,10 +4,11 @@
 // what canUseTool saw, and any error; exits 1 when there was an error (the
 // agent failed, or exited non-zero), else 0.
 //
-// usage: node drive-ask-multi.mjs PATH-TO-AGENT
+// usage: node drive-ask-multi.mjs PATH-TO-AGENT [SESSION-ID-TO-RESUME]
 import { query } from '@anthropic-ai/claude-agent-sdk';
 
 const agent = process.argv[2];
+const resume = process.argv[3];
 const seen = [];
 const messages = [];
 let error = null;
@@ -17,6 +18,7 @@ try {
     options: {
       pathToClaudeCodeExecutable: agent,
       model: 'claude-sonnet-4-5',
+      ...(resume ? { resume } : {}),
       env: { ...process.env },
       stderr: (s) => process.stderr.write(s),
       canUseTool: async (toolName, input, ctx) => {
