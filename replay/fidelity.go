@@ -147,13 +147,14 @@ func Resumable(sc *scenarios.Scenario) bool {
 }
 
 // resumed plays the second session of each agent with --resume of its
-// first, in the same directory, and compares them: messages, the session id
-// kept, and the session file the two sessions share.
+// first, in the same directory, and --replay-user-messages, and compares
+// them: messages (the echoed prompt and control_responses too), the session
+// id kept, and the session file the two sessions share.
 func (fr *FidelityReport) resumed(ctx context.Context, sc *scenarios.Scenario, fake, real agent.Agent, opts Options, dirs map[string]string) {
 	run := func(ag agent.Agent, first Report) *Report {
 		id := sessionID(first.Records)
 		o := opts
-		o.Dir, o.Resume = dirs[ag.Name()], id
+		o.Dir, o.Resume, o.ReplayUserMessages = dirs[ag.Name()], id, true
 		r := Replay(ctx, sc, ag, o)
 		if got := sessionID(r.Records); got != id {
 			r.Diffs = append(r.Diffs, Diff{Text: fmt.Sprintf("the resumed session announces session_id %q, want the resumed %q", got, id)})

@@ -58,6 +58,9 @@ type Options struct {
 	// is started with --resume Resume (in Dir, where the first session
 	// ran), and plays what follows the first session (Scenario.Resumed).
 	Resume string
+	// ReplayUserMessages adds --replay-user-messages to a resumed session:
+	// the agent echoes each prompt and each control_response it receives.
+	ReplayUserMessages bool
 }
 
 // Why a session did not play through; a Report's Err wraps one of them, or
@@ -111,6 +114,9 @@ func Replay(ctx context.Context, sc *scenarios.Scenario, ag agent.Agent, opts Op
 		rep.Mode = "resumed"
 		if args == nil {
 			args = append(append([]string(nil), agent.SDKArgs...), "--resume", opts.Resume)
+			if opts.ReplayUserMessages {
+				args = append(args, "--replay-user-messages")
+			}
 		}
 	}
 	plan, err := PlanFor(checkSc, ag.CancelsItself())
