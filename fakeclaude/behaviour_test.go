@@ -534,6 +534,7 @@ func TestResume(t *testing.T) {
 		{"resumed without it", "late-answer", "Hello again.", false, fakeclaude.ExitExpectation, `the prompt "Hello again." does not match`},
 		{"steps again", "ask-single", "Set up storage for the app.", false, fakeclaude.ExitOK, ""},
 		{"no such session", "ask-single", "x", true, fakeclaude.ExitErrorResult, "No conversation found with session ID: " + id},
+		{"not a session id", "ask-single", "x", true, fakeclaude.ExitErrorResult, `Provided value "../../x" is not a UUID`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -549,7 +550,17 @@ func TestResume(t *testing.T) {
 				}
 			}
 			env := map[string]string{fakeclaude.EnvConfigDir: cfg}
-			s := start(t, tt.scenario, append(append([]string(nil), sdk...), "--resume", id), fakeclaude.Options{Cwd: cwd, Getenv: func(k string) string { return env[k] }})
+			arg := id
+			if tt.name == "not a session id" {
+				arg = "../../x"
+			}
+			s := start(t, tt.scenario, append(append([]string(nil), sdk...), "--resume", arg), fakeclaude.Options{Cwd: cwd, Getenv: func(k string) string { return env[k] }})
+			if tt.noFile {
+				// The CLI's error result comes on stdout too.
+				if r := s.until("result"); !strings.Contains(r.Get("errors.0").String(), tt.wantStderr) || r.Get("subtype").String() != "error_during_execution" {
+					t.Errorf("result %s", r.Raw)
+				}
+			}
 			if !tt.noFile {
 				s.send(`{"type":"control_request","request_id":"req_1","request":{"subtype":"initialize","hooks":null}}`)
 				s.send(`{"type":"user","message":{"role":"user","content":` + strconv.Quote(tt.prompt) + `},"parent_tool_use_id":null,"session_id":"default"}`)
@@ -604,15 +615,23 @@ func TestResume(t *testing.T) {
 	}
 }
 
-// TestContinue: --continue resumes the directory's latest session, and is
-// refused as the real CLI refuses it when there is none.
+// TestContinue: --continue resumes the directory's latest session, and
+// starts a new one when there is none, as the real CLI does.
 func TestContinue(t *testing.T) {
 	cfg, cwd := t.TempDir(), t.TempDir()
 	env := map[string]string{fakeclaude.EnvConfigDir: cfg}
 	opts := fakeclaude.Options{Cwd: cwd, Getenv: func(k string) string { return env[k] }}
+	// None yet: a new session, as the CLI starts.
 	s := start(t, "ask-single", append(append([]string(nil), sdk...), "--continue"), opts)
-	if o := s.finish(); o.Code != fakeclaude.ExitErrorResult || !strings.Contains(s.stderr.String(), "No conversation found to continue") {
-		t.Errorf("no session: exit %d, stderr %q", o.Code, s.stderr.String())
+	s.send(`{"type":"control_request","request_id":"req_1","request":{"subtype":"initialize","hooks":null}}`)
+	s.send(`{"type":"user","message":{"role":"user","content":"hi"},"parent_tool_use_id":null,"session_id":"default"}`)
+	if id := s.until("system/init").Get("session_id").String(); id == "" {
+		t.Errorf("--continue with no session: no session id")
+	}
+	s.finish()
+	files, _ := filepath.Glob(filepath.Join(fakeclaude.ProjectDir(cfg, cwd), "*.jsonl"))
+	for _, f := range files {
+		os.Remove(f)
 	}
 	dir := fakeclaude.ProjectDir(cfg, cwd)
 	if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -452,13 +452,13 @@ func (f *fake) start() bool {
 		f.note("ignored prompt argument %s: stream-json sessions take their prompts on stdin", clip.Quote(f.flags.Prompt, 60))
 	}
 	if f.flags.Continue && f.flags.Resume == "" {
-		id := LatestSession(f.configDir(), f.cwd)
-		if id == "" {
-			//lint:ignore ST1005 the real CLI's message, word for word
-			f.fail(ExitErrorResult, "session", "No conversation found to continue")
-			return false
+		// As the CLI: the latest session of the directory, or, with none,
+		// a new one.
+		if id := LatestSession(f.configDir(), f.cwd); id != "" {
+			f.flags.Resume, f.sessionID = id, id
+		} else {
+			f.note("--continue: no session in this directory yet; starting a new one, as the CLI does")
 		}
-		f.flags.Resume, f.sessionID = id, id
 	}
 	if !f.openSession() {
 		return false

@@ -49,7 +49,8 @@ file ($CLAUDE_CONFIG_DIR, default ~/.claude, /projects/<cwd>/<session id>.jsonl:
 the conversation's user and assistant rows with the real keys);
 --resume ID keeps ID as the session id, appends to its file and plays the
 scenario's resume.jsonl (or its steps again), and is refused when there is
-no such session; --continue resumes the directory's latest session;
+no such session; --continue resumes the directory's latest session (a new
+one when it has none);
 --no-session-persistence writes no file; --replay-user-messages echoes each
 prompt after system/init and each control_response it receives.
 
@@ -89,8 +90,8 @@ Exit status:
   0    the scenario played through and every answer was as expected
   1    the last turn ended with an error result (deny+interrupt, cancel), as
        the real CLI exits; or a scenario's exit_after with exit_code 1; or,
-       as the CLI, --resume of no session, --continue with none, -p with
-       no prompt
+       as the CLI, --resume of no session (an error result on stdout), -p
+       with no prompt
   2    usage: bad flags, missing or invalid scenario
   3    protocol error by the SDK side: a malformed stdin line (fatal at once,
        as in the real CLI), a response for an unknown or already answered

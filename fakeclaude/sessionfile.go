@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -102,16 +103,51 @@ func (f *fake) openSession() bool {
 	if f.flags.Resume == "" {
 		return true
 	}
+	if !isUUID(f.flags.Resume) {
+		// Not a session id (nor a path: nothing is read or written outside
+		// the config directory).
+		f.sessionID = newUUID()
+		f.resumeFailed(fmt.Sprintf("Error: --resume requires a valid session ID or session title when used with --print. Usage: claude -p --resume <session-id|title>. Provided value %q is not a UUID and does not match any session title.", f.flags.Resume))
+		return false
+	}
 	data, err := os.ReadFile(l.path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) && !off {
-			//lint:ignore ST1005 the real CLI's message, word for word
-			f.fail(ExitErrorResult, "session", "No conversation found with session ID: %s", f.flags.Resume)
+			f.resumeFailed("No conversation found with session ID: " + f.flags.Resume)
 			return false
 		}
 		return true
 	}
 	l.readLeaf(data)
+	return true
+}
+
+// resumeFailed ends a session whose --resume names no session, as the CLI
+// does: the message on stderr, an error result on stdout, exit 1.
+func (f *fake) resumeFailed(msg string) {
+	f.fail(ExitErrorResult, "session", "%s", msg)
+	if f.flags.OutputFormat == "stream-json" {
+		f.send(obj{{"type", protocol.TypeResult}, {"subtype", protocol.ResultErrorDuringExecution}, {"duration_ms", 0}, {"duration_api_ms", 0},
+			{"is_error", true}, {"num_turns", 0}, {"stop_reason", nil}, {"session_id", f.sessionID}, {"total_cost_usd", 0}, {"usage", usageOf(0)},
+			{"modelUsage", obj{}}, {"permission_denials", []any{}}, {"uuid", newUUID()}, {"errors", []string{msg}}, {"result_index", 0}})
+	}
+}
+
+// isUUID reports whether s is a UUID, as session ids are.
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i, c := range s {
+		switch {
+		case i == 8 || i == 13 || i == 18 || i == 23:
+			if c != '-' {
+				return false
+			}
+		case !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'):
+			return false
+		}
+	}
 	return true
 }
 
