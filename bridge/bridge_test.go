@@ -18,8 +18,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	testenv.RunAsFakeclaude()
-	os.Exit(m.Run())
+	testenv.Main(m)
 }
 
 // env is a bridge whose CLI is this test binary as fakeclaude, served on a

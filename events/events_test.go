@@ -20,8 +20,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	testenv.RunAsFakeclaude()
-	os.Exit(m.Run())
+	testenv.Main(m)
 }
 
 // collector keeps the records of each session, and signals each arrival.
@@ -237,6 +236,10 @@ func dial(addr string) (net.Conn, error) {
 // TestDirector: a fakeclaude with no scenario asks the hub, plays what the
 // director assigns under the session id it was given, and a hub without a
 // director (or a director that refuses) sends it away with the reason.
+// directedID is the session id the test director assigns (a UUID, as the
+// harness assigns).
+const directedID = "5e7c1a2b-3d4e-4f50-8a6b-7c8d9e0f1a2b"
+
 func TestDirector(t *testing.T) {
 	dir := t.TempDir()
 	hub, err := events.Listen("unix", filepath.Join(dir, "ev.sock"))
@@ -278,7 +281,7 @@ func TestDirector(t *testing.T) {
 		if len(hellos) > 1 {
 			return events.Assignment{}, errors.New("nothing more to play")
 		}
-		return events.Assignment{Name: "ask-single", Scenario: string(sc), SessionID: "sess-directed", Timeout: "20s"}, nil
+		return events.Assignment{Name: "ask-single", Scenario: string(sc), SessionID: directedID, Timeout: "20s"}, nil
 	})
 	p = start()
 	s, err := sdk.Start(ctx, p.Stdin, p.Stdout, sdk.SourceFunc(func(s *sdk.Session, req sdk.Request) {
@@ -296,11 +299,11 @@ func TestDirector(t *testing.T) {
 	if code, _ := p.Wait(); code != 0 {
 		t.Fatalf("directed fakeclaude exited %d: %s", code, p.Stderr())
 	}
-	all.await(t, "hello of sess-directed", func(r transcript.Record) bool {
-		return r.Session == "sess-directed" && r.Event == events.EventHello
+	all.await(t, "hello of the directed session", func(r transcript.Record) bool {
+		return r.Session == directedID && r.Event == events.EventHello
 	})
-	all.await(t, "exit of sess-directed", func(r transcript.Record) bool {
-		return r.Session == "sess-directed" && r.Event == transcript.EventExit
+	all.await(t, "exit of the directed session", func(r transcript.Record) bool {
+		return r.Session == directedID && r.Event == transcript.EventExit
 	})
 	mu.Lock()
 	if len(hellos) != 1 || hellos[0].PID != p.PID() || len(hellos[0].Args) == 0 {

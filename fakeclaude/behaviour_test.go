@@ -540,11 +540,14 @@ func TestResume(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg, cwd := t.TempDir(), t.TempDir()
 			file := fakeclaude.SessionFile(cfg, cwd, id)
+			if err := os.WriteFile(filepath.Join(cfg, "x.jsonl"), []byte("untouched\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
 			if !tt.noFile {
 				if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
 					t.Fatal(err)
 				}
-				row := `{"parentUuid":null,"type":"user","message":{"role":"user","content":"first"},"uuid":"` + leaf + `","promptId":"p","sessionId":"` + id + `"}` + "\n"
+				row := `{"parentUuid":null,"type":"user","message":{"role":"user","content":"first"},"uuid":"` + leaf + `","promptId":"p","turnPosition":{"promptIndex":0,"turnIndex":1},"sessionId":"` + id + `"}` + "\n"
 				if err := os.WriteFile(file, []byte(row), 0o644); err != nil {
 					t.Fatal(err)
 				}
@@ -581,6 +584,10 @@ func TestResume(t *testing.T) {
 			if tt.noFile {
 				if _, err := os.Stat(file); err == nil {
 					t.Errorf("a refused --resume wrote %s", file)
+				}
+				// "../../x" must not reach the file it names.
+				if b, err := os.ReadFile(filepath.Join(cfg, "x.jsonl")); err != nil || string(b) != "untouched\n" {
+					t.Errorf("%s: %q, %v; want it untouched", filepath.Join(cfg, "x.jsonl"), b, err)
 				}
 				return
 			}
@@ -625,11 +632,12 @@ func TestContinue(t *testing.T) {
 	s := start(t, "ask-single", append(append([]string(nil), sdk...), "--continue"), opts)
 	s.send(`{"type":"control_request","request_id":"req_1","request":{"subtype":"initialize","hooks":null}}`)
 	s.send(`{"type":"user","message":{"role":"user","content":"hi"},"parent_tool_use_id":null,"session_id":"default"}`)
-	if id := s.until("system/init").Get("session_id").String(); id == "" {
-		t.Errorf("--continue with no session: no session id")
-	}
+	newID := s.until("system/init").Get("session_id").String()
 	s.finish()
 	files, _ := filepath.Glob(filepath.Join(fakeclaude.ProjectDir(cfg, cwd), "*.jsonl"))
+	if len(files) != 1 || filepath.Base(files[0]) != newID+".jsonl" {
+		t.Errorf("--continue with no session wrote %v, want the new session %s's file", files, newID)
+	}
 	for _, f := range files {
 		os.Remove(f)
 	}
@@ -654,4 +662,30 @@ func TestContinue(t *testing.T) {
 		t.Errorf("--continue resumed %q, want the latest session", got)
 	}
 	s.finish()
+}
+
+// TestSessionIDNotAPath: a session id that is not a UUID (from a harness, or
+// --session-id) names no file: fakeclaude takes a new one, and writes only
+// in the config directory.
+func TestSessionIDNotAPath(t *testing.T) {
+	cfg, cwd := t.TempDir(), t.TempDir()
+	env := map[string]string{fakeclaude.EnvConfigDir: filepath.Join(cfg, "config")}
+	s := start(t, "ask-single", sdk, fakeclaude.Options{Cwd: cwd, SessionID: "../../../evil", Getenv: func(k string) string { return env[k] }})
+	s.send(`{"type":"control_request","request_id":"req_1","request":{"subtype":"initialize","hooks":null}}`)
+	s.send(`{"type":"user","message":{"role":"user","content":"hi"},"parent_tool_use_id":null,"session_id":"default"}`)
+	id := s.until("system/init").Get("session_id").String()
+	s.finish()
+	if strings.Contains(id, "/") || len(id) != 36 {
+		t.Errorf("session id %q: want a new UUID", id)
+	}
+	var outside []string
+	filepath.WalkDir(cfg, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && !strings.HasPrefix(p, filepath.Join(cfg, "config")+string(filepath.Separator)) {
+			outside = append(outside, p)
+		}
+		return nil
+	})
+	if len(outside) > 0 {
+		t.Errorf("files written outside the config directory: %v", outside)
+	}
 }

@@ -150,6 +150,8 @@ type fake struct {
 	resultIndex int
 
 	getenv   func(string) string
+	// notesAtStart are notes from before the run could record them.
+	notesAtStart []string
 	mcp      *mcpClients // the --mcp-config servers; nil with none
 	session  *sessionLog // the session file
 	mcpNoted bool
@@ -235,7 +237,7 @@ func newFake(ctx context.Context, opts Options, out io.Writer) *fake {
 		f.timeout = DefaultTimeout
 	}
 	if f.cwd == "" {
-		f.cwd, _ = os.Getwd()
+		f.cwd = RealCwd()
 	}
 	if f.home == "" {
 		f.home, _ = os.UserHomeDir()
@@ -246,14 +248,7 @@ func newFake(ctx context.Context, opts Options, out io.Writer) *fake {
 	if f.flags.PermissionMode == "" {
 		f.flags.PermissionMode = "default"
 	}
-	f.sessionID = opts.SessionID
-	if f.sessionID == "" {
-		f.sessionID = newUUID()
-	}
-	if f.flags.Resume != "" {
-		// The real CLI keeps the session id it resumes.
-		f.sessionID = f.flags.Resume
-	}
+	f.settleSession()
 	return f
 }
 
@@ -386,8 +381,12 @@ func (f *fake) run() {
 	steps := f.sc.Steps
 	if f.flags.Resume != "" {
 		if len(f.sc.Resume) == 0 {
-			// The conversation goes on: the scenario's steps again.
+			// The conversation goes on: the scenario's steps again, with
+			// tool_use ids of their own.
 			f.note("resuming session %s: the scenario has no resume.jsonl, so its steps.jsonl plays again as the conversation's next turn(s)", f.flags.Resume)
+			if r, err := f.sc.Resumed(); err == nil {
+				steps = r.Resume
+			}
 		} else {
 			steps = f.sc.Resume
 			f.note("resuming session %s: playing the scenario's resume.jsonl", f.flags.Resume)
@@ -438,6 +437,37 @@ func (f *fake) playTurn(turn []scenarios.Step, prompt protocol.Line) bool {
 	return true
 }
 
+// settleSession decides the session id before anything runs: --resume's
+// (kept, as the CLI keeps it), --continue's (the directory's latest
+// session), --session-id's, the harness's, or a new one; --fork-session
+// gives a resumed conversation a new id. Only a UUID names a session file.
+func (f *fake) settleSession() {
+	fl := &f.flags
+	if fl.Continue && fl.Resume == "" {
+		// As the CLI: the latest session of the directory, or, with none,
+		// a new one.
+		if id := LatestSession(f.configDir(), f.cwd); id != "" {
+			fl.Resume = id
+		} else {
+			f.notesAtStart = append(f.notesAtStart, "--continue: no session in this directory yet; starting a new one, as the CLI does")
+		}
+	}
+	f.sessionID = f.opts.SessionID
+	if fl.SessionID != "" && isUUID(fl.SessionID) {
+		f.sessionID = fl.SessionID
+	}
+	if f.sessionID != "" && !isUUID(f.sessionID) {
+		f.notesAtStart = append(f.notesAtStart, fmt.Sprintf("session id %q is not a UUID: using a new one", f.sessionID))
+		f.sessionID = ""
+	}
+	if fl.Resume != "" && isUUID(fl.Resume) && !fl.ForkSession {
+		f.sessionID = fl.Resume // the real CLI keeps the session id it resumes
+	}
+	if f.sessionID == "" {
+		f.sessionID = newUUID()
+	}
+}
+
 // start checks the flags and the MCP configuration, notes what is ignored,
 // and starts connecting to the MCP servers. It reports whether to go on.
 func (f *fake) start() bool {
@@ -448,17 +478,14 @@ func (f *fake) start() bool {
 	for _, u := range f.flags.Unknown {
 		f.note("ignored unknown argument %q", u)
 	}
+	if len(f.flags.Ignored) > 0 {
+		f.note("accepted, with no effect on a scenario: %s", strings.Join(f.flags.Ignored, " "))
+	}
 	if f.flags.Prompt != "" && !f.flags.PrintMode() {
 		f.note("ignored prompt argument %s: stream-json sessions take their prompts on stdin", clip.Quote(f.flags.Prompt, 60))
 	}
-	if f.flags.Continue && f.flags.Resume == "" {
-		// As the CLI: the latest session of the directory, or, with none,
-		// a new one.
-		if id := LatestSession(f.configDir(), f.cwd); id != "" {
-			f.flags.Resume, f.sessionID = id, id
-		} else {
-			f.note("--continue: no session in this directory yet; starting a new one, as the CLI does")
-		}
+	for _, n := range f.notesAtStart {
+		f.note("%s", n)
 	}
 	if !f.openSession() {
 		return false

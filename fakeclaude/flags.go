@@ -24,6 +24,8 @@ type Flags struct {
 	Resume               string // --resume ID: continue that session
 	ReplayUserMessages   bool   // echo each prompt (isReplay) and each control_response received
 	Continue             bool   // --continue: resume the directory's latest session
+	ForkSession          bool   // --fork-session: a resumed conversation gets a new session id
+	SessionID            string // --session-id: the session id to use
 	NoSessionPersistence bool   // write no session file
 	Scenario             string // fakeclaude's own --scenario
 	Transcript           string // fakeclaude's own --transcript
@@ -170,6 +172,10 @@ func ParseArgs(args []string) (Flags, error) {
 			f.Continue = true
 		case "--no-session-persistence":
 			f.NoSessionPersistence = true
+		case "--fork-session":
+			f.ForkSession = true
+		case "--session-id":
+			f.SessionID = val
 		case "--scenario":
 			f.Scenario = val
 		case "--transcript":

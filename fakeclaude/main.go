@@ -146,7 +146,13 @@ func Command(args []string, getenv func(string) string, stdin io.Reader, stdout,
 	opts := Options{Flags: flags, Stderr: stderr, Getenv: getenv}
 	if name == "" && es != nil {
 		// No scenario: the harness behind FAKECLAUDE_EVENTS assigns one.
-		cwd, _ := os.Getwd()
+		cwd := RealCwd()
+		if flags.Continue && flags.Resume == "" {
+			// The harness tells a resumed session from a new one by its id.
+			home, _ := os.UserHomeDir()
+			flags.Resume = LatestSession(ConfigDir(getenv, home), cwd)
+			opts.Flags = flags
+		}
 		a, err := events.Ask(es.conn, events.Hello{PID: os.Getpid(), Args: args, Cwd: cwd, Resume: flags.Resume}, 30*time.Second)
 		if err != nil {
 			fmt.Fprintf(stderr, "fakeclaude: %s: %v\n", EnvEvents, err)

@@ -1,7 +1,6 @@
 package fakeclaude_test
 
 import (
-	"os"
 	"testing"
 
 	"github.com/askctl/askctl/agent"
@@ -13,6 +12,5 @@ import (
 const runAsEnv = agent.RunAsEnv
 
 func TestMain(m *testing.M) {
-	testenv.RunAsFakeclaude()
-	os.Exit(m.Run())
+	testenv.Main(m)
 }

@@ -44,13 +44,39 @@ const (
 // config directory: every character that is not a letter or a digit
 // becomes "-".
 func ProjectDir(configDir, cwd string) string {
-	b := []byte(cwd)
-	for i, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
-			b[i] = '-'
+	var b strings.Builder
+	for _, c := range cwd {
+		switch {
+		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9':
+			b.WriteRune(c)
+		case c > 0xFFFF:
+			b.WriteString("--") // the CLI replaces each UTF-16 unit
+		default:
+			b.WriteByte('-')
 		}
 	}
-	return filepath.Join(configDir, "projects", string(b))
+	return filepath.Join(configDir, "projects", b.String())
+}
+
+// ConfigDir is the CLI's config directory: CLAUDE_CONFIG_DIR, else
+// home/.claude.
+func ConfigDir(getenv func(string) string, home string) string {
+	if getenv != nil {
+		if d := getenv(EnvConfigDir); d != "" {
+			return d
+		}
+	}
+	return filepath.Join(home, ".claude")
+}
+
+// RealCwd is the working directory as the CLI sees it, symbolic links
+// resolved (the logical $PWD is not what names the project directory).
+func RealCwd() string {
+	wd, _ := os.Getwd()
+	if r, err := filepath.EvalSymlinks(wd); err == nil {
+		return r
+	}
+	return wd
 }
 
 // SessionFile is where the CLI keeps session id's conversation.
@@ -59,14 +85,7 @@ func SessionFile(configDir, cwd, id string) string {
 }
 
 // configDir is CLAUDE_CONFIG_DIR, else ~/.claude.
-func (f *fake) configDir() string {
-	if f.getenv != nil {
-		if d := f.getenv(EnvConfigDir); d != "" {
-			return d
-		}
-	}
-	return filepath.Join(f.home, ".claude")
-}
+func (f *fake) configDir() string { return ConfigDir(f.getenv, f.home) }
 
 // sessionLog appends rows to the session file. A failure to write is noted
 // once and ends the writing, never the session.
@@ -104,13 +123,14 @@ func (f *fake) openSession() bool {
 		return true
 	}
 	if !isUUID(f.flags.Resume) {
-		// Not a session id (nor a path: nothing is read or written outside
-		// the config directory).
-		f.sessionID = newUUID()
+		// Not a session id (nor a path: session ids are settled as UUIDs
+		// before anything is read or written).
 		f.resumeFailed(fmt.Sprintf("Error: --resume requires a valid session ID or session title when used with --print. Usage: claude -p --resume <session-id|title>. Provided value %q is not a UUID and does not match any session title.", f.flags.Resume))
 		return false
 	}
-	data, err := os.ReadFile(l.path)
+	// The conversation to go on from: the resumed session's file (a fork
+	// writes its own).
+	data, err := os.ReadFile(SessionFile(f.configDir(), f.cwd, f.flags.Resume))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) && !off {
 			f.resumeFailed("No conversation found with session ID: " + f.flags.Resume)
@@ -160,8 +180,8 @@ func (l *sessionLog) readLeaf(data []byte) {
 		switch r.Get("type").String() {
 		case protocol.TypeUser, protocol.TypeAssistant:
 			l.leaf, l.leafType, l.resumed = r.Get("uuid").String(), r.Get("type").String(), true
-			if r.Get("type").String() == protocol.TypeUser && r.Get("promptId").Exists() && !r.Get("toolUseResult").Exists() {
-				l.prompts++
+			if r.Get("turnPosition").Exists() {
+				l.prompts++ // a prompt row
 			}
 		}
 	}
@@ -177,7 +197,10 @@ func LatestSession(configDir, cwd string) string {
 	}
 	var es []entry
 	for _, p := range files {
-		if st, err := os.Stat(p); err == nil {
+		if !isUUID(strings.TrimSuffix(filepath.Base(p), ".jsonl")) {
+			continue // not a session file
+		}
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
 			es = append(es, entry{strings.TrimSuffix(filepath.Base(p), ".jsonl"), st.ModTime()})
 		}
 	}

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -108,7 +107,7 @@ func RealShim(args []string, getenv func(string) string, stdin io.Reader, stdout
 	defer srv.Close()
 
 	cliArgs := append([]string(nil), args...)
-	if resume == "" && !slices.ContainsFunc(flags.Ignored, func(f string) bool { return f == "--session-id" || f == "--continue" || f == "-c" }) {
+	if resume == "" && flags.SessionID == "" && !flags.Continue {
 		cliArgs = append(cliArgs, "--session-id="+session)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)

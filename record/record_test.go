@@ -26,8 +26,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	testenv.RunAsFakeclaude()
-	os.Exit(m.Run())
+	testenv.Main(m)
 }
 
 var fake = agent.Fake{RunAs: "fakeclaude"}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"io"
-	"os"
 	"strings"
 	"testing"
 
@@ -14,8 +13,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	testenv.RunAsFakeclaude()
-	os.Exit(m.Run())
+	testenv.Main(m)
 }
 
 // fake runs fakeclaude as this test binary, re-executed.

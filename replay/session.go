@@ -36,45 +36,80 @@ func SessionRows(files map[string][]byte) (conversation, bookkeeping []shape.Msg
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	var rows []gjson.Result
 	for _, n := range names {
 		sc := bufio.NewScanner(bytes.NewReader(files[n]))
 		sc.Buffer(make([]byte, 64<<10), 64<<20)
 		for sc.Scan() {
-			row := sc.Bytes()
-			typ := gjson.GetBytes(row, "type").String()
-			if sessionLeftOut[typ] {
-				leftOut++
-				continue
+			rows = append(rows, gjson.ParseBytes(append([]byte(nil), sc.Bytes()...)))
+		}
+	}
+	// The chain: every row's parent, and the conversation rows' places, so
+	// a parentUuid or leafUuid compares as the conversation row it leads
+	// to (through rows left out), not as an id.
+	parent := map[string]gjson.Result{}
+	place := map[string]int{}
+	for _, r := range rows {
+		if u := r.Get("uuid").String(); u != "" {
+			parent[u] = r.Get("parentUuid")
+			if t := r.Get("type").String(); t == "user" || t == "assistant" {
+				place[u] = len(place)
 			}
-			m := shape.Of("session", row)
-			if m.Values == nil {
-				m.Values = map[string]string{}
+		}
+	}
+	resolve := func(ref gjson.Result) string {
+		for i := 0; i < len(rows)+1; i++ {
+			if ref.Type == gjson.Null || !ref.Exists() {
+				return "none"
 			}
+			if k, ok := place[ref.String()]; ok {
+				return fmt.Sprintf("conversation row %d", k+1)
+			}
+			next, ok := parent[ref.String()]
+			if !ok {
+				return "a row not in the file"
+			}
+			ref = next
+		}
+		return "a loop"
+	}
+	for _, r := range rows {
+		typ := r.Get("type").String()
+		if sessionLeftOut[typ] {
+			leftOut++
+			continue
+		}
+		m := shape.Of("session", []byte(r.Raw))
+		if m.Values == nil {
+			m.Values = map[string]string{}
+		}
+		switch typ {
+		case "user", "assistant":
+			m.Values["parent"] = resolve(r.Get("parentUuid"))
+			if v := r.Get("toolUseResult"); v.Exists() {
+				m.Values["toolUseResult"] = canonicalJSON([]byte(v.Raw))
+			}
+			if v := r.Get("permissionDecision"); v.Exists() {
+				m.Values["permissionDecision"] = canonicalJSON([]byte(v.Raw))
+			}
+			conversation = append(conversation, m)
+		default:
 			switch typ {
-			case "user", "assistant":
-				m.Values["parentUuid is null"] = fmt.Sprint(gjson.GetBytes(row, "parentUuid").Type == gjson.Null)
-				if r := gjson.GetBytes(row, "toolUseResult"); r.Exists() {
-					m.Values["toolUseResult"] = canonicalJSON([]byte(r.Raw))
-				}
-				if r := gjson.GetBytes(row, "permissionDecision"); r.Exists() {
-					m.Values["permissionDecision"] = canonicalJSON([]byte(r.Raw))
-				}
-				conversation = append(conversation, m)
-			default:
-				switch typ {
-				case "queue-operation":
-					m.Subtype = gjson.GetBytes(row, "operation").String()
-					m.Values["content"] = gjson.GetBytes(row, "content").String()
-				case "last-prompt":
-					m.Values["lastPrompt"] = gjson.GetBytes(row, "lastPrompt").String()
-				case "tools-used":
-					m.Values["tools"] = gjson.GetBytes(row, "tools").Raw
-				}
-				if len(m.Values) == 0 {
-					m.Values = nil
-				}
-				bookkeeping = append(bookkeeping, m)
+			case "queue-operation":
+				m.Subtype = r.Get("operation").String()
+				m.Values["content"] = r.Get("content").String()
+			case "last-prompt":
+				m.Values["lastPrompt"] = r.Get("lastPrompt").String()
+				// Saved on a timer: which row it names varies; that it names
+				// one does not.
+				m.Values["leaf"] = fmt.Sprint(strings.HasPrefix(resolve(r.Get("leafUuid")), "conversation row"))
+			case "tools-used":
+				m.Values["tools"] = r.Get("tools").Raw
 			}
+			if len(m.Values) == 0 {
+				m.Values = nil
+			}
+			bookkeeping = append(bookkeeping, m)
 		}
 	}
 	return conversation, bookkeeping, leftOut

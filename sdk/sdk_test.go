@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/askctl/askctl/fakeclaude"
+	"github.com/askctl/askctl/internal/testenv"
 	"github.com/askctl/askctl/protocol"
 	"github.com/askctl/askctl/scenarios"
 	"github.com/askctl/askctl/sdk"
@@ -176,3 +177,7 @@ func TestInterruptAndAfter(t *testing.T) {
 		t.Error("After ran a function after the session ended")
 	}
 }
+
+// TestMain keeps the session files of the in-process fakeclaudes out of
+// ~/.claude.
+func TestMain(m *testing.M) { testenv.Main(m) }

@@ -9,6 +9,7 @@ package testenv
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -43,9 +44,28 @@ func IsolateConfig() {
 	if strings.HasPrefix(filepath.Base(os.Getenv(fakeclaude.EnvConfigDir)), isolatedPrefix) {
 		return
 	}
-	if d, err := os.MkdirTemp("", isolatedPrefix); err == nil {
-		os.Setenv(fakeclaude.EnvConfigDir, d)
+	d, err := os.MkdirTemp("", isolatedPrefix)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "testenv: a config directory for the tests' session files: %v\n", err)
+		os.Exit(1)
 	}
+	os.Setenv(fakeclaude.EnvConfigDir, d)
+	isolated = d
+}
+
+// isolated is the config directory this process made, if it made one.
+var isolated string
+
+// Main is a TestMain: fakeclaude when an agent started the test binary so,
+// else the tests, with session files in a directory of their own, removed
+// after.
+func Main(m *testing.M) {
+	RunAsFakeclaude()
+	code := m.Run()
+	if isolated != "" {
+		os.RemoveAll(isolated)
+	}
+	os.Exit(code)
 }
 
 // SDKDir is the repository's testdata/sdk: the pinned npm packages.
