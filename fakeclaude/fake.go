@@ -149,12 +149,12 @@ type fake struct {
 	denials     []denial
 	resultIndex int
 
-	getenv   func(string) string
+	getenv func(string) string
 	// notesAtStart are notes from before the run could record them.
 	notesAtStart []string
-	mcp      *mcpClients // the --mcp-config servers; nil with none
-	session  *sessionLog // the session file
-	mcpNoted bool
+	mcp          *mcpClients // the --mcp-config servers; nil with none
+	session      *sessionLog // the session file
+	mcpNoted     bool
 
 	queued   []protocol.Line // prompts that came mid-turn
 	failures []Failure
@@ -520,7 +520,6 @@ func (f *fake) runPrint(stdin io.Reader) {
 		return
 	}
 	if of := f.outputFormat(); of != "text" && of != "json" && of != "stream-json" {
-		//lint:ignore ST1005 mirrors the real CLI's messages
 		f.fail(ExitUsage, "usage", "Error: Invalid output format %q (text, json or stream-json)", of)
 		return
 	}
@@ -545,7 +544,6 @@ func (f *fake) runPrint(stdin io.Reader) {
 		prompt = text
 	}
 	if strings.TrimSpace(prompt) == "" {
-		//lint:ignore ST1005 the real CLI's message, word for word
 		f.fail(ExitErrorResult, "input", "Error: Input must be provided either through stdin or as a prompt argument when using --print")
 		return
 	}
