@@ -689,3 +689,85 @@ func TestSessionIDNotAPath(t *testing.T) {
 		t.Errorf("files written outside the config directory: %v", outside)
 	}
 }
+
+// TestResumeWhere: as the real CLI, --resume finds a session of another
+// directory and appends to its file; --fork-session copies the conversation
+// into a new session's file; an empty id, an unreadable file, or an unknown
+// id with the file switched off are refused.
+func TestResumeWhere(t *testing.T) {
+	const id = "0f6c8e2e-1111-4222-8333-444455556666"
+	row := `{"parentUuid":null,"type":"user","message":{"role":"user","content":"first"},"uuid":"11111111-2222-4333-8444-555555555555","promptId":"p","turnPosition":{"promptIndex":0,"turnIndex":1},"sessionId":"` + id + `"}` + "\n"
+	setup := func(t *testing.T) (cfg, other, file string, opts fakeclaude.Options) {
+		cfg, cwd, other := t.TempDir(), t.TempDir(), t.TempDir()
+		file = fakeclaude.SessionFile(cfg, other, id)
+		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(file, []byte(row), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		env := map[string]string{fakeclaude.EnvConfigDir: cfg}
+		return cfg, cwd, file, fakeclaude.Options{Cwd: cwd, Getenv: func(k string) string { return env[k] }}
+	}
+	play := func(t *testing.T, s *session) string {
+		s.send(`{"type":"control_request","request_id":"req_1","request":{"subtype":"initialize","hooks":null}}`)
+		s.send(`{"type":"user","message":{"role":"user","content":"Set up storage for the app."},"parent_tool_use_id":null,"session_id":"default"}`)
+		id := s.until("system/init").Get("session_id").String()
+		r := s.until("control_request")
+		s.send(`{"type":"control_response","response":{"subtype":"success","request_id":"` + r.Get("request_id").String() + `","response":{"behavior":"allow","updatedInput":{"questions":` + r.Get("request.input.questions").Raw + `,"answers":{"Which database should I use?":"Postgres"}}}}}`)
+		s.until("result")
+		if o := s.finish(); o.Code != 0 {
+			t.Errorf("exit %d: %s", o.Code, s.stderr.String())
+		}
+		return id
+	}
+	t.Run("another directory", func(t *testing.T) {
+		cfg, cwd, file, opts := setup(t)
+		if got := play(t, start(t, "ask-single", append(append([]string(nil), sdk...), "--resume", id), opts)); got != id {
+			t.Errorf("session %s, want %s", got, id)
+		}
+		data, _ := os.ReadFile(file)
+		if n := strings.Count(string(data), "\n"); n < 5 {
+			t.Errorf("the original file has %d rows; want the resumed session appended", n)
+		}
+		if m, _ := filepath.Glob(filepath.Join(fakeclaude.ProjectDir(cfg, cwd), "*")); len(m) > 0 {
+			t.Errorf("a new file in this directory's project: %v", m)
+		}
+	})
+	t.Run("fork", func(t *testing.T) {
+		cfg, cwd, _, opts := setup(t)
+		got := play(t, start(t, "ask-single", append(append([]string(nil), sdk...), "--resume", id, "--fork-session"), opts))
+		if got == id {
+			t.Fatalf("a fork keeps the session id %s", id)
+		}
+		data, err := os.ReadFile(fakeclaude.SessionFile(cfg, cwd, got))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(data), `"content":"first"`) || strings.Contains(string(data), id) {
+			t.Errorf("the fork's file does not hold the conversation under its own id:\n%s", data)
+		}
+	})
+	for name, args := range map[string][]string{
+		"empty id":       {"--resume", ""},
+		"unreadable":     {"--resume", id},
+		"no file at all": {"--resume", "99999999-1111-4222-8333-444455556666", "--no-session-persistence"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, _, file, opts := setup(t)
+			if name == "unreadable" {
+				// A file even root cannot read: a directory in its place.
+				if err := os.Remove(file); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Mkdir(file, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s := start(t, "ask-single", append(append([]string(nil), sdk...), args...), opts)
+			if o := s.finish(); o.Code != fakeclaude.ExitErrorResult {
+				t.Errorf("exit %d, stderr %q: want 1, refused", o.Code, s.stderr.String())
+			}
+		})
+	}
+}

@@ -22,6 +22,7 @@ type Flags struct {
 	DisallowedTools      []string
 	MCPConfig            []string
 	Resume               string // --resume ID: continue that session
+	ResumeGiven          bool   // --resume was given, with a value or not
 	ReplayUserMessages   bool   // echo each prompt (isReplay) and each control_response received
 	Continue             bool   // --continue: resume the directory's latest session
 	ForkSession          bool   // --fork-session: a resumed conversation gets a new session id
@@ -165,7 +166,7 @@ func ParseArgs(args []string) (Flags, error) {
 		case "--mcp-config":
 			f.MCPConfig = append(f.MCPConfig, val)
 		case "--resume", "-r":
-			f.Resume = val
+			f.Resume, f.ResumeGiven = val, true
 		case "--replay-user-messages":
 			f.ReplayUserMessages = true
 		case "--continue", "-c":

@@ -4,9 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -119,7 +117,7 @@ func (f *fake) openSession() bool {
 	off := f.flags.NoSessionPersistence || (f.getenv != nil && f.getenv(EnvNoSessionFile) == "1")
 	l := &sessionLog{f: f, off: off, path: SessionFile(f.configDir(), f.cwd, f.sessionID)}
 	f.session = l
-	if f.flags.Resume == "" {
+	if f.flags.Resume == "" && !f.flags.ResumeGiven {
 		return true
 	}
 	if !isUUID(f.flags.Resume) {
@@ -128,18 +126,59 @@ func (f *fake) openSession() bool {
 		f.resumeFailed(fmt.Sprintf("Error: --resume requires a valid session ID or session title when used with --print. Usage: claude -p --resume <session-id|title>. Provided value %q is not a UUID and does not match any session title.", f.flags.Resume))
 		return false
 	}
-	// The conversation to go on from: the resumed session's file (a fork
-	// writes its own).
-	data, err := os.ReadFile(SessionFile(f.configDir(), f.cwd, f.flags.Resume))
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) && !off {
-			f.resumeFailed("No conversation found with session ID: " + f.flags.Resume)
-			return false
+	// The conversation to go on from: the session's file, in this
+	// directory's project or, as the CLI finds it, any other's.
+	from := SessionFile(f.configDir(), f.cwd, f.flags.Resume)
+	if _, err := os.Stat(from); err != nil {
+		if m, _ := filepath.Glob(filepath.Join(f.configDir(), "projects", "*", f.flags.Resume+".jsonl")); len(m) > 0 {
+			from = m[0]
 		}
-		return true
+	}
+	data, err := os.ReadFile(from)
+	if err != nil {
+		// Missing or unreadable: the CLI finds no conversation.
+		f.resumeFailed("No conversation found with session ID: " + f.flags.Resume)
+		return false
+	}
+	if f.flags.ForkSession {
+		// A fork starts its own file with the conversation so far.
+		l.fork(data)
+	} else {
+		l.path = from // appended where it is, whatever the directory
 	}
 	l.readLeaf(data)
 	return true
+}
+
+// fork copies a conversation's rows into the new session's file, under its
+// session id.
+func (l *sessionLog) fork(data []byte) {
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	for sc.Scan() {
+		var row map[string]json.RawMessage
+		if json.Unmarshal(sc.Bytes(), &row) != nil {
+			continue
+		}
+		if _, ok := row["sessionId"]; ok {
+			row["sessionId"], _ = json.Marshal(l.f.sessionID)
+		}
+		o := make(obj, 0, len(row))
+		for _, k := range orderedKeys(sc.Bytes()) {
+			o = append(o, kv{k, row[k]})
+		}
+		l.write(o)
+	}
+}
+
+// orderedKeys are the keys of a JSON object in the order written.
+func orderedKeys(raw []byte) []string {
+	var keys []string
+	gjson.ParseBytes(raw).ForEach(func(k, _ gjson.Result) bool {
+		keys = append(keys, k.String())
+		return true
+	})
+	return keys
 }
 
 // resumeFailed ends a session whose --resume names no session, as the CLI

@@ -37,6 +37,17 @@ two normalized transcripts: message types and order, key sets, can_use_tool
 fields, tool_result texts, result subtypes. Any difference is printed with the
 message it is in. Each agent must also match the scenario on its own.
 
+It also compares the session file each agent wrote (projects/…/ID.jsonl
+under the config directory): the conversation's user and assistant rows in
+order — keys, content, tool results, permission decisions, and which row
+each one's parentUuid leads to — and the bookkeeping rows (queue operations,
+tools used, last prompt, mode, cost state) as a set. And, for route "sdk"
+scenarios whose agent does not die mid-question, it resumes each agent's
+session (a second run with --resume ID --replay-user-messages in the same
+directory) and compares that too: its messages with the echoes, the id
+kept, and the one file appended. Route "mcp" scenarios run in print mode
+against a scripted ask_user server.
+
 Left out of the comparison, and counted per scenario:
   - values that change from run to run: ids, uuids, timestamps, durations,
     costs, local paths, and the installation's catalogues in the initialize
@@ -46,7 +57,10 @@ Left out of the comparison, and counted per scenario:
   - the real CLI's reply to askctl's interrupt: the real CLI withdraws a
     pending question only when interrupted, where fakeclaude withdraws it by
     itself (cancel_after), so cancel-pending shows one message more for the
-    real CLI than for fakeclaude.
+    real CLI than for fakeclaude;
+  - the session file rows that hold the CLI's own system prompt,
+    environment and API requests (attachment, api-request*, atis-latch),
+    which fakeclaude does not write.
 
 The real CLI is the one --claude names, else the pinned one askctl claude
 install put in your cache, else claude on PATH. Exit status 1 if anything
@@ -87,6 +101,9 @@ func runFidelity(ctx context.Context, o *fidelityOptions) error {
 		fr := replay.Fidelity(ctx, sc, agent.Fake{RunAs: "fakeclaude"}, real, replay.Options{Timeout: o.timeout})
 		reps = append(reps, fr)
 		status := "equal"
+		if fr.ResumedReal != nil {
+			status = "equal, resumed too"
+		}
 		if !fr.Equal {
 			status = fmt.Sprintf("%d difference(s)", len(fr.Diffs))
 			if n := len(fr.Fake.Diffs) + len(fr.Real.Diffs); n > 0 {
@@ -144,7 +161,7 @@ func leftOutNote(fr replay.FidelityReport) string {
 			case replay.LeftOutInterrupt:
 				note += fmt.Sprintf("; %s: %d left out, the reply to askctl's interrupt", a, n)
 			case replay.LeftOutSession:
-				note += fmt.Sprintf("; %s: %d session file row(s) of its own prompt and requests left out", a, n)
+				note += fmt.Sprintf("; %s: %d session file row(s) left out (attachment, api-request*, atis-latch)", a, n)
 			default:
 				note += fmt.Sprintf("; %s: %d informational frame(s) left out", a, n)
 			}
