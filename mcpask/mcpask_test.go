@@ -6,7 +6,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-func text(r *mcp.CallToolResult) string { return r.Content[0].(*mcp.TextContent).Text }
+func textOf(r *mcp.CallToolResult) string { return r.Content[0].(*mcp.TextContent).Text }
 
 // TestResults: labels are "selected", anything else "answered"; a skip and a
 // timeout are errors that say so.
@@ -28,7 +28,7 @@ func TestResults(t *testing.T) {
 		{Declined(""), "The user declined to answer.", true},
 		{TimedOut(30), "The user did not respond in time (no answer within 30 s).", true},
 	} {
-		if got := text(tt.r); got != tt.want || tt.r.IsError != tt.isError {
+		if got := textOf(tt.r); got != tt.want || tt.r.IsError != tt.isError {
 			t.Errorf("%q (isError %v), want %q (%v)", got, tt.r.IsError, tt.want, tt.isError)
 		}
 	}
