@@ -771,3 +771,20 @@ func TestResumeWhere(t *testing.T) {
 		})
 	}
 }
+
+// TestProjectDir: the project directory is named as the real CLI 2.1.330
+// names it (each checked against the CLI): every character that is not a
+// letter or digit becomes "-" (two for one beyond the BMP), and a name over
+// 200 characters is cut with a hash of the path.
+func TestProjectDir(t *testing.T) {
+	long := "/tmp/" + strings.Repeat("b", 120) + "/" + strings.Repeat("c", 120)
+	for _, tt := range []struct{ cwd, want string }{
+		{"/tmp/a b", "-tmp-a-b"},
+		{"/tmp/t10 ü 😀", "-tmp-t10---" + "--"},
+		{long, "-tmp-" + strings.Repeat("b", 120) + "-" + strings.Repeat("c", 74) + "-wt7w14"},
+	} {
+		if got := filepath.Base(fakeclaude.ProjectDir("/c", tt.cwd)); got != tt.want {
+			t.Errorf("%q: %q, want %q", tt.cwd, got, tt.want)
+		}
+	}
+}

@@ -8,8 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf16"
 
 	"github.com/askctl/askctl/protocol"
 	"github.com/tidwall/gjson"
@@ -53,7 +55,33 @@ func ProjectDir(configDir, cwd string) string {
 			b.WriteByte('-')
 		}
 	}
-	return filepath.Join(configDir, "projects", b.String())
+	name := b.String()
+	if len(name) > maxProjectName {
+		// As the CLI: the first 200 characters and a hash of the path.
+		name = name[:maxProjectName] + "-" + pathHash(cwd)
+	}
+	return filepath.Join(configDir, "projects", name)
+}
+
+// maxProjectName is the longest project directory name the CLI writes
+// whole.
+const maxProjectName = 200
+
+// pathHash is the CLI's hash of a long path: the 32-bit string hash of its
+// UTF-16 units (h = 31h + unit), made positive, in base 36.
+func pathHash(path string) string {
+	var h int32
+	for _, u := range utf16.Encode([]rune(path)) {
+		h = 31*h + int32(u)
+	}
+	return strconv.FormatInt(abs64(int64(h)), 36)
+}
+
+func abs64(n int64) int64 {
+	if n < 0 {
+		return -n
+	}
+	return n
 }
 
 // ConfigDir is the CLI's config directory: CLAUDE_CONFIG_DIR, else
