@@ -544,15 +544,7 @@ func (f *fake) playMCP(st *scenarios.Step) {
 	raw, _ := json.Marshal(res)
 	f.record(transcript.Record{Event: transcript.EventNote, Kind: "mcp-result", Step: f.step, Msg: raw, Text: "tools/call " + c.tool + " returned"})
 	if exp != nil {
-		problems := exp.CheckMCP(raw)
-		text := "result as expected"
-		if len(problems) > 0 {
-			text = strings.Join(problems, "; ")
-		}
-		f.record(transcript.Record{Event: transcript.EventExpect, Step: f.step, OK: transcript.Bool(len(problems) == 0), Text: text})
-		if len(problems) > 0 {
-			f.fail(ExitExpectation, "expectation", "%s: %s", c.tool, text)
-		}
+		f.expectation(exp.CheckMCP(raw), "result as expected", c.tool)
 	}
 }
 

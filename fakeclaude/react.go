@@ -56,6 +56,19 @@ func (f *fake) react(c toolCall, o outcome) {
 	}
 }
 
+// expectation records how an answer or a result met its step's
+// expectation, and fails the run when it did not; where says what it was.
+func (f *fake) expectation(problems []string, ok, where string) {
+	text := ok
+	if len(problems) > 0 {
+		text = strings.Join(problems, "; ")
+	}
+	f.record(transcript.Record{Event: transcript.EventExpect, Step: f.step, OK: transcript.Bool(len(problems) == 0), Text: text})
+	if len(problems) > 0 {
+		f.fail(ExitExpectation, "expectation", "%s: %s", where, text)
+	}
+}
+
 // interrupted writes the tool_result of a request withdrawn or denied with
 // interrupt, and marks the turn aborted.
 func (f *fake) interrupted(toolUseID string) {
@@ -91,15 +104,7 @@ func (f *fake) answered(c toolCall, o outcome, d denial) {
 		return
 	}
 	if exp != nil && !exp.NoAnswer {
-		problems := exp.Check(c.input, pr, cr.Response.Response)
-		text := "answer as expected"
-		if len(problems) > 0 {
-			text = strings.Join(problems, "; ")
-		}
-		f.record(transcript.Record{Event: transcript.EventExpect, Step: f.step, OK: transcript.Bool(len(problems) == 0), Text: text})
-		if len(problems) > 0 {
-			f.fail(ExitExpectation, "expectation", "stdin line %d: %s", l.N, text)
-		}
+		f.expectation(exp.Check(c.input, pr, cr.Response.Response), "answer as expected", fmt.Sprintf("stdin line %d", l.N))
 	}
 	switch {
 	case pr.Allow() && c.tool == protocol.ToolAskUserQuestion:

@@ -19,31 +19,10 @@ import (
 // binary, re-executed) and a canUseTool that answers the ask-multi questions.
 // The SDK must see the tool_result text the real CLI produced in the capture.
 func TestTypeScriptSDKDrivesFakeclaude(t *testing.T) {
-	sdkDir := testenv.RequireSDK(t)
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The SDK spawns the path directly; a wrapper script sets the re-exec switch.
-	agent := filepath.Join(t.TempDir(), "claude")
-	script := "#!/bin/sh\nexec env " + runAsEnv + "=fakeclaude '" + exe + "' \"$@\"\n"
-	if err := os.WriteFile(agent, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	tr := filepath.Join(t.TempDir(), "transcript.jsonl")
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", "drive-ask-multi.mjs", agent)
-	cmd.Dir = sdkDir
-	cmd.Env = append(os.Environ(), "FAKECLAUDE_SCENARIO=ask-multi", "FAKECLAUDE_TRANSCRIPT="+tr)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("node: %v\nstderr:\n%s", err, stderr.String())
-	}
-	out := gjson.ParseBytes(stdout.Bytes())
+	out, stderr := driveSDK(t, "FAKECLAUDE_TRANSCRIPT="+tr)
 	if e := out.Get("error"); e.Type != gjson.Null {
-		t.Fatalf("the SDK reported an error: %s\nstderr:\n%s", e.String(), stderr.String())
+		t.Fatalf("the SDK reported an error: %s\nstderr:\n%s", e.String(), stderr)
 	}
 	var types []string
 	for _, m := range out.Get("messages").Array() {
@@ -93,6 +72,35 @@ func TestTypeScriptSDKDrivesFakeclaude(t *testing.T) {
 	}
 }
 
+// driveSDK runs the TypeScript SDK driver (testdata/sdk/drive-ask-multi.mjs)
+// against fakeclaude playing ask-multi, with env added and the driver's
+// extra args (a session id to resume), and returns its report and stderr.
+func driveSDK(t *testing.T, env string, args ...string) (gjson.Result, string) {
+	t.Helper()
+	sdkDir := testenv.RequireSDK(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The SDK spawns the path directly; a wrapper script sets the re-exec switch.
+	agent := filepath.Join(t.TempDir(), "claude")
+	script := "#!/bin/sh\nexec env " + runAsEnv + "=fakeclaude '" + exe + "' \"$@\"\n"
+	if err := os.WriteFile(agent, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", append([]string{"drive-ask-multi.mjs", agent}, args...)...)
+	cmd.Dir = sdkDir
+	cmd.Env = append(os.Environ(), "FAKECLAUDE_SCENARIO=ask-multi", env)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("node %v: %v\nstderr:\n%s", args, err, stderr.String())
+	}
+	return gjson.ParseBytes(stdout.Bytes()), stderr.String()
+}
+
 func captureToolResult(t *testing.T, name string) string {
 	t.Helper()
 	recs, err := transcript.ReadFile(filepath.Join(captures, name))
@@ -130,30 +138,11 @@ func equal(a, b []string) bool {
 // query() runs fakeclaude with --resume ID in the same directory; it keeps
 // ID, plays on, and appends to the one session file.
 func TestTypeScriptSDKResumesFakeclaude(t *testing.T) {
-	sdkDir := testenv.RequireSDK(t)
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	agent := filepath.Join(t.TempDir(), "claude")
-	script := "#!/bin/sh\nexec env " + runAsEnv + "=fakeclaude '" + exe + "' \"$@\"\n"
-	if err := os.WriteFile(agent, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	cfg := t.TempDir()
 	drive := func(resume ...string) gjson.Result {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "node", append([]string{"drive-ask-multi.mjs", agent}, resume...)...)
-		cmd.Dir = sdkDir
-		cmd.Env = append(os.Environ(), "FAKECLAUDE_SCENARIO=ask-multi", "CLAUDE_CONFIG_DIR="+cfg)
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("node %v: %v\nstderr:\n%s", resume, err, stderr.String())
-		}
-		return gjson.ParseBytes(stdout.Bytes())
+		out, _ := driveSDK(t, "CLAUDE_CONFIG_DIR="+cfg, resume...)
+		return out
 	}
 	first := drive()
 	id := first.Get(`messages.#(subtype=="init").session_id`).String()
