@@ -38,7 +38,9 @@ func newReplayCmd(s *stdio, runF func(context.Context, *replayOptions) error) *c
 		Description: `Replays each scenario (a built-in name or a .txtar file; all built-ins when none
 is given) against a fresh agent. askctl plays the SDK side: initialize, each
 turn's prompt, and the person's part (answers, skips, silence) from the scenario
-or the recording. Then it checks what the agent wrote:
+or the recording. A route "mcp" scenario runs the agent in print mode
+(claude -p PROMPT --mcp-config …) against a scripted ask_user server on
+loopback that plays the person. Then it checks what the agent wrote:
 
   - a recorded scenario: message by message against the recording (ids,
     uuids, timestamps and costs aside): type, order, keys, tool inputs, tool
