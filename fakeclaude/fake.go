@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/askctl/askctl/internal/clip"
+	"github.com/askctl/askctl/internal/uuid"
 	"github.com/askctl/askctl/protocol"
 	"github.com/askctl/askctl/scenarios"
 	"github.com/askctl/askctl/transcript"
@@ -453,18 +454,18 @@ func (f *fake) settleSession() {
 		}
 	}
 	f.sessionID = f.opts.SessionID
-	if fl.SessionID != "" && isUUID(fl.SessionID) {
+	if fl.SessionID != "" && uuid.Valid(fl.SessionID) {
 		f.sessionID = fl.SessionID
 	}
-	if f.sessionID != "" && !isUUID(f.sessionID) {
+	if f.sessionID != "" && !uuid.Valid(f.sessionID) {
 		f.notesAtStart = append(f.notesAtStart, fmt.Sprintf("session id %q is not a UUID: using a new one", f.sessionID))
 		f.sessionID = ""
 	}
-	if fl.Resume != "" && isUUID(fl.Resume) && !fl.ForkSession {
+	if fl.Resume != "" && uuid.Valid(fl.Resume) && !fl.ForkSession {
 		f.sessionID = fl.Resume // the real CLI keeps the session id it resumes
 	}
 	if f.sessionID == "" {
-		f.sessionID = newUUID()
+		f.sessionID = uuid.New()
 	}
 }
 
@@ -639,7 +640,7 @@ func (f *fake) startTurn(prompt protocol.Line) {
 		}
 		_ = prompt.Decode(&in)
 		f.send(obj{{"type", protocol.TypeUser}, {"message", in.Message}, {"session_id", f.sessionID}, {"parent_tool_use_id", nil},
-			{"uuid", newUUID()}, {"timestamp", f.timestamp()}, {"isReplay", true}})
+			{"uuid", uuid.New()}, {"timestamp", f.timestamp()}, {"isReplay", true}})
 	}
 }
 

@@ -2,11 +2,11 @@ package fakeclaude
 
 import (
 	"bytes"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"time"
 
+	"github.com/askctl/askctl/internal/uuid"
 	"github.com/askctl/askctl/protocol"
 )
 
@@ -37,16 +37,6 @@ func (o obj) MarshalJSON() ([]byte, error) {
 	}
 	b.WriteByte('}')
 	return b.Bytes(), nil
-}
-
-// newUUID returns a random version-4 UUID, as the CLI uses for session ids,
-// message uuids and request ids.
-func newUUID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
 // baseTools is the tool list of CLI 2.1.330's system/init in -p mode, without
@@ -112,7 +102,7 @@ func (f *fake) systemInit() obj {
 		{"analytics_disabled", true},
 		{"product_feedback_disabled", true},
 		{"served_by_anthropic", false},
-		{"uuid", newUUID()},
+		{"uuid", uuid.New()},
 		{"memory_paths", obj{{"auto", f.home + "/.claude/projects/memory/"}}},
 		{"original_cwd", f.cwd},
 		{"additional_directories", []string{}},
@@ -159,7 +149,7 @@ func (f *fake) assistant(content obj) obj {
 		}},
 		{"parent_tool_use_id", nil},
 		{"session_id", f.sessionID},
-		{"uuid", newUUID()},
+		{"uuid", uuid.New()},
 		{"timestamp", f.timestamp()},
 	}
 }
@@ -201,7 +191,7 @@ func (f *fake) toolResultMessage(r toolResult) obj {
 		{"message", obj{{"role", "user"}, {"content", []obj{block}}}},
 		{"parent_tool_use_id", nil},
 		{"session_id", f.sessionID},
-		{"uuid", newUUID()},
+		{"uuid", uuid.New()},
 		{"timestamp", f.timestamp()},
 		{"tool_use_result", r.useResult},
 	}
@@ -217,7 +207,7 @@ func (f *fake) userText(text string) obj {
 		{"message", obj{{"role", "user"}, {"content", []obj{textBlock(text)}}}},
 		{"parent_tool_use_id", nil},
 		{"session_id", f.sessionID},
-		{"uuid", newUUID()},
+		{"uuid", uuid.New()},
 		{"timestamp", f.timestamp()},
 	}
 }
@@ -327,7 +317,7 @@ func (f *fake) result(aborted bool) obj {
 			kv{"errors", []string{protocol.EDEDiagnostic}},
 			kv{"type", protocol.TypeResult},
 			kv{"duration_ms", dur},
-			kv{"uuid", newUUID()},
+			kv{"uuid", uuid.New()},
 			kv{"queued_turn_count", 0},
 			kv{"result_index", f.resultIndex},
 		)
@@ -341,7 +331,7 @@ func (f *fake) result(aborted bool) obj {
 		kv{"ttft_ms", 1},
 		kv{"type", protocol.TypeResult},
 		kv{"duration_ms", dur},
-		kv{"uuid", newUUID()},
+		kv{"uuid", uuid.New()},
 		kv{"ttft_stream_ms", 1},
 		kv{"time_to_request_ms", 1},
 		kv{"first_content_frame_ms", 1},

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/askctl/askctl/internal/uuid"
 	"github.com/askctl/askctl/protocol"
 	"github.com/askctl/askctl/scenarios"
 )
@@ -91,7 +92,7 @@ func (r *sdkRoute) ask(c toolCall) outcome {
 		}
 		payload = append(payload, kv{"tool_use_id", c.toolUseID})
 	}
-	id := newUUID()
+	id := uuid.New()
 	r.requests[id] = &request{step: st.N}
 	f.send(obj{{"type", protocol.TypeControlRequest}, {"request_id", id}, {"request", payload}})
 	if f.stopped {

@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf16"
 
+	"github.com/askctl/askctl/internal/uuid"
 	"github.com/askctl/askctl/protocol"
 	"github.com/tidwall/gjson"
 )
@@ -148,7 +149,7 @@ func (f *fake) openSession() bool {
 	if f.flags.Resume == "" && !f.flags.ResumeGiven {
 		return true
 	}
-	if !isUUID(f.flags.Resume) {
+	if !uuid.Valid(f.flags.Resume) {
 		// Not a session id (nor a path: session ids are settled as UUIDs
 		// before anything is read or written).
 		f.resumeFailed(fmt.Sprintf("Error: --resume requires a valid session ID or session title when used with --print. Usage: claude -p --resume <session-id|title>. Provided value %q is not a UUID and does not match any session title.", f.flags.Resume))
@@ -216,26 +217,8 @@ func (f *fake) resumeFailed(msg string) {
 	if f.flags.OutputFormat == "stream-json" {
 		f.send(obj{{"type", protocol.TypeResult}, {"subtype", protocol.ResultErrorDuringExecution}, {"duration_ms", 0}, {"duration_api_ms", 0},
 			{"is_error", true}, {"num_turns", 0}, {"stop_reason", nil}, {"session_id", f.sessionID}, {"total_cost_usd", 0}, {"usage", usageOf(0)},
-			{"modelUsage", obj{}}, {"permission_denials", []any{}}, {"uuid", newUUID()}, {"errors", []string{msg}}, {"result_index", 0}})
+			{"modelUsage", obj{}}, {"permission_denials", []any{}}, {"uuid", uuid.New()}, {"errors", []string{msg}}, {"result_index", 0}})
 	}
-}
-
-// isUUID reports whether s is a UUID, as session ids are.
-func isUUID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i, c := range s {
-		switch {
-		case i == 8 || i == 13 || i == 18 || i == 23:
-			if c != '-' {
-				return false
-			}
-		case !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'):
-			return false
-		}
-	}
-	return true
 }
 
 // readLeaf finds where an existing conversation ends.
@@ -264,7 +247,7 @@ func LatestSession(configDir, cwd string) string {
 	}
 	var es []entry
 	for _, p := range files {
-		if !isUUID(strings.TrimSuffix(filepath.Base(p), ".jsonl")) {
+		if !uuid.Valid(strings.TrimSuffix(filepath.Base(p), ".jsonl")) {
 			continue // not a session file
 		}
 		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
@@ -333,14 +316,14 @@ func (l *sessionLog) promptRow(content json.RawMessage, text string) {
 	if l == nil {
 		return
 	}
-	l.prompt, l.lastMsg, l.tools, l.shutdown, l.promptSaved = newUUID(), text, nil, false, false
+	l.prompt, l.lastMsg, l.tools, l.shutdown, l.promptSaved = uuid.New(), text, nil, false, false
 	if l.resumed && l.leafType == protocol.TypeUser {
 		// A conversation that ended on the user's side (an interrupted
 		// turn) gets the CLI's synthetic assistant reply before it goes on.
 		l.synthetic()
 	}
 	l.leafType = protocol.TypeUser
-	id := newUUID()
+	id := uuid.New()
 	row := obj{{"parentUuid", nullable(l.leaf)}, {"isSidechain", false}, {"promptId", l.prompt}, {"type", protocol.TypeUser},
 		{"message", obj{{"role", "user"}, {"content", content}}}, {"uuid", id}, {"timestamp", l.f.timestamp()},
 		{"permissionMode", l.f.flags.PermissionMode}, {"promptSource", "sdk"}, {"turnOrigin", "sdk"},
@@ -387,7 +370,7 @@ func (l *sessionLog) assistant(m gjson.Result) {
 		row = append(row, kv{"toolInputStreamMs", 1})
 	}
 	id := m.Get("uuid").String()
-	row = append(row, kv{"apiBlockIndex", 0}, kv{"requestRef", newUUID()}, kv{"requestedModel", l.f.model}, kv{"promptCacheRequested", "5m"})
+	row = append(row, kv{"apiBlockIndex", 0}, kv{"requestRef", uuid.New()}, kv{"requestedModel", l.f.model}, kv{"promptCacheRequested", "5m"})
 	if server, tool, ok := splitMCPName(l.mcpResult); ok {
 		row = append(row, kv{"attributionMcpServer", server}, kv{"attributionMcpTool", tool})
 	}
@@ -484,11 +467,11 @@ func permissionDecision(pd gjson.Result) obj {
 // synthetic writes the CLI's placeholder assistant row, "No response
 // requested.".
 func (l *sessionLog) synthetic() {
-	id := newUUID()
+	id := uuid.New()
 	usage := obj{{"output_tokens_details", nil}, {"input_tokens", 0}, {"output_tokens", 0}, {"cache_creation_input_tokens", 0}, {"cache_read_input_tokens", 0},
 		{"server_tool_use", obj{{"web_search_requests", 0}, {"web_fetch_requests", 0}}}, {"service_tier", nil},
 		{"cache_creation", obj{{"ephemeral_1h_input_tokens", 0}, {"ephemeral_5m_input_tokens", 0}}}, {"inference_geo", nil}, {"iterations", nil}, {"speed", nil}, {"fallback_credit", nil}}
-	message := obj{{"diagnostics", nil}, {"id", newUUID()}, {"container", nil}, {"model", "<synthetic>"}, {"role", "assistant"}, {"stop_details", nil},
+	message := obj{{"diagnostics", nil}, {"id", uuid.New()}, {"container", nil}, {"model", "<synthetic>"}, {"role", "assistant"}, {"stop_details", nil},
 		{"stop_reason", "stop_sequence"}, {"stop_sequence", ""}, {"type", "message"}, {"usage", usage},
 		{"content", []obj{textBlock("No response requested.")}}, {"context_management", nil}}
 	row := obj{{"parentUuid", nullable(l.leaf)}, {"isSidechain", false}, {"type", protocol.TypeAssistant}, {"uuid", id}, {"timestamp", l.f.timestamp()},

@@ -1,12 +1,12 @@
 package harness
 
 import (
-	"crypto/rand"
 	"fmt"
 	"sync"
 	"time"
 
 	"github.com/askctl/askctl/events"
+	"github.com/askctl/askctl/internal/uuid"
 )
 
 // director hands each fakeclaude the bridge spawns its scenario. A bridge
@@ -42,7 +42,7 @@ func (d *director) expect(s *slot) error {
 	if d.next != nil {
 		return fmt.Errorf("session %s is still being started", d.next.alias)
 	}
-	s.agentID = newUUID()
+	s.agentID = uuid.New()
 	s.claimed = make(chan struct{})
 	d.next = s
 	d.byAgent[s.agentID] = s
@@ -83,12 +83,4 @@ func durString(d time.Duration) string {
 		return ""
 	}
 	return d.String()
-}
-
-func newUUID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }
