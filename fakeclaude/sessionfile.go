@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/askctl/askctl/internal/uuid"
 	"github.com/askctl/askctl/protocol"
+	"github.com/askctl/askctl/scenarios"
 	"github.com/tidwall/gjson"
 )
 
@@ -358,7 +360,7 @@ func (l *sessionLog) assistant(m gjson.Result) {
 	if toolUse.Exists() {
 		stop = "tool_use"
 		l.lastTool = toolUse.Get("name").String()
-		if name := toolUse.Get("name").String(); !containsString(l.tools, name) {
+		if name := toolUse.Get("name").String(); !slices.Contains(l.tools, name) {
 			l.tools = append(l.tools, name)
 			l.write(obj{{"type", "tools-used"}, {"tools", l.tools}, {"sessionId", l.f.sessionID}})
 		}
@@ -371,7 +373,7 @@ func (l *sessionLog) assistant(m gjson.Result) {
 	}
 	id := m.Get("uuid").String()
 	row = append(row, kv{"apiBlockIndex", 0}, kv{"requestRef", uuid.New()}, kv{"requestedModel", l.f.model}, kv{"promptCacheRequested", "5m"})
-	if server, tool, ok := splitMCPName(l.mcpResult); ok {
+	if server, tool, ok := scenarios.SplitMCPName(l.mcpResult); ok {
 		row = append(row, kv{"attributionMcpServer", server}, kv{"attributionMcpTool", tool})
 	}
 	l.mcpResult = ""
@@ -497,28 +499,9 @@ func (l *sessionLog) turnEnded() {
 		{"startTime", l.f.turnStart.UnixMilli()}, {"modelUsage", mu}, {"hasUnknownModelCost", false}})
 }
 
-// splitMCPName splits mcp__<server>__<tool>.
-func splitMCPName(name string) (server, tool string, ok bool) {
-	rest, ok := strings.CutPrefix(name, "mcp__")
-	if !ok {
-		return "", "", false
-	}
-	server, tool, ok = strings.Cut(rest, "__")
-	return server, tool, ok
-}
-
 func nullable(s string) any {
 	if s == "" {
 		return nil
 	}
 	return s
-}
-
-func containsString(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -192,7 +192,7 @@ func steps(recs []transcript.Record, printPrompt *string) ([]scenarios.StepLine,
 				case "tool_use":
 					id := b.Get("id").String()
 					s := scenarios.StepLine{ID: id}
-					if server, tool, ok := mcpToolName(b.Get("name").String()); ok && printPrompt != nil {
+					if server, tool, ok := scenarios.SplitMCPName(b.Get("name").String()); ok && printPrompt != nil {
 						s.MCP = &scenarios.MCPCall{Server: server, Tool: tool, Input: json.RawMessage(b.Get("input").Raw)}
 						if tool == "ask_user" {
 							s.MCP.Tool = ""
@@ -275,16 +275,6 @@ func steps(recs []transcript.Record, printPrompt *string) ([]scenarios.StepLine,
 		return nil, fmt.Errorf("the recording has no prompt from the SDK side before the agent's first message")
 	}
 	return steps, nil
-}
-
-// mcpToolName splits mcp__<server>__<tool>.
-func mcpToolName(name string) (server, tool string, ok bool) {
-	rest, ok := strings.CutPrefix(name, "mcp__")
-	if !ok {
-		return "", "", false
-	}
-	server, tool, ok = strings.Cut(rest, "__")
-	return server, tool, ok && server != "" && tool != ""
 }
 
 // serverResult is the tools/call result behind a recorded tool_result, as

@@ -31,24 +31,11 @@ import (
 // waiting before it returns its timeout, when the step gives no "after".
 const DefaultMCPSilence = time.Second
 
-// mcpServerNames are the servers a scenario's mcp steps call, in order.
-func mcpServerNames(sc *scenarios.Scenario) []string {
-	var out []string
-	seen := map[string]bool{}
-	for _, st := range sc.Steps {
-		if st.Kind == scenarios.KindMCP && !seen[st.MCP.Server] {
-			seen[st.MCP.Server] = true
-			out = append(out, st.MCP.Server)
-		}
-	}
-	return out
-}
-
 // mcpServersWant is system/init's mcp_servers as shape compares it: every
 // server connected.
 func mcpServersWant(sc *scenarios.Scenario) string {
 	var list []map[string]string
-	for _, name := range mcpServerNames(sc) {
+	for _, name := range sc.MCPServers() {
 		list = append(list, map[string]string{"name": name, "status": "connected", "source": "dynamic"})
 	}
 	if list == nil {
@@ -169,7 +156,7 @@ func StartMCPScript(sc *scenarios.Scenario, log transcript.Sink) (*MCPScript, er
 // Config is the --mcp-config JSON that reaches the servers.
 func (s *MCPScript) Config(sc *scenarios.Scenario) string {
 	servers := map[string]any{}
-	for _, name := range mcpServerNames(sc) {
+	for _, name := range sc.MCPServers() {
 		servers[name] = map[string]any{"type": "http", "url": s.url + "/" + name}
 	}
 	return string(mustJSON(map[string]any{"mcpServers": servers}))

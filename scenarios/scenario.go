@@ -157,6 +157,17 @@ type MCPCall struct {
 // Name is the tool's name as the CLI gives it to the model.
 func (c *MCPCall) Name() string { return "mcp__" + c.Server + "__" + c.ToolOrDefault() }
 
+// SplitMCPName splits a tool name the CLI gives an MCP tool,
+// mcp__<server>__<tool>; ok is false for any other name.
+func SplitMCPName(name string) (server, tool string, ok bool) {
+	rest, ok := strings.CutPrefix(name, "mcp__")
+	if !ok {
+		return "", "", false
+	}
+	server, tool, ok = strings.Cut(rest, "__")
+	return server, tool, ok && server != "" && tool != ""
+}
+
 // ToolOrDefault is Tool, or "ask_user".
 func (c *MCPCall) ToolOrDefault() string {
 	if c.Tool == "" {
@@ -1113,10 +1124,20 @@ func (sc *Scenario) WithMCPServer(server, tool string) (*Scenario, error) {
 // MCPTools are the tool names sc's mcp steps call, in the order first
 // called: mcp__<server>__<tool>.
 func (sc *Scenario) MCPTools() []string {
+	return sc.mcpDistinct(func(c *MCPCall) string { return c.Name() })
+}
+
+// MCPServers are the servers sc's mcp steps call, in the order first
+// called.
+func (sc *Scenario) MCPServers() []string {
+	return sc.mcpDistinct(func(c *MCPCall) string { return c.Server })
+}
+
+func (sc *Scenario) mcpDistinct(key func(*MCPCall) string) []string {
 	var out []string
 	for _, st := range sc.Steps {
-		if st.Kind == KindMCP && !slices.Contains(out, st.MCP.Name()) {
-			out = append(out, st.MCP.Name())
+		if st.Kind == KindMCP && !slices.Contains(out, key(st.MCP)) {
+			out = append(out, key(st.MCP))
 		}
 	}
 	return out

@@ -212,3 +212,14 @@ func fiveQuestions() string {
 	}
 	return strings.Join(qs, ",")
 }
+
+// TestSplitMCPName: mcp__<server>__<tool> and nothing else.
+func TestSplitMCPName(t *testing.T) {
+	for name, want := range map[string][2]string{"mcp__askctl__ask_user": {"askctl", "ask_user"}, "mcp__a__b__c": {"a", "b__c"},
+		"AskUserQuestion": {}, "mcp__askctl": {}, "mcp____x": {}, "mcp__x__": {}} {
+		s, tool, ok := SplitMCPName(name)
+		if ok != (want[0] != "") || s != want[0] || tool != want[1] {
+			t.Errorf("%q: %q %q %v, want %q", name, s, tool, ok, want)
+		}
+	}
+}
