@@ -165,7 +165,10 @@ func SplitMCPName(name string) (server, tool string, ok bool) {
 		return "", "", false
 	}
 	server, tool, ok = strings.Cut(rest, "__")
-	return server, tool, ok && server != "" && tool != ""
+	if !ok || server == "" || tool == "" {
+		return "", "", false
+	}
+	return server, tool, true
 }
 
 // ToolOrDefault is Tool, or "ask_user".
