@@ -16,13 +16,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/askctl/askctl/events"
+	"github.com/askctl/askctl/fakeclaude"
 	"github.com/askctl/askctl/fakeclaude/fakeapi"
 	"github.com/askctl/askctl/scenarios"
 	"github.com/askctl/askctl/transcript"
@@ -356,9 +356,7 @@ func (r Real) Start(ctx context.Context, sc *scenarios.Scenario, opts Options) (
 		return nil, err
 	}
 	model := sc
-	if slices.ContainsFunc(opts.Args, func(a string) bool {
-		return a == "--resume" || a == "-r" || strings.HasPrefix(a, "--resume=") || a == "--continue" || a == "-c"
-	}) {
+	if fl, err := fakeclaude.ParseArgs(opts.Args); err == nil && (fl.Resume != "" || fl.Continue) {
 		// The resumed CLI sends the whole conversation: the first turns
 		// again, then the resumed ones.
 		model = sc.Conversation()

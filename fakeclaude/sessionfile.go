@@ -171,45 +171,11 @@ func (f *fake) openSession() bool {
 		f.resumeFailed("No conversation found with session ID: " + f.flags.Resume)
 		return false
 	}
-	if f.flags.ForkSession {
-		// A fork starts its own file with the conversation so far.
-		l.fork(data)
-	} else {
+	if !f.flags.ForkSession {
 		l.path = from // appended where it is, whatever the directory
 	}
-	l.readLeaf(data)
+	l.goOn(data, f.flags.ForkSession)
 	return true
-}
-
-// fork copies a conversation's rows into the new session's file, under its
-// session id.
-func (l *sessionLog) fork(data []byte) {
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 64<<10), 64<<20)
-	for sc.Scan() {
-		var row map[string]json.RawMessage
-		if json.Unmarshal(sc.Bytes(), &row) != nil {
-			continue
-		}
-		if _, ok := row["sessionId"]; ok {
-			row["sessionId"], _ = json.Marshal(l.f.sessionID)
-		}
-		o := make(obj, 0, len(row))
-		for _, k := range orderedKeys(sc.Bytes()) {
-			o = append(o, kv{k, row[k]})
-		}
-		l.write(o)
-	}
-}
-
-// orderedKeys are the keys of a JSON object in the order written.
-func orderedKeys(raw []byte) []string {
-	var keys []string
-	gjson.ParseBytes(raw).ForEach(func(k, _ gjson.Result) bool {
-		keys = append(keys, k.String())
-		return true
-	})
-	return keys
 }
 
 // resumeFailed ends a session whose --resume names no session, as the CLI
@@ -223,11 +189,23 @@ func (f *fake) resumeFailed(msg string) {
 	}
 }
 
-// readLeaf finds where an existing conversation ends.
-func (l *sessionLog) readLeaf(data []byte) {
+// goOn reads the conversation a resumed session goes on from, in one pass:
+// where it ends, and how many prompts it holds; a fork (--fork-session)
+// also copies each row into its own file, under its own session id.
+func (l *sessionLog) goOn(data []byte, fork bool) {
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 64<<10), 64<<20)
 	for sc.Scan() {
+		if fork {
+			if row, err := orderedObject(sc.Bytes()); err == nil {
+				for i := range row {
+					if row[i].k == "sessionId" {
+						row[i].v = l.f.sessionID
+					}
+				}
+				l.write(row)
+			}
+		}
 		r := gjson.ParseBytes(sc.Bytes())
 		switch r.Get("type").String() {
 		case protocol.TypeUser, protocol.TypeAssistant:
