@@ -64,18 +64,26 @@ func (c *collector) await(t *testing.T, what string, ok func(transcript.Record) 
 	}
 }
 
-// TestEventSeenWhileAgentWaits: two fakeclaude sessions share one hub; each
-// one's can_use_tool request reaches the hub while fakeclaude is still
-// blocked waiting for the answer, and records are routed by session.
-func TestEventSeenWhileAgentWaits(t *testing.T) {
+// listen starts a hub on a socket in a new directory, with a collector of
+// every record; it closes with the test.
+func listen(t *testing.T) (string, *events.Hub, *collector) {
+	t.Helper()
 	dir := t.TempDir()
 	hub, err := events.Listen("unix", filepath.Join(dir, "ev.sock"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer hub.Close()
+	t.Cleanup(func() { hub.Close() })
 	all := &collector{recs: map[string][]transcript.Record{}, ch: make(chan struct{}, 1)}
 	hub.Subscribe("", all)
+	return dir, hub, all
+}
+
+// TestEventSeenWhileAgentWaits: two fakeclaude sessions share one hub; each
+// one's can_use_tool request reaches the hub while fakeclaude is still
+// blocked waiting for the answer, and records are routed by session.
+func TestEventSeenWhileAgentWaits(t *testing.T) {
+	dir, hub, all := listen(t)
 
 	exe, _ := os.Executable()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -241,14 +249,7 @@ func dial(addr string) (net.Conn, error) {
 const directedID = "5e7c1a2b-3d4e-4f50-8a6b-7c8d9e0f1a2b"
 
 func TestDirector(t *testing.T) {
-	dir := t.TempDir()
-	hub, err := events.Listen("unix", filepath.Join(dir, "ev.sock"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hub.Close()
-	all := &collector{recs: map[string][]transcript.Record{}, ch: make(chan struct{}, 1)}
-	hub.Subscribe("", all)
+	dir, hub, all := listen(t)
 	exe, _ := os.Executable()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

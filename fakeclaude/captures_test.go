@@ -24,6 +24,19 @@ var sdkFlags = []string{"--output-format=stream-json", "--verbose", "--input-for
 // and returns every line both ways and the exit status.
 func play(t testing.TB, sc *scenarios.Scenario, plan replay.Plan, args []string) ([]transcript.Record, fakeclaude.Outcome) {
 	t.Helper()
+	inW, outR, done := runOnPipes(t, sc, args, 5*time.Second)
+	recs, err := replay.Play(context.Background(), plan, inW, outR, replay.PlayOptions{Timeout: 20 * time.Second, NoDelays: true})
+	if err != nil {
+		t.Fatalf("Play: %v", err)
+	}
+	return recs, <-done
+}
+
+// runOnPipes runs fakeclaude in-process on sc with args (a 10 s wait
+// deadline, and linger), and returns its stdin, its stdout and its outcome
+// to come.
+func runOnPipes(t testing.TB, sc *scenarios.Scenario, args []string, linger time.Duration) (io.WriteCloser, io.Reader, <-chan fakeclaude.Outcome) {
+	t.Helper()
 	flags, err := fakeclaude.ParseArgs(args)
 	if err != nil {
 		t.Fatal(err)
@@ -32,16 +45,12 @@ func play(t testing.TB, sc *scenarios.Scenario, plan replay.Plan, args []string)
 	outR, outW := io.Pipe()
 	done := make(chan fakeclaude.Outcome, 1)
 	go func() {
-		o := fakeclaude.Run(context.Background(), fakeclaude.Options{Scenario: sc, Flags: flags, Timeout: 10 * time.Second, Linger: 5 * time.Second}, inR, outW)
+		o := fakeclaude.Run(context.Background(), fakeclaude.Options{Scenario: sc, Flags: flags, Timeout: 10 * time.Second, Linger: linger}, inR, outW)
 		outW.Close()
 		inR.Close()
 		done <- o
 	}()
-	recs, err := replay.Play(context.Background(), plan, inW, outR, replay.PlayOptions{Timeout: 20 * time.Second, NoDelays: true})
-	if err != nil {
-		t.Fatalf("Play: %v", err)
-	}
-	return recs, <-done
+	return inW, outR, done
 }
 
 // playPrint runs fakeclaude in-process on a route "mcp" scenario in print
@@ -54,19 +63,7 @@ func playPrint(t testing.TB, sc *scenarios.Scenario) ([]transcript.Record, fakec
 		t.Fatal(err)
 	}
 	defer script.Close()
-	flags, err := fakeclaude.ParseArgs(agent.PrintArgs(sc, script.Config(sc)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	done := make(chan fakeclaude.Outcome, 1)
-	go func() {
-		o := fakeclaude.Run(context.Background(), fakeclaude.Options{Scenario: sc, Flags: flags, Timeout: 10 * time.Second}, inR, outW)
-		outW.Close()
-		inR.Close()
-		done <- o
-	}()
+	inW, outR, done := runOnPipes(t, sc, agent.PrintArgs(sc, script.Config(sc)), 0)
 	recs, err := replay.PlayPrint(context.Background(), inW, outR, replay.PlayOptions{Timeout: 20 * time.Second})
 	if err != nil {
 		t.Fatalf("PlayPrint: %v", err)
