@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/askctl/askctl/bridge"
+	"github.com/askctl/askctl/bridgeapi"
 	"github.com/coder/websocket"
 	"github.com/tidwall/gjson"
 )
@@ -32,7 +33,7 @@ func TestSkipIsADeny(t *testing.T) {
 		t.Errorf("exit %d (%s), the agent received %v", *ended.ExitCode, ended.Detail, sent)
 	}
 	got, _ := e.c.Question(bg, q.ID)
-	if got.Status != bridge.QuestionSkipped {
+	if got.Status != bridgeapi.QuestionSkipped {
 		t.Errorf("status %s, want skipped", got.Status)
 	}
 }
@@ -51,18 +52,18 @@ func TestTimeout(t *testing.T) {
 	if len(sent) != 1 || gjson.Get(sent[0], "behavior").String() != "deny" || !strings.Contains(gjson.Get(sent[0], "message").String(), "timed out") {
 		t.Fatalf("the agent received %v, want a deny saying it timed out", sent)
 	}
-	if _, err := e.c.Answer(bg, q.ID, map[string]bridge.Answer{"1": {"Summary"}, "2": {"Intro"}}); !errors.Is(err, bridge.ErrResolved) || !strings.Contains(err.Error(), "expired") {
-		t.Errorf("a late answer: %v, want ErrResolved naming the expiry", err)
+	if _, err := e.c.Answer(bg, q.ID, map[string]bridgeapi.Answer{"1": {"Summary"}, "2": {"Intro"}}); !errors.Is(err, bridgeapi.ErrResolved) || !strings.Contains(err.Error(), "expired") {
+		t.Errorf("a late answer: %v, want bridgeapi.ErrResolved naming the expiry", err)
 	}
 	if n := len(answersSent(e.transcript(ended.ClaudeSessionID))); n != 1 {
 		t.Errorf("the agent received %d responses, want 1", n)
 	}
-	waitEvent(t, sub, func(ev bridge.Event) bool {
-		return ev.Type == bridge.EventTimeout && ev.QuestionID == q.ID && ev.Error != ""
+	waitEvent(t, sub, func(ev bridgeapi.Event) bool {
+		return ev.Type == bridgeapi.EventTimeout && ev.QuestionID == q.ID && ev.Error != ""
 	})
 }
 
-func waitEvent(t *testing.T, sub *bridge.Subscription, ok func(bridge.Event) bool) bridge.Event {
+func waitEvent(t *testing.T, sub *bridge.Subscription, ok func(bridgeapi.Event) bool) bridgeapi.Event {
 	t.Helper()
 	timeout := time.After(10 * time.Second)
 	for {
@@ -86,11 +87,11 @@ func TestPartialAnswersAreHeld(t *testing.T) {
 	e := newEnv(t, bridge.Config{})
 	s := e.start("ask-multi", "Ask me how to format.")
 	q := e.pending(s.ID, 1)[0]
-	res, err := e.c.Answer(bg, q.ID, map[string]bridge.Answer{"1": {"Summary"}})
+	res, err := e.c.Answer(bg, q.ID, map[string]bridgeapi.Answer{"1": {"Summary"}})
 	if err != nil || !res.Held || len(res.Missing) != 1 || res.Missing[0] != "Which sections?" {
 		t.Fatalf("first part: %+v, %v", res, err)
 	}
-	if res, err = e.c.Answer(bg, q.ID, map[string]bridge.Answer{"Which sections?": {"Intro", "Outro"}}); err != nil || res.Held {
+	if res, err = e.c.Answer(bg, q.ID, map[string]bridgeapi.Answer{"Which sections?": {"Intro", "Outro"}}); err != nil || res.Held {
 		t.Fatalf("second part: %+v, %v", res, err)
 	}
 	ended := e.ended(s.ID)
@@ -108,19 +109,19 @@ func TestBadAnswersLeaveItPending(t *testing.T) {
 	q := e.pending(s.ID, 1)[0]
 	tests := []struct {
 		id      string
-		answers map[string]bridge.Answer
+		answers map[string]bridgeapi.Answer
 		want    error
 		text    string
 	}{
-		{"q_nosuch", map[string]bridge.Answer{"1": {"Summary"}}, bridge.ErrNotFound, "not found"},
-		{q.ID, nil, bridge.ErrInvalid, "no answers given"},
-		{q.ID, map[string]bridge.Answer{"What colour?": {"Red"}}, bridge.ErrInvalid, `no question "What colour?" here`},
-		{q.ID, map[string]bridge.Answer{"9": {"Red"}}, bridge.ErrInvalid, `no question "9"`},
-		{q.ID, map[string]bridge.Answer{"1": {"  "}}, bridge.ErrInvalid, "blank answer"},
-		{q.ID, map[string]bridge.Answer{"1": {}}, bridge.ErrInvalid, "empty answer"},
-		{q.ID, map[string]bridge.Answer{"1": {"Summary", "Detailed"}}, bridge.ErrInvalid, "takes one answer"},
-		{q.ID, map[string]bridge.Answer{"2": {"Intro", "Intro"}}, bridge.ErrInvalid, "selected twice"},
-		{q.ID, map[string]bridge.Answer{"1": {"Summary"}, "How should I format the output?": {"Detailed"}}, bridge.ErrInvalid, "answered twice"},
+		{"q_nosuch", map[string]bridgeapi.Answer{"1": {"Summary"}}, bridgeapi.ErrNotFound, "not found"},
+		{q.ID, nil, bridgeapi.ErrInvalid, "no answers given"},
+		{q.ID, map[string]bridgeapi.Answer{"What colour?": {"Red"}}, bridgeapi.ErrInvalid, `no question "What colour?" here`},
+		{q.ID, map[string]bridgeapi.Answer{"9": {"Red"}}, bridgeapi.ErrInvalid, `no question "9"`},
+		{q.ID, map[string]bridgeapi.Answer{"1": {"  "}}, bridgeapi.ErrInvalid, "blank answer"},
+		{q.ID, map[string]bridgeapi.Answer{"1": {}}, bridgeapi.ErrInvalid, "empty answer"},
+		{q.ID, map[string]bridgeapi.Answer{"1": {"Summary", "Detailed"}}, bridgeapi.ErrInvalid, "takes one answer"},
+		{q.ID, map[string]bridgeapi.Answer{"2": {"Intro", "Intro"}}, bridgeapi.ErrInvalid, "selected twice"},
+		{q.ID, map[string]bridgeapi.Answer{"1": {"Summary"}, "How should I format the output?": {"Detailed"}}, bridgeapi.ErrInvalid, "answered twice"},
 	}
 	for _, tt := range tests {
 		if _, err := e.c.Answer(bg, tt.id, tt.answers); !errors.Is(err, tt.want) || !strings.Contains(err.Error(), tt.text) {
@@ -128,17 +129,17 @@ func TestBadAnswersLeaveItPending(t *testing.T) {
 		}
 	}
 	// Raw bodies: malformed JSON, wrong types, unknown fields, too large.
-	for _, body := range []string{`{"answers":`, `{"answers":{"1":5}}`, `{"answers":{"1":"A"},"extra":1}`, `[]`, `{"answers":{"1":"` + strings.Repeat("x", bridge.MaxBody) + `"}}`} {
+	for _, body := range []string{`{"answers":`, `{"answers":{"1":5}}`, `{"answers":{"1":"A"},"extra":1}`, `[]`, `{"answers":{"1":"` + strings.Repeat("x", bridgeapi.MaxBody) + `"}}`} {
 		resp := post(t, e, "/api/questions/"+q.ID+"/answer", body, "test-token")
 		if resp.StatusCode < 400 || resp.StatusCode >= 500 {
 			t.Errorf("body %.40q: status %d, want a 4xx", body, resp.StatusCode)
 		}
 	}
 	got, _ := e.c.Question(bg, q.ID)
-	if got.Status != bridge.QuestionPending || len(got.Draft) != 0 {
+	if got.Status != bridgeapi.QuestionPending || len(got.Draft) != 0 {
 		t.Fatalf("after bad answers: status %s, draft %v", got.Status, got.Draft)
 	}
-	if _, err := e.c.Answer(bg, q.ID, map[string]bridge.Answer{"1": {"Summary"}, "2": {"Intro", "Outro"}}); err != nil {
+	if _, err := e.c.Answer(bg, q.ID, map[string]bridgeapi.Answer{"1": {"Summary"}, "2": {"Intro", "Outro"}}); err != nil {
 		t.Fatalf("a good answer after bad ones: %v", err)
 	}
 	if ended := e.ended(s.ID); *ended.ExitCode != 0 {
@@ -181,13 +182,13 @@ func TestFirstAnswerWins(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_, err := e.c.Answer(bg, q.ID, map[string]bridge.Answer{"1": {"Postgres"}})
+				_, err := e.c.Answer(bg, q.ID, map[string]bridgeapi.Answer{"1": {"Postgres"}})
 				mu.Lock()
 				defer mu.Unlock()
 				switch {
 				case err == nil:
 					won++
-				case errors.Is(err, bridge.ErrResolved):
+				case errors.Is(err, bridgeapi.ErrResolved):
 					lost++
 				default:
 					t.Errorf("Answer: %v", err)
@@ -210,8 +211,8 @@ func TestCancelWithdraws(t *testing.T) {
 	defer sub.Close()
 	s := e.start("cancel-pending", "Set up storage.")
 	q := e.pending(s.ID, 1)[0]
-	waitEvent(t, sub, func(ev bridge.Event) bool { return ev.Type == bridge.EventWithdrawn && ev.QuestionID == q.ID })
-	if _, err := e.c.Answer(bg, q.ID, map[string]bridge.Answer{"1": {"Postgres"}}); !errors.Is(err, bridge.ErrResolved) || !strings.Contains(err.Error(), "withdrawn") {
+	waitEvent(t, sub, func(ev bridgeapi.Event) bool { return ev.Type == bridgeapi.EventWithdrawn && ev.QuestionID == q.ID })
+	if _, err := e.c.Answer(bg, q.ID, map[string]bridgeapi.Answer{"1": {"Postgres"}}); !errors.Is(err, bridgeapi.ErrResolved) || !strings.Contains(err.Error(), "withdrawn") {
 		t.Errorf("answer after cancel: %v", err)
 	}
 	ended := e.ended(s.ID)
@@ -229,14 +230,14 @@ func TestAgentExitWithdraws(t *testing.T) {
 	s := e.start("exit-pending", "Set up storage.")
 	q := e.pending(s.ID, 1)[0]
 	e.ended(s.ID)
-	waitEvent(t, sub, func(ev bridge.Event) bool { return ev.Type == bridge.EventWithdrawn && ev.QuestionID == q.ID })
+	waitEvent(t, sub, func(ev bridgeapi.Event) bool { return ev.Type == bridgeapi.EventWithdrawn && ev.QuestionID == q.ID })
 	got, _ := e.c.Question(bg, q.ID)
-	if got.Status != bridge.QuestionWithdrawn || got.Reason != "the agent exited" {
+	if got.Status != bridgeapi.QuestionWithdrawn || got.Reason != "the agent exited" {
 		t.Errorf("question %s: %s (%s), want withdrawn", q.ID, got.Status, got.Reason)
 	}
 	s2 := e.start("ask-single", "Set up storage.")
 	q2 := e.pending(s2.ID, 1)[0]
-	if _, err := e.c.Answer(bg, q2.ID, map[string]bridge.Answer{"1": {"Postgres"}}); err != nil {
+	if _, err := e.c.Answer(bg, q2.ID, map[string]bridgeapi.Answer{"1": {"Postgres"}}); err != nil {
 		t.Fatal(err)
 	}
 	if ended := e.ended(s2.ID); *ended.ExitCode != 0 {
@@ -254,7 +255,7 @@ func TestOtherToolsPolicy(t *testing.T) {
 			// The scenario's Bash call is decided at once; its question
 			// after it is the only question made.
 			q := e.pending(s.ID, 1)[0]
-			if _, err := e.c.Answer(bg, q.ID, map[string]bridge.Answer{"1": {"Postgres"}}); err != nil {
+			if _, err := e.c.Answer(bg, q.ID, map[string]bridgeapi.Answer{"1": {"Postgres"}}); err != nil {
 				t.Fatal(err)
 			}
 			ended := e.ended(s.ID)
@@ -276,7 +277,7 @@ func TestAuth(t *testing.T) {
 			t.Errorf("token %q: %d %s", tok, r.StatusCode, r.Body)
 		}
 	}
-	if _, err := (&bridge.Client{URL: e.srv.URL, Token: "wrong"}).Pending(bg, ""); !errors.Is(err, bridge.ErrUnauthorized) {
+	if _, err := (&bridgeapi.Client{URL: e.srv.URL, Token: "wrong"}).Pending(bg, ""); !errors.Is(err, bridgeapi.ErrUnauthorized) {
 		t.Errorf("client with a wrong token: %v", err)
 	}
 	resp, err := http.Get(e.srv.URL + "/api/health")
@@ -416,7 +417,7 @@ func TestWebSocketSkipAndOrigin(t *testing.T) {
 	}
 	// An oversized message closes the connection and changes nothing.
 	c2 := wsDial(t, e, s.ID)
-	_ = c2.Write(bg, websocket.MessageText, []byte(fmt.Sprintf(`{"type":"ask_user_response","question_id":"%s","answers":{"1":"%s"}}`, q.ID, strings.Repeat("x", bridge.MaxBody+1))))
+	_ = c2.Write(bg, websocket.MessageText, []byte(fmt.Sprintf(`{"type":"ask_user_response","question_id":"%s","answers":{"1":"%s"}}`, q.ID, strings.Repeat("x", bridgeapi.MaxBody+1))))
 	ctx, cancel := context.WithTimeout(bg, 5*time.Second)
 	defer cancel()
 	for {
@@ -437,10 +438,10 @@ func TestEventStream(t *testing.T) {
 	e.pending(s.ID, 1)
 	// From the start of the log: the question is there, with its seq.
 	ctx, cancel := context.WithCancel(bg)
-	first := make(chan bridge.Event, 100)
-	go e.c.Events(ctx, "", 0, func(ev bridge.Event) error { first <- ev; return nil })
-	var asked bridge.Event
-	for asked.Type != bridge.EventQuestion {
+	first := make(chan bridgeapi.Event, 100)
+	go e.c.Events(ctx, "", 0, func(ev bridgeapi.Event) error { first <- ev; return nil })
+	var asked bridgeapi.Event
+	for asked.Type != bridgeapi.EventQuestion {
 		select {
 		case asked = <-first:
 		case <-time.After(10 * time.Second):
@@ -452,24 +453,24 @@ func TestEventStream(t *testing.T) {
 		t.Fatalf("event %+v", asked)
 	}
 	// Missed while disconnected: the answer and the session's end.
-	if _, err := e.c.Answer(bg, asked.QuestionID, map[string]bridge.Answer{"1": {"Postgres"}}); err != nil {
+	if _, err := e.c.Answer(bg, asked.QuestionID, map[string]bridgeapi.Answer{"1": {"Postgres"}}); err != nil {
 		t.Fatal(err)
 	}
 	e.ended(s.ID)
 	ctx2, cancel2 := context.WithTimeout(bg, 10*time.Second)
 	defer cancel2()
 	var types []string
-	_ = e.c.Events(ctx2, "", asked.Seq, func(ev bridge.Event) error {
+	_ = e.c.Events(ctx2, "", asked.Seq, func(ev bridgeapi.Event) error {
 		if ev.Seq <= asked.Seq {
 			t.Errorf("event %d at or before Last-Event-ID %d", ev.Seq, asked.Seq)
 		}
 		types = append(types, ev.Type)
-		if ev.Type == bridge.EventStatus && ev.Status == bridge.StatusExited {
+		if ev.Type == bridgeapi.EventStatus && ev.Status == bridgeapi.StatusExited {
 			return errors.New("done")
 		}
 		return nil
 	})
-	if len(types) == 0 || !contains(types, bridge.EventAnswered) {
+	if len(types) == 0 || !contains(types, bridgeapi.EventAnswered) {
 		t.Errorf("resumed stream: %v, want the answer and the end", types)
 	}
 }
@@ -493,8 +494,8 @@ func TestLateAnswerThatCannotResume(t *testing.T) {
 	q := e.pending(s.ID, 1)[0]
 	// The bridge stops; a second one opens the same database. (Two at once
 	// are refused.)
-	if _, err := bridge.New(e.cfg); !errors.Is(err, bridge.ErrBusy) {
-		t.Fatalf("a second bridge on a database in use: %v, want ErrBusy", err)
+	if _, err := bridge.New(e.cfg); !errors.Is(err, bridgeapi.ErrBusy) {
+		t.Fatalf("a second bridge on a database in use: %v, want bridgeapi.ErrBusy", err)
 	}
 	e.b.Close()
 	cfg := e.cfg
@@ -505,13 +506,13 @@ func TestLateAnswerThatCannotResume(t *testing.T) {
 	}
 	defer b2.Close()
 	got, _ := b2.Question(bg, q.ID)
-	if !got.Orphaned || got.Status != bridge.QuestionPending {
+	if !got.Orphaned || got.Status != bridgeapi.QuestionPending {
 		t.Fatalf("after the restart: %+v", got)
 	}
-	if _, err := b2.Answer(bg, q.ID, map[string]bridge.Answer{"1": {"Postgres"}}); err == nil || !strings.Contains(err.Error(), "resuming session") {
+	if _, err := b2.Answer(bg, q.ID, map[string]bridgeapi.Answer{"1": {"Postgres"}}); err == nil || !strings.Contains(err.Error(), "resuming session") {
 		t.Fatalf("answer: %v, want the resume's failure", err)
 	}
-	if got, _ := b2.Question(bg, q.ID); got.Status != bridge.QuestionPending || len(got.Answers) != 0 {
+	if got, _ := b2.Question(bg, q.ID); got.Status != bridgeapi.QuestionPending || len(got.Answers) != 0 {
 		t.Errorf("after the failed resume: %s %v, want pending", got.Status, got.Answers)
 	}
 }
@@ -526,13 +527,13 @@ func TestStopAndBadRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, _ := e.c.Question(bg, q.ID)
-	if got.Status != bridge.QuestionWithdrawn || got.Reason != "the session was stopped" {
+	if got.Status != bridgeapi.QuestionWithdrawn || got.Reason != "the session was stopped" {
 		t.Errorf("after stop: %s (%s)", got.Status, got.Reason)
 	}
-	if _, err := e.c.StopSession(bg, "s_nope"); !errors.Is(err, bridge.ErrNotFound) || !strings.Contains(err.Error(), "s_nope") {
+	if _, err := e.c.StopSession(bg, "s_nope"); !errors.Is(err, bridgeapi.ErrNotFound) || !strings.Contains(err.Error(), "s_nope") {
 		t.Errorf("stop of an unknown session: %v", err)
 	}
-	if _, err := e.c.StartSession(bg, bridge.StartOptions{Prompt: "x", Scenario: "no-such"}); !errors.Is(err, bridge.ErrInvalid) || !strings.Contains(err.Error(), "no-such") {
+	if _, err := e.c.StartSession(bg, bridgeapi.StartOptions{Prompt: "x", Scenario: "no-such"}); !errors.Is(err, bridgeapi.ErrInvalid) || !strings.Contains(err.Error(), "no-such") {
 		t.Errorf("unknown scenario: %v", err)
 	}
 	req, _ := http.NewRequest(http.MethodGet, e.srv.URL+"/api/questions?status=bogus", nil)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/askctl/askctl/bridge"
+	"github.com/askctl/askctl/bridgeapi"
 	"github.com/askctl/askctl/events"
 	"github.com/askctl/askctl/transcript"
 	"github.com/tidwall/gjson"
@@ -70,21 +71,21 @@ func BenchmarkLatency(b *testing.B) {
 	var toSurface, toAgent []time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		s, err := e.b.StartSession(bg, bridge.StartOptions{Prompt: "Set up storage.", Scenario: "ask-single"})
+		s, err := e.b.StartSession(bg, bridgeapi.StartOptions{Prompt: "Set up storage.", Scenario: "ask-single"})
 		if err != nil {
 			b.Fatal(err)
 		}
-		var ev bridge.Event
-		for ev.Type != bridge.EventQuestion || ev.SessionID != s.ID {
+		var ev bridgeapi.Event
+		for ev.Type != bridgeapi.EventQuestion || ev.SessionID != s.ID {
 			ev = <-sub.C
 		}
 		shown := time.Now()
 		q, _ := e.b.Question(bg, ev.QuestionID)
 		start := time.Now()
-		if _, err := e.b.Answer(bg, q.ID, map[string]bridge.Answer{"1": {"Postgres"}}); err != nil {
+		if _, err := e.b.Answer(bg, q.ID, map[string]bridgeapi.Answer{"1": {"Postgres"}}); err != nil {
 			b.Fatal(err)
 		}
-		for ev.Type != bridge.EventStatus || ev.SessionID != s.ID || ev.Status != bridge.StatusExited {
+		for ev.Type != bridgeapi.EventStatus || ev.SessionID != s.ID || ev.Status != bridgeapi.StatusExited {
 			ev = <-sub.C
 		}
 		lat.mu.Lock()
@@ -124,7 +125,7 @@ func concurrentSessions(tb testing.TB, n int) (time.Duration, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s, err := e.c.StartSession(bg, bridge.StartOptions{Prompt: "Set up storage.", Scenario: "ask-single"})
+			s, err := e.c.StartSession(bg, bridgeapi.StartOptions{Prompt: "Set up storage.", Scenario: "ask-single"})
 			if err != nil {
 				errs <- err
 				return
@@ -143,17 +144,17 @@ func concurrentSessions(tb testing.TB, n int) (time.Duration, error) {
 				return 0, fmt.Errorf("the event subscription fell behind")
 			}
 			switch {
-			case ev.Type == bridge.EventQuestion:
+			case ev.Type == bridgeapi.EventQuestion:
 				qid := ev.QuestionID
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					if _, err := e.c.Answer(bg, qid, map[string]bridge.Answer{"Which database should I use?": {"Postgres"}}); err != nil {
+					if _, err := e.c.Answer(bg, qid, map[string]bridgeapi.Answer{"Which database should I use?": {"Postgres"}}); err != nil {
 						errs <- fmt.Errorf("answer %s: %w", qid, err)
 					}
 				}()
 				answered++
-			case ev.Type == bridge.EventStatus && ev.Status == bridge.StatusExited:
+			case ev.Type == bridgeapi.EventStatus && ev.Status == bridgeapi.StatusExited:
 				if _, seen := exits[ev.SessionID]; !seen {
 					exits[ev.SessionID] = 0
 					ended++
@@ -183,7 +184,7 @@ func concurrentSessions(tb testing.TB, n int) (time.Duration, error) {
 	}
 	// Each agent checked its own answer (fakeclaude exits 4 otherwise); and
 	// the database holds exactly n answered questions.
-	qs, _ := e.b.Questions(bg, bridge.QuestionAnswered, "")
+	qs, _ := e.b.Questions(bg, bridgeapi.QuestionAnswered, "")
 	if len(qs) != n {
 		return 0, fmt.Errorf("%d answered questions in the database, want %d", len(qs), n)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/askctl/askctl/agent"
+	"github.com/askctl/askctl/bridgeapi"
 	"github.com/askctl/askctl/protocol"
 	"github.com/askctl/askctl/scenarios"
 	"github.com/askctl/askctl/sdk"
@@ -82,7 +83,7 @@ type live struct {
 
 // respond sends a question's resolution to its asker: the agent's
 // control_response, or the waiting MCP call.
-func (l *live) respond(q *Question, r protocol.Reply) error {
+func (l *live) respond(q *bridgeapi.Question, r protocol.Reply) error {
 	if l.mcp != nil {
 		l.mcp.resolved(q.ID)
 		return nil
@@ -125,9 +126,9 @@ func New(cfg Config) (*Bridge, error) {
 		unlock()
 		return nil, err
 	} else if n > 0 && defect("lost-on-restart") {
-		qs, _ := st.questions(ctx, QuestionPending, "")
+		qs, _ := st.questions(ctx, bridgeapi.QuestionPending, "")
 		for _, q := range qs {
-			_, _ = st.resolve(ctx, q.ID, QuestionWithdrawn, nil, "lost", time.Now())
+			_, _ = st.resolve(ctx, q.ID, bridgeapi.QuestionWithdrawn, nil, "lost", time.Now())
 		}
 	} else if n > 0 {
 		cfg.Logf("%d session(s) were running when the bridge last stopped: their pending questions stay listed, and answering one resumes its session", n)
@@ -182,36 +183,28 @@ func newID(prefix string) string {
 	return prefix + idEncoding.EncodeToString(b[:])
 }
 
-// StartOptions start a session.
-type StartOptions struct {
-	Prompt string `json:"prompt"`
-	// Scenario is passed to the agent as FAKECLAUDE_SCENARIO, for a bridge
-	// whose CLI is fakeclaude.
-	Scenario string `json:"scenario,omitempty"`
-}
-
 // StartSession spawns an agent with the SDK flags, sends the prompt, and
 // returns the session. The session ends when the agent exits: after its
 // turn (the prompt is one-shot, as in the SDKs' query with a string), or
 // when it is stopped.
-func (b *Bridge) StartSession(ctx context.Context, o StartOptions) (*Session, error) {
+func (b *Bridge) StartSession(ctx context.Context, o bridgeapi.StartOptions) (*bridgeapi.Session, error) {
 	if strings.TrimSpace(o.Prompt) == "" {
-		return nil, fmt.Errorf("%w: a session needs a prompt", ErrInvalid)
+		return nil, fmt.Errorf("%w: a session needs a prompt", bridgeapi.ErrInvalid)
 	}
 	if b.cfg.Claude == "" {
 		return nil, errors.New("no claude CLI configured")
 	}
 	if o.Scenario != "" {
 		if _, err := scenarios.Load(o.Scenario); err != nil {
-			return nil, fmt.Errorf("%w: scenario: %v", ErrInvalid, err)
+			return nil, fmt.Errorf("%w: scenario: %v", bridgeapi.ErrInvalid, err)
 		}
 	}
-	ss := &Session{ID: newID("s_"), Prompt: o.Prompt, Scenario: o.Scenario, Claude: b.cfg.Claude, Status: StatusStarting, CreatedAt: time.Now()}
+	ss := &bridgeapi.Session{ID: newID("s_"), Prompt: o.Prompt, Scenario: o.Scenario, Claude: b.cfg.Claude, Status: bridgeapi.StatusStarting, CreatedAt: time.Now()}
 	if err := b.st.insertSession(ctx, ss); err != nil {
 		return nil, err
 	}
 	if err := b.spawn(ss, "", o.Prompt); err != nil {
-		ss.Status, ss.Detail, ss.EndedAt = StatusExited, err.Error(), time.Now()
+		ss.Status, ss.Detail, ss.EndedAt = bridgeapi.StatusExited, err.Error(), time.Now()
 		_ = b.st.setStatus(context.Background(), ss)
 		return nil, err
 	}
@@ -220,7 +213,7 @@ func (b *Bridge) StartSession(ctx context.Context, o StartOptions) (*Session, er
 
 // spawn starts the agent of ss and its SDK side; resume, when set, is the
 // CLI session to continue (--resume).
-func (b *Bridge) spawn(ss *Session, resume, prompt string) error {
+func (b *Bridge) spawn(ss *bridgeapi.Session, resume, prompt string) error {
 	args := append(append([]string(nil), agent.SDKArgs...), b.cfg.Args...)
 	if resume != "" {
 		args = append(args, "--resume", resume)
@@ -250,7 +243,7 @@ func (b *Bridge) spawn(ss *Session, resume, prompt string) error {
 		return err
 	}
 	l.s = s
-	ss.Status = StatusRunning
+	ss.Status = bridgeapi.StatusRunning
 	if err := b.st.setStatus(b.ctx, ss); err != nil {
 		b.cfg.Logf("session %s: %v", ss.ID, err)
 	}
@@ -291,7 +284,7 @@ func (b *Bridge) watch(id string, l *live) {
 		b.cfg.Logf("session %s: %v", id, err)
 		return
 	}
-	ss.Status, ss.ExitCode, ss.EndedAt = StatusExited, &code, time.Now()
+	ss.Status, ss.ExitCode, ss.EndedAt = bridgeapi.StatusExited, &code, time.Now()
 	switch {
 	case waitErr != nil:
 		ss.Detail = waitErr.Error()
@@ -306,9 +299,9 @@ func (b *Bridge) watch(id string, l *live) {
 	if err := b.st.setStatus(ctx, ss); err != nil {
 		b.cfg.Logf("session %s: %v", id, err)
 	}
-	qs, _ := b.st.questions(ctx, QuestionPending, id)
+	qs, _ := b.st.questions(ctx, bridgeapi.QuestionPending, id)
 	for _, q := range qs {
-		b.withdraw(q, QuestionWithdrawn, "the agent exited")
+		b.withdraw(q, bridgeapi.QuestionWithdrawn, "the agent exited")
 	}
 	b.cfg.Logf("session %s ended: status %d %s", id, code, ss.Detail)
 	b.publishStatus(id)
@@ -387,8 +380,8 @@ func (b *Bridge) ask(sessionID string, s *sdk.Session, r sdk.Request) {
 		return
 	}
 	now := time.Now()
-	q := &Question{ID: newID("q_"), SessionID: sessionID, RequestID: r.ID, ToolUseID: r.ToolUseID, Questions: in.Questions,
-		Status: QuestionPending, CreatedAt: now, Deadline: now.Add(b.cfg.Timeout), TimeoutSeconds: timeoutSeconds(b.cfg.Timeout), input: r.Input}
+	q := &bridgeapi.Question{ID: newID("q_"), SessionID: sessionID, RequestID: r.ID, ToolUseID: r.ToolUseID, Questions: in.Questions,
+		Status: bridgeapi.QuestionPending, CreatedAt: now, Deadline: now.Add(b.cfg.Timeout), TimeoutSeconds: timeoutSeconds(b.cfg.Timeout), Input: r.Input}
 	if err := b.pose(q); err != nil {
 		b.cfg.Logf("session %s: storing a question: %v", sessionID, err)
 		_ = s.Respond(r.ID, protocol.Reply{Error: "the bridge could not store the question: " + err.Error()})
@@ -398,7 +391,7 @@ func (b *Bridge) ask(sessionID string, s *sdk.Session, r sdk.Request) {
 // pose stores a new pending question, starts its deadline and tells the
 // surfaces, in one step: no answer can come between, so the surfaces hear
 // of the question before of its answer.
-func (b *Bridge) pose(q *Question) error {
+func (b *Bridge) pose(q *bridgeapi.Question) error {
 	b.answerMu.Lock()
 	if err := b.st.insertQuestion(b.ctx, q); err != nil {
 		b.answerMu.Unlock()
@@ -409,7 +402,7 @@ func (b *Bridge) pose(q *Question) error {
 		b.timer[q.ID] = time.AfterFunc(b.cfg.Timeout, func() { b.expire(q.ID) })
 	}
 	b.mu.Unlock()
-	b.publish(Event{Type: EventQuestion, SessionID: q.SessionID, QuestionID: q.ID, Questions: shown(q.Questions), TimeoutSeconds: q.TimeoutSeconds})
+	b.publish(bridgeapi.Event{Type: bridgeapi.EventQuestion, SessionID: q.SessionID, QuestionID: q.ID, Questions: shown(q.Questions), TimeoutSeconds: q.TimeoutSeconds})
 	b.answerMu.Unlock()
 	b.publishStatus(q.SessionID)
 	return nil
@@ -431,12 +424,12 @@ func (b *Bridge) liveSession(id string) *live {
 }
 
 // pending loads question id, if it is still pending; with answerMu held.
-func (b *Bridge) pending(ctx context.Context, id string) (*Question, error) {
+func (b *Bridge) pending(ctx context.Context, id string) (*bridgeapi.Question, error) {
 	q, err := b.st.question(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("question %s: %w", id, err)
 	}
-	if q.Status != QuestionPending {
+	if q.Status != bridgeapi.QuestionPending {
 		return nil, resolvedError(q)
 	}
 	return q, nil
@@ -444,7 +437,7 @@ func (b *Bridge) pending(ctx context.Context, id string) (*Question, error) {
 
 // claim resolves pending question q as status, if nothing resolved it first
 // (the database decides), and stops its deadline.
-func (b *Bridge) claim(ctx context.Context, q *Question, status string, answers map[string]string, reason string) error {
+func (b *Bridge) claim(ctx context.Context, q *bridgeapi.Question, status string, answers map[string]string, reason string) error {
 	won, err := b.st.resolve(ctx, q.ID, status, answers, reason, time.Now())
 	if err != nil {
 		return err
@@ -459,28 +452,16 @@ func (b *Bridge) claim(ctx context.Context, q *Question, status string, answers 
 	return nil
 }
 
-// AnswerResult is how an answer was taken.
-type AnswerResult struct {
-	Question *Question `json:"question"`
-	// Held: the answers are kept, and the request waits for the questions
-	// in Missing; nothing was sent to the agent yet.
-	Held    bool     `json:"held,omitempty"`
-	Missing []string `json:"missing,omitempty"`
-	// Resumed: the agent had died with a previous bridge; its session was
-	// resumed with the question and the answer.
-	Resumed bool `json:"resumed,omitempty"`
-}
-
 // Answer answers question id. Answers are keyed by question text or number;
 // a multi-question request answered in part is held until every question
 // has an answer. The first complete answer wins; any later one gets
 // ErrResolved, and a malformed one ErrInvalid, leaving the question pending.
-func (b *Bridge) Answer(ctx context.Context, id string, given map[string]Answer) (*AnswerResult, error) {
+func (b *Bridge) Answer(ctx context.Context, id string, given map[string]bridgeapi.Answer) (*bridgeapi.AnswerResult, error) {
 	b.answerMu.Lock()
 	defer b.answerMu.Unlock()
 	q, err := b.pending(ctx, id)
 	if err != nil {
-		if (defect("late-forwarded") || defect("double-answer")) && errors.Is(err, ErrResolved) {
+		if (defect("late-forwarded") || defect("double-answer")) && errors.Is(err, bridgeapi.ErrResolved) {
 			return b.forwardAgain(ctx, id, given, err)
 		}
 		return nil, err
@@ -497,29 +478,29 @@ func (b *Bridge) Answer(ctx context.Context, id string, given map[string]Answer)
 			return nil, err
 		}
 		q.Draft = merged
-		b.publish(Event{Type: EventHeld, SessionID: q.SessionID, QuestionID: id, Answers: merged, Reason: fmt.Sprintf("waiting for %d more answer(s)", len(missing))})
-		return &AnswerResult{Question: q, Held: true, Missing: missing}, nil
+		b.publish(bridgeapi.Event{Type: bridgeapi.EventHeld, SessionID: q.SessionID, QuestionID: id, Answers: merged, Reason: fmt.Sprintf("waiting for %d more answer(s)", len(missing))})
+		return &bridgeapi.AnswerResult{Question: q, Held: true, Missing: missing}, nil
 	}
 	l := b.liveSession(q.SessionID)
 	if l == nil && !q.Orphaned {
 		// The agent is gone and its exit has not been processed yet.
-		return nil, fmt.Errorf("%w: question %s: its agent has exited", ErrResolved, id)
+		return nil, fmt.Errorf("%w: question %s: its agent has exited", bridgeapi.ErrResolved, id)
 	}
 	if q.Orphaned {
 		if ss, err := b.st.session(ctx, q.SessionID); err != nil {
 			return nil, err
 		} else if ss.ClaudeSessionID == "" {
-			return nil, fmt.Errorf("%w: question %s cannot be answered late: its agent never said its session id, so the session cannot be resumed", ErrInvalid, id)
+			return nil, fmt.Errorf("%w: question %s cannot be answered late: its agent never said its session id, so the session cannot be resumed", bridgeapi.ErrInvalid, id)
 		}
 	}
-	if err := b.claim(ctx, q, QuestionAnswered, merged, ""); err != nil {
+	if err := b.claim(ctx, q, bridgeapi.QuestionAnswered, merged, ""); err != nil {
 		return nil, err
 	}
-	res := &AnswerResult{}
+	res := &bridgeapi.AnswerResult{}
 	if q.Orphaned {
 		if err := b.resume(q, merged); err != nil {
 			// Nothing reached an agent: the question stays answerable.
-			if rerr := b.st.reopen(ctx, id, QuestionPending, ""); rerr != nil {
+			if rerr := b.st.reopen(ctx, id, bridgeapi.QuestionPending, ""); rerr != nil {
 				b.cfg.Logf("question %s: answered, its session not resumed, and still marked answered: %v", id, rerr)
 			}
 			return nil, fmt.Errorf("resuming session %s for question %s: %w", q.SessionID, id, err)
@@ -528,37 +509,34 @@ func (b *Bridge) Answer(ctx context.Context, id string, given map[string]Answer)
 	} else if err := l.respond(q, protocol.Reply{Answers: sent(q.Questions, merged)}); err != nil {
 		// Nothing was sent: the agent withdrew the request a moment before,
 		// or it is exiting. The surfaces are told, as for any withdrawal.
-		status, reason := QuestionWithdrawn, "the agent exited before the answer reached it"
+		status, reason := bridgeapi.QuestionWithdrawn, "the agent exited before the answer reached it"
 		if errors.Is(err, sdk.ErrWithdrawn) {
-			status, reason = QuestionCancelled, "withdrawn by the agent (control_cancel_request)"
+			status, reason = bridgeapi.QuestionCancelled, "withdrawn by the agent (control_cancel_request)"
 		}
 		if err := b.st.reopen(ctx, id, status, reason); err != nil {
 			b.cfg.Logf("question %s: %v", id, err)
 		}
 		b.stopTimer(id)
-		b.publish(Event{Type: EventWithdrawn, SessionID: q.SessionID, QuestionID: id, Reason: reason})
+		b.publish(bridgeapi.Event{Type: bridgeapi.EventWithdrawn, SessionID: q.SessionID, QuestionID: id, Reason: reason})
 		b.publishStatus(q.SessionID)
-		return nil, fmt.Errorf("%w: question %s was withdrawn (%s)", ErrResolved, id, reason)
+		return nil, fmt.Errorf("%w: question %s was withdrawn (%s)", bridgeapi.ErrResolved, id, reason)
 	}
 	if res.Question, err = b.st.question(ctx, id); err != nil {
 		res.Question = q
 	}
 	b.fillTimeout(res.Question)
-	b.publish(Event{Type: EventAnswered, SessionID: q.SessionID, QuestionID: id, Answers: merged})
+	b.publish(bridgeapi.Event{Type: bridgeapi.EventAnswered, SessionID: q.SessionID, QuestionID: id, Answers: merged})
 	if res.Resumed {
-		b.publish(Event{Type: EventResumed, SessionID: q.SessionID, QuestionID: id, Answers: merged,
+		b.publish(bridgeapi.Event{Type: bridgeapi.EventResumed, SessionID: q.SessionID, QuestionID: id, Answers: merged,
 			Reason: "the agent had stopped with the previous bridge: its session was resumed with the question and this answer"})
 	}
 	b.publishStatus(q.SessionID)
 	return res, nil
 }
 
-// DefaultSkipReason is the deny message when a person skips without saying why.
-const DefaultSkipReason = "The user skipped the question without answering."
-
 // Skip declines question id: the agent gets a deny with reason (never an
 // allow), and interrupt also aborts its turn.
-func (b *Bridge) Skip(ctx context.Context, id, reason string, interrupt bool) (*Question, error) {
+func (b *Bridge) Skip(ctx context.Context, id, reason string, interrupt bool) (*bridgeapi.Question, error) {
 	b.answerMu.Lock()
 	defer b.answerMu.Unlock()
 	q, err := b.pending(ctx, id)
@@ -566,13 +544,13 @@ func (b *Bridge) Skip(ctx context.Context, id, reason string, interrupt bool) (*
 		return nil, err
 	}
 	if strings.TrimSpace(reason) == "" {
-		reason = DefaultSkipReason
+		reason = bridgeapi.DefaultSkipReason
 	}
 	l := b.liveSession(q.SessionID)
 	if l == nil && !q.Orphaned {
-		return nil, fmt.Errorf("%w: question %s: its agent has exited", ErrResolved, id)
+		return nil, fmt.Errorf("%w: question %s: its agent has exited", bridgeapi.ErrResolved, id)
 	}
-	if err := b.claim(ctx, q, QuestionSkipped, nil, reason); err != nil {
+	if err := b.claim(ctx, q, bridgeapi.QuestionSkipped, nil, reason); err != nil {
 		return nil, err
 	}
 	if l != nil {
@@ -585,7 +563,7 @@ func (b *Bridge) Skip(ctx context.Context, id, reason string, interrupt bool) (*
 		}
 	}
 	q, _ = b.st.question(ctx, id)
-	b.publish(Event{Type: EventSkipped, SessionID: q.SessionID, QuestionID: id, Reason: reason})
+	b.publish(bridgeapi.Event{Type: bridgeapi.EventSkipped, SessionID: q.SessionID, QuestionID: id, Reason: reason})
 	b.publishStatus(q.SessionID)
 	return q, nil
 }
@@ -602,12 +580,12 @@ func (b *Bridge) expire(id string) {
 	ctx := context.Background()
 	b.stopTimer(id)
 	q, err := b.st.question(ctx, id)
-	if err == nil && q.Status != QuestionPending {
+	if err == nil && q.Status != bridgeapi.QuestionPending {
 		return
 	}
 	var won bool
 	if err == nil {
-		won, err = b.st.resolve(ctx, id, QuestionExpired, nil, "timed out", time.Now())
+		won, err = b.st.resolve(ctx, id, bridgeapi.QuestionExpired, nil, "timed out", time.Now())
 	}
 	if err != nil {
 		// The deadline must still be kept: try again shortly.
@@ -633,7 +611,7 @@ func (b *Bridge) expire(id string) {
 			b.cfg.Logf("question %s: %v", id, err)
 		}
 	}
-	b.publish(Event{Type: EventTimeout, SessionID: q.SessionID, QuestionID: id, Error: "User response timed out"})
+	b.publish(bridgeapi.Event{Type: bridgeapi.EventTimeout, SessionID: q.SessionID, QuestionID: id, Error: "User response timed out"})
 	b.publishStatus(q.SessionID)
 }
 
@@ -645,11 +623,11 @@ func (b *Bridge) agentCancelled(sessionID, requestID string) {
 	if closing || defect("cancel-ignored") {
 		return // the agent withdraws because the bridge is stopping it
 	}
-	status, reason := QuestionCancelled, "withdrawn by the agent (control_cancel_request)"
+	status, reason := bridgeapi.QuestionCancelled, "withdrawn by the agent (control_cancel_request)"
 	if stopping {
-		status, reason = QuestionWithdrawn, "the session was stopped"
+		status, reason = bridgeapi.QuestionWithdrawn, "the session was stopped"
 	}
-	qs, _ := b.st.questions(context.Background(), QuestionPending, sessionID)
+	qs, _ := b.st.questions(context.Background(), bridgeapi.QuestionPending, sessionID)
 	for _, q := range qs {
 		if q.RequestID == requestID {
 			b.withdraw(q, status, reason)
@@ -659,7 +637,7 @@ func (b *Bridge) agentCancelled(sessionID, requestID string) {
 
 // withdraw takes a pending question off the surfaces; nothing is sent to
 // the agent, which withdrew it or is gone.
-func (b *Bridge) withdraw(q *Question, status, reason string) {
+func (b *Bridge) withdraw(q *bridgeapi.Question, status, reason string) {
 	b.answerMu.Lock()
 	defer b.answerMu.Unlock()
 	won, err := b.st.resolve(context.Background(), q.ID, status, nil, reason, time.Now())
@@ -670,7 +648,7 @@ func (b *Bridge) withdraw(q *Question, status, reason string) {
 	if l := b.liveSession(q.SessionID); l != nil && l.mcp != nil {
 		l.mcp.resolved(q.ID)
 	}
-	b.publish(Event{Type: EventWithdrawn, SessionID: q.SessionID, QuestionID: q.ID, Reason: reason})
+	b.publish(bridgeapi.Event{Type: bridgeapi.EventWithdrawn, SessionID: q.SessionID, QuestionID: q.ID, Reason: reason})
 	b.publishStatus(q.SessionID)
 }
 
@@ -687,7 +665,7 @@ func LateAnswerPrompt(qs []protocol.Question, answers map[string]string) string 
 
 // resume restarts the session of an orphaned question with --resume and the
 // late answer as its first message.
-func (b *Bridge) resume(q *Question, answers map[string]string) error {
+func (b *Bridge) resume(q *bridgeapi.Question, answers map[string]string) error {
 	ss, err := b.st.session(b.ctx, q.SessionID)
 	if err != nil {
 		return err
@@ -701,12 +679,12 @@ func (b *Bridge) resume(q *Question, answers map[string]string) error {
 	// The CLI this bridge runs now: the one that started the session may be
 	// gone with the previous bridge's configuration.
 	ss.Claude = b.cfg.Claude
-	ss.Status, ss.ExitCode, ss.EndedAt, ss.Detail = StatusStarting, nil, time.Time{}, "resumed by a late answer to "+q.ID
+	ss.Status, ss.ExitCode, ss.EndedAt, ss.Detail = bridgeapi.StatusStarting, nil, time.Time{}, "resumed by a late answer to "+q.ID
 	return b.spawn(ss, ss.ClaudeSessionID, LateAnswerPrompt(q.Questions, answers))
 }
 
 // Session returns a session with its waiting state.
-func (b *Bridge) Session(ctx context.Context, id string) (*Session, error) {
+func (b *Bridge) Session(ctx context.Context, id string) (*bridgeapi.Session, error) {
 	ss, err := b.st.session(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("session %s: %w", id, err)
@@ -716,7 +694,7 @@ func (b *Bridge) Session(ctx context.Context, id string) (*Session, error) {
 }
 
 // Sessions lists every session, oldest first.
-func (b *Bridge) Sessions(ctx context.Context) ([]*Session, error) {
+func (b *Bridge) Sessions(ctx context.Context) ([]*bridgeapi.Session, error) {
 	all, err := b.st.sessions(ctx)
 	if err != nil {
 		return nil, err
@@ -727,15 +705,15 @@ func (b *Bridge) Sessions(ctx context.Context) ([]*Session, error) {
 	return all, nil
 }
 
-func (b *Bridge) fillWaiting(ctx context.Context, ss *Session) {
-	qs, _ := b.st.questions(ctx, QuestionPending, ss.ID)
+func (b *Bridge) fillWaiting(ctx context.Context, ss *bridgeapi.Session) {
+	qs, _ := b.st.questions(ctx, bridgeapi.QuestionPending, ss.ID)
 	if len(qs) > 0 {
 		ss.WaitingForUser, ss.PendingQuestionID = true, qs[0].ID
 	}
 }
 
 // Question returns one question.
-func (b *Bridge) Question(ctx context.Context, id string) (*Question, error) {
+func (b *Bridge) Question(ctx context.Context, id string) (*bridgeapi.Question, error) {
 	q, err := b.st.question(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("question %s: %w", id, err)
@@ -745,8 +723,8 @@ func (b *Bridge) Question(ctx context.Context, id string) (*Question, error) {
 }
 
 // Pending lists the pending questions, oldest first; session filters.
-func (b *Bridge) Pending(ctx context.Context, session string) ([]*Question, error) {
-	qs, err := b.st.questions(ctx, QuestionPending, session)
+func (b *Bridge) Pending(ctx context.Context, session string) ([]*bridgeapi.Question, error) {
+	qs, err := b.st.questions(ctx, bridgeapi.QuestionPending, session)
 	for _, q := range qs {
 		b.fillTimeout(q)
 	}
@@ -754,7 +732,7 @@ func (b *Bridge) Pending(ctx context.Context, session string) ([]*Question, erro
 }
 
 // Questions lists questions of any status.
-func (b *Bridge) Questions(ctx context.Context, status, session string) ([]*Question, error) {
+func (b *Bridge) Questions(ctx context.Context, status, session string) ([]*bridgeapi.Question, error) {
 	qs, err := b.st.questions(ctx, status, session)
 	for _, q := range qs {
 		b.fillTimeout(q)
@@ -762,7 +740,7 @@ func (b *Bridge) Questions(ctx context.Context, status, session string) ([]*Ques
 	return qs, err
 }
 
-func (b *Bridge) fillTimeout(q *Question) {
+func (b *Bridge) fillTimeout(q *bridgeapi.Question) {
 	q.TimeoutSeconds = timeoutSeconds(q.Deadline.Sub(q.CreatedAt))
 }
 
@@ -777,18 +755,18 @@ func (b *Bridge) publishStatus(id string) {
 	}
 }
 
-func statusEvent(ss *Session) Event {
+func statusEvent(ss *bridgeapi.Session) bridgeapi.Event {
 	waiting := ss.WaitingForUser
 	var pq *string
 	if ss.PendingQuestionID != "" {
 		pending := ss.PendingQuestionID
 		pq = &pending
 	}
-	return Event{Type: EventStatus, SessionID: ss.ID, Status: ss.Status, WaitingForUser: &waiting, PendingQuestionID: pq, Time: time.Now().UTC()}
+	return bridgeapi.Event{Type: bridgeapi.EventStatus, SessionID: ss.ID, Status: ss.Status, WaitingForUser: &waiting, PendingQuestionID: pq, Time: time.Now().UTC()}
 }
 
 // publish logs an event and hands it to every subscriber of its session.
-func (b *Bridge) publish(e Event) {
+func (b *Bridge) publish(e bridgeapi.Event) {
 	b.pubMu.Lock()
 	defer b.pubMu.Unlock()
 	e.Time = time.Now().UTC()

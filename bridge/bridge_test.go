@@ -12,6 +12,7 @@ import (
 
 	"github.com/askctl/askctl/agent"
 	"github.com/askctl/askctl/bridge"
+	"github.com/askctl/askctl/bridgeapi"
 	"github.com/askctl/askctl/internal/testenv"
 	"github.com/askctl/askctl/transcript"
 	"github.com/tidwall/gjson"
@@ -26,7 +27,7 @@ func TestMain(m *testing.M) {
 type env struct {
 	t      testing.TB
 	b      *bridge.Bridge
-	c      *bridge.Client
+	c      *bridgeapi.Client
 	srv    *httptest.Server
 	dir    string
 	cfg    bridge.Config
@@ -61,7 +62,7 @@ func newEnvTB(t testing.TB, cfg bridge.Config, transcripts bool) *env {
 	e := &env{t: t, b: b, dir: dir, cfg: cfg}
 	e.server = &bridge.Server{B: b, Token: "test-token"}
 	e.srv = httptest.NewServer(e.server.Handler())
-	e.c = &bridge.Client{URL: e.srv.URL, Token: "test-token"}
+	e.c = &bridgeapi.Client{URL: e.srv.URL, Token: "test-token"}
 	t.Cleanup(func() {
 		e.srv.Close()
 		b.Close()
@@ -69,9 +70,9 @@ func newEnvTB(t testing.TB, cfg bridge.Config, transcripts bool) *env {
 	return e
 }
 
-func (e *env) start(scenario, prompt string) *bridge.Session {
+func (e *env) start(scenario, prompt string) *bridgeapi.Session {
 	e.t.Helper()
-	s, err := e.c.StartSession(context.Background(), bridge.StartOptions{Prompt: prompt, Scenario: scenario})
+	s, err := e.c.StartSession(context.Background(), bridgeapi.StartOptions{Prompt: prompt, Scenario: scenario})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -79,7 +80,7 @@ func (e *env) start(scenario, prompt string) *bridge.Session {
 }
 
 // pending waits for n pending questions of session.
-func (e *env) pending(session string, n int) []*bridge.Question {
+func (e *env) pending(session string, n int) []*bridgeapi.Question {
 	e.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -98,7 +99,7 @@ func (e *env) pending(session string, n int) []*bridge.Question {
 }
 
 // ended waits for a session's agent to exit and returns the session.
-func (e *env) ended(id string) *bridge.Session {
+func (e *env) ended(id string) *bridgeapi.Session {
 	e.t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
@@ -106,7 +107,7 @@ func (e *env) ended(id string) *bridge.Session {
 		if err != nil {
 			e.t.Fatal(err)
 		}
-		if s.Status == bridge.StatusExited {
+		if s.Status == bridgeapi.StatusExited {
 			return s
 		}
 		if time.Now().After(deadline) {
@@ -155,7 +156,7 @@ func TestAnswerReachesTheAgent(t *testing.T) {
 	if !strings.HasPrefix(q.ID, "q_") || len(q.Questions) != 2 || q.Questions[1].Question != "Which sections?" || !q.Questions[1].MultiSelect {
 		t.Fatalf("pending question %+v", q)
 	}
-	res, err := e.c.Answer(context.Background(), q.ID, map[string]bridge.Answer{
+	res, err := e.c.Answer(context.Background(), q.ID, map[string]bridgeapi.Answer{
 		"How should I format the output?": {"Summary"},
 		"Which sections?":                 {"Intro", "Outro"},
 	})
@@ -170,7 +171,7 @@ func TestAnswerReachesTheAgent(t *testing.T) {
 	if len(sent) != 1 || gjson.Get(sent[0], "updatedInput.answers").Raw != `{"How should I format the output?":"Summary","Which sections?":"Intro, Outro"}` || gjson.Get(sent[0], "behavior").String() != "allow" {
 		t.Errorf("the agent received %v", sent)
 	}
-	if _, err := e.c.Answer(context.Background(), q.ID, map[string]bridge.Answer{"1": {"Detailed"}, "2": {"Body"}}); !errors.Is(err, bridge.ErrResolved) {
-		t.Errorf("a second answer: %v, want ErrResolved", err)
+	if _, err := e.c.Answer(context.Background(), q.ID, map[string]bridgeapi.Answer{"1": {"Detailed"}, "2": {"Body"}}); !errors.Is(err, bridgeapi.ErrResolved) {
+		t.Errorf("a second answer: %v, want bridgeapi.ErrResolved", err)
 	}
 }

@@ -5,6 +5,7 @@ package bridge
 import (
 	"context"
 
+	"github.com/askctl/askctl/bridgeapi"
 	"github.com/askctl/askctl/protocol"
 )
 
@@ -17,10 +18,10 @@ func defect(string) bool { return false }
 // The broken bridges' code, absent: never called when defect is false.
 func misjoin(_ []protocol.Question, answers map[string]string) map[string]string { return answers }
 
-func (b *Bridge) forwardAgain(_ context.Context, _ string, _ map[string]Answer, resolved error) (*AnswerResult, error) {
+func (b *Bridge) forwardAgain(_ context.Context, _ string, _ map[string]bridgeapi.Answer, resolved error) (*bridgeapi.AnswerResult, error) {
 	return nil, resolved
 }
 
 func activeMCPDefect() string { return "" }
 
-func misreport(_ context.Context, q *Question) (*Question, error) { return q, nil }
+func misreport(_ context.Context, q *bridgeapi.Question) (*bridgeapi.Question, error) { return q, nil }

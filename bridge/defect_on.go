@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/askctl/askctl/bridgeapi"
 	"github.com/askctl/askctl/protocol"
 )
 
@@ -38,14 +39,14 @@ func activeMCPDefect() string {
 // misreport is a broken MCP server's account of how a question ended: a
 // timeout or a skip reported as an (empty) answer, a multiSelect answer cut
 // to its first label, or no account at all (the call never returns).
-func misreport(ctx context.Context, q *Question) (*Question, error) {
+func misreport(ctx context.Context, q *bridgeapi.Question) (*bridgeapi.Question, error) {
 	c := *q
 	switch {
-	case defect("mcp-timeout-empty") && q.Status == QuestionExpired:
-		c.Status, c.Answers = QuestionAnswered, map[string]string{}
-	case defect("mcp-skip-success") && q.Status == QuestionSkipped:
-		c.Status, c.Answers = QuestionAnswered, map[string]string{}
-	case defect("mcp-multi-first") && q.Status == QuestionAnswered:
+	case defect("mcp-timeout-empty") && q.Status == bridgeapi.QuestionExpired:
+		c.Status, c.Answers = bridgeapi.QuestionAnswered, map[string]string{}
+	case defect("mcp-skip-success") && q.Status == bridgeapi.QuestionSkipped:
+		c.Status, c.Answers = bridgeapi.QuestionAnswered, map[string]string{}
+	case defect("mcp-multi-first") && q.Status == bridgeapi.QuestionAnswered:
 		c.Answers = map[string]string{}
 		for k, v := range q.Answers {
 			c.Answers[k], _, _ = strings.Cut(v, ", ")
@@ -78,7 +79,7 @@ func misjoin(qs []protocol.Question, answers map[string]string) map[string]strin
 
 // forwardAgain is a broken bridge's answer to an answer that came too
 // late: it sends it to the agent anyway.
-func (b *Bridge) forwardAgain(ctx context.Context, id string, given map[string]Answer, resolved error) (*AnswerResult, error) {
+func (b *Bridge) forwardAgain(ctx context.Context, id string, given map[string]bridgeapi.Answer, resolved error) (*bridgeapi.AnswerResult, error) {
 	q, err := b.st.question(ctx, id)
 	if err != nil {
 		return nil, resolved
@@ -94,10 +95,10 @@ func (b *Bridge) forwardAgain(ctx context.Context, id string, given map[string]A
 	for k, v := range given {
 		answers[k] = protocol.JoinLabels(v)
 	}
-	msg, err := protocol.Reply{Answers: answers}.Response(q.RequestID, protocol.ToolAskUserQuestion, q.input)
+	msg, err := protocol.Reply{Answers: answers}.Response(q.RequestID, protocol.ToolAskUserQuestion, q.Input)
 	if err != nil {
 		return nil, resolved
 	}
 	_ = l.s.Send(msg)
-	return &AnswerResult{Question: q}, nil
+	return &bridgeapi.AnswerResult{Question: q}, nil
 }

@@ -3,6 +3,8 @@ package bridge
 import (
 	"context"
 	"sync"
+
+	"github.com/askctl/askctl/bridgeapi"
 )
 
 // subscriptionBuffer is how many events a subscriber may fall behind before
@@ -12,8 +14,8 @@ const subscriptionBuffer = 1024
 
 // Subscription receives a bridge's events as they happen.
 type Subscription struct {
-	C       <-chan Event
-	c       chan Event
+	C       <-chan bridgeapi.Event
+	c       chan bridgeapi.Event
 	session string
 	b       *Bridge
 	once    sync.Once
@@ -25,7 +27,7 @@ func (b *Bridge) Subscribe(session string) *Subscription {
 	if defect("sessions-crossed") {
 		session = ""
 	}
-	c := make(chan Event, subscriptionBuffer)
+	c := make(chan bridgeapi.Event, subscriptionBuffer)
 	s := &Subscription{C: c, c: c, session: session, b: b}
 	b.mu.Lock()
 	b.subs[s] = true
@@ -34,7 +36,7 @@ func (b *Bridge) Subscribe(session string) *Subscription {
 }
 
 // deliver hands e over without blocking; it is called with b.mu held.
-func (s *Subscription) deliver(e Event) {
+func (s *Subscription) deliver(e bridgeapi.Event) {
 	select {
 	case s.c <- e:
 	default:
@@ -55,14 +57,14 @@ func (s *Subscription) Close() {
 
 // EventsAfter returns logged events after seq (of session, when set), at
 // most limit, for a stream that resumes.
-func (b *Bridge) EventsAfter(ctx context.Context, seq int64, session string, limit int) ([]Event, error) {
+func (b *Bridge) EventsAfter(ctx context.Context, seq int64, session string, limit int) ([]bridgeapi.Event, error) {
 	return b.st.eventsAfter(ctx, seq, session, limit)
 }
 
 // Snapshot is what a surface that connects is told first: the session's
 // status (with a session), then every pending question, with its id.
-func (b *Bridge) Snapshot(ctx context.Context, session string) []Event {
-	var out []Event
+func (b *Bridge) Snapshot(ctx context.Context, session string) []bridgeapi.Event {
+	var out []bridgeapi.Event
 	if session != "" {
 		if ss, err := b.Session(ctx, session); err == nil {
 			out = append(out, statusEvent(ss))
@@ -73,7 +75,7 @@ func (b *Bridge) Snapshot(ctx context.Context, session string) []Event {
 	}
 	qs, _ := b.Pending(ctx, session)
 	for _, q := range qs {
-		out = append(out, Event{Type: EventQuestion, SessionID: q.SessionID, QuestionID: q.ID, Questions: shown(q.Questions), TimeoutSeconds: q.TimeoutSeconds, Time: q.CreatedAt})
+		out = append(out, bridgeapi.Event{Type: bridgeapi.EventQuestion, SessionID: q.SessionID, QuestionID: q.ID, Questions: shown(q.Questions), TimeoutSeconds: q.TimeoutSeconds, Time: q.CreatedAt})
 	}
 	return out
 }

@@ -14,11 +14,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/askctl/askctl/bridgeapi"
 	"github.com/askctl/askctl/protocol"
 )
-
-// MaxBody bounds a request body and a WebSocket message.
-const MaxBody = 1 << 20
 
 // Server is the bridge's user surfaces over HTTP: the JSON API, the SSE
 // event stream, and the WebSocket protocol. Every request but /api/health
@@ -59,12 +57,6 @@ func (s *Server) Handler() http.Handler {
 	return mux
 }
 
-// APIError is the body of every error response.
-type APIError struct {
-	Code  string `json:"code"` // not_found, resolved, invalid, bad_request, unauthorized, too_large, internal
-	Error string `json:"error"`
-}
-
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
@@ -74,7 +66,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func writeError(w http.ResponseWriter, status int, code, msg string) {
-	writeJSON(w, status, APIError{Code: code, Error: msg})
+	writeJSON(w, status, bridgeapi.APIError{Code: code, Error: msg})
 }
 
 // errorCode is the one mapping of the bridge's errors to an HTTP status and
@@ -82,11 +74,11 @@ func writeError(w http.ResponseWriter, status int, code, msg string) {
 func errorCode(err error) (int, string) {
 	var mbe *http.MaxBytesError
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, bridgeapi.ErrNotFound):
 		return http.StatusNotFound, "not_found"
-	case errors.Is(err, ErrResolved):
+	case errors.Is(err, bridgeapi.ErrResolved):
 		return http.StatusConflict, "resolved"
-	case errors.Is(err, ErrInvalid):
+	case errors.Is(err, bridgeapi.ErrInvalid):
 		return http.StatusUnprocessableEntity, "invalid"
 	case errors.As(err, &mbe):
 		return http.StatusRequestEntityTooLarge, "too_large"
@@ -132,7 +124,7 @@ func (s *Server) checkToken(h http.HandlerFunc, query bool) http.HandlerFunc {
 
 // decode reads a JSON body strictly: known fields, one value, bounded size.
 func decode(w http.ResponseWriter, r *http.Request, v any) error {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, bridgeapi.MaxBody))
 	if err != nil {
 		return err
 	}
@@ -166,13 +158,13 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if ss == nil {
-		ss = []*Session{}
+		ss = []*bridgeapi.Session{}
 	}
 	writeJSON(w, http.StatusOK, ss)
 }
 
 func (s *Server) startSession(w http.ResponseWriter, r *http.Request) {
-	var o StartOptions
+	var o bridgeapi.StartOptions
 	if err := decode(w, r, &o); err != nil {
 		fail(w, err)
 		return
@@ -185,13 +177,8 @@ func (s *Server) startSession(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, ss)
 }
 
-// MCPOpen is the body of POST /api/mcp.
-type MCPOpen struct {
-	Label string `json:"label,omitempty"`
-}
-
 func (s *Server) openMCP(w http.ResponseWriter, r *http.Request) {
-	var o MCPOpen
+	var o bridgeapi.MCPOpen
 	if r.ContentLength != 0 {
 		if err := decode(w, r, &o); err != nil {
 			fail(w, err)
@@ -206,15 +193,10 @@ func (s *Server) openMCP(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, ss)
 }
 
-// MCPAsk is the body of POST /api/mcp/{id}/ask.
-type MCPAsk struct {
-	Questions []protocol.Question `json:"questions"`
-}
-
 // askMCP holds the request until the question is resolved; a client that
 // goes away withdraws it.
 func (s *Server) askMCP(w http.ResponseWriter, r *http.Request) {
-	var a MCPAsk
+	var a bridgeapi.MCPAsk
 	if err := decode(w, r, &a); err != nil {
 		fail(w, err)
 		return
@@ -251,10 +233,10 @@ func (s *Server) listQuestions(w http.ResponseWriter, r *http.Request) {
 	status := r.URL.Query().Get("status")
 	switch status {
 	case "":
-		status = QuestionPending
+		status = bridgeapi.QuestionPending
 	case "all":
 		status = ""
-	case QuestionPending, QuestionAnswered, QuestionSkipped, QuestionExpired, QuestionCancelled, QuestionWithdrawn:
+	case bridgeapi.QuestionPending, bridgeapi.QuestionAnswered, bridgeapi.QuestionSkipped, bridgeapi.QuestionExpired, bridgeapi.QuestionCancelled, bridgeapi.QuestionWithdrawn:
 	default:
 		writeError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("status %q: want pending, answered, skipped, expired, cancelled, withdrawn or all", status))
 		return
@@ -265,7 +247,7 @@ func (s *Server) listQuestions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if qs == nil {
-		qs = []*Question{}
+		qs = []*bridgeapi.Question{}
 	}
 	writeJSON(w, http.StatusOK, qs)
 }
@@ -279,15 +261,8 @@ func (s *Server) getQuestion(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, q)
 }
 
-// AnswerRequest is the body of POST /api/questions/{id}/answer.
-type AnswerRequest struct {
-	// Answers maps a question's full text, or its number from 1, to the
-	// answer: a label or free text, or an array of labels (multiSelect).
-	Answers map[string]Answer `json:"answers"`
-}
-
 func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
-	var req AnswerRequest
+	var req bridgeapi.AnswerRequest
 	if err := decode(w, r, &req); err != nil {
 		fail(w, err)
 		return
@@ -323,19 +298,13 @@ func (s *Server) questionIn(ctx context.Context, qid, session string) error {
 		return nil
 	}
 	if q, err := s.B.Question(ctx, qid); err == nil && q.SessionID != session {
-		return fmt.Errorf("%w: question %s is not in session %s", ErrNotFound, qid, session)
+		return fmt.Errorf("%w: question %s is not in session %s", bridgeapi.ErrNotFound, qid, session)
 	}
 	return nil
 }
 
-// SkipRequest is the body of POST /api/questions/{id}/skip.
-type SkipRequest struct {
-	Reason    string `json:"reason,omitempty"`
-	Interrupt bool   `json:"interrupt,omitempty"`
-}
-
 func (s *Server) skip(w http.ResponseWriter, r *http.Request) {
-	var req SkipRequest
+	var req bridgeapi.SkipRequest
 	if r.ContentLength != 0 {
 		if err := decode(w, r, &req); err != nil {
 			fail(w, err)
@@ -384,7 +353,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	fl.Flush() // the client knows it is connected before the first event
-	send := func(e Event, withID bool) error {
+	send := func(e bridgeapi.Event, withID bool) error {
 		data, _ := json.Marshal(e)
 		var b strings.Builder
 		if withID {
@@ -419,7 +388,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			if send(e, false) != nil {
 				return
 			}
-			replayed[e.QuestionID] = e.Type == EventQuestion
+			replayed[e.QuestionID] = e.Type == bridgeapi.EventQuestion
 		}
 	}
 	keep := s.Keepalive
@@ -444,7 +413,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			if after >= 0 && e.Seq > 0 && e.Seq <= after {
 				continue // already sent from the log
 			}
-			if e.Type == EventQuestion && replayed[e.QuestionID] {
+			if e.Type == bridgeapi.EventQuestion && replayed[e.QuestionID] {
 				continue // already sent as pending
 			}
 			if send(e, true) != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/askctl/askctl/bridgeapi"
 	"golang.org/x/sys/unix"
 )
 
@@ -20,7 +21,7 @@ func lockDB(path string) (func(), error) {
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, fmt.Errorf("%w: another bridge is using the database %s", ErrBusy, path)
+			return nil, fmt.Errorf("%w: another bridge is using the database %s", bridgeapi.ErrBusy, path)
 		}
 		return nil, err
 	}

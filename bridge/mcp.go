@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/askctl/askctl/bridgeapi"
 	"github.com/askctl/askctl/protocol"
 )
 
@@ -46,11 +47,11 @@ func (m *mcpSession) resolved(qid string) {
 
 // OpenMCP opens the session of an MCP ask_user server; label says whose
 // (e.g. "askctl mcp for claude pid 4242").
-func (b *Bridge) OpenMCP(ctx context.Context, label string) (*Session, error) {
+func (b *Bridge) OpenMCP(ctx context.Context, label string) (*bridgeapi.Session, error) {
 	if strings.TrimSpace(label) == "" {
 		label = "MCP ask_user server"
 	}
-	ss := &Session{ID: newID("s_"), Prompt: label, Claude: ClaudeMCP, Status: StatusRunning, CreatedAt: time.Now()}
+	ss := &bridgeapi.Session{ID: newID("s_"), Prompt: label, Claude: ClaudeMCP, Status: bridgeapi.StatusRunning, CreatedAt: time.Now()}
 	if err := b.st.insertSession(ctx, ss); err != nil {
 		return nil, err
 	}
@@ -78,13 +79,13 @@ func (b *Bridge) endMCP(id string, l *live) {
 		return
 	}
 	ctx := context.Background()
-	qs, _ := b.st.questions(ctx, QuestionPending, id)
+	qs, _ := b.st.questions(ctx, bridgeapi.QuestionPending, id)
 	for _, q := range qs {
-		b.withdraw(q, QuestionWithdrawn, "the MCP server's session ended")
+		b.withdraw(q, bridgeapi.QuestionWithdrawn, "the MCP server's session ended")
 	}
 	if ss, err := b.st.session(ctx, id); err == nil {
 		zero := 0
-		ss.Status, ss.ExitCode, ss.EndedAt = StatusExited, &zero, time.Now()
+		ss.Status, ss.ExitCode, ss.EndedAt = bridgeapi.StatusExited, &zero, time.Now()
 		_ = b.st.setStatus(ctx, ss)
 	}
 	b.publishStatus(id)
@@ -97,24 +98,24 @@ var ErrBridgeClosing = errors.New("the bridge is stopping")
 // resolved: answered, skipped, expired or withdrawn. The question returned
 // says which, with the answers or the reason. When ctx ends first, the
 // question is withdrawn from the surfaces and ctx's error returned.
-func (b *Bridge) AskMCP(ctx context.Context, id string, qs []protocol.Question) (*Question, error) {
+func (b *Bridge) AskMCP(ctx context.Context, id string, qs []protocol.Question) (*bridgeapi.Question, error) {
 	l := b.liveSession(id)
 	if l == nil || l.mcp == nil {
 		if _, err := b.st.session(ctx, id); err != nil {
 			return nil, fmt.Errorf("session %s: %w", id, err)
 		}
-		return nil, fmt.Errorf("%w: session %s is not an open MCP session", ErrResolved, id)
+		return nil, fmt.Errorf("%w: session %s is not an open MCP session", bridgeapi.ErrResolved, id)
 	}
 	if len(qs) == 0 || len(qs) > 4 {
-		return nil, fmt.Errorf("%w: want 1 to 4 questions, got %d", ErrInvalid, len(qs))
+		return nil, fmt.Errorf("%w: want 1 to 4 questions, got %d", bridgeapi.ErrInvalid, len(qs))
 	}
 	for i, q := range qs {
 		if strings.TrimSpace(q.Question) == "" {
-			return nil, fmt.Errorf("%w: question %d has no text", ErrInvalid, i+1)
+			return nil, fmt.Errorf("%w: question %d has no text", bridgeapi.ErrInvalid, i+1)
 		}
 	}
 	now := time.Now()
-	q := &Question{ID: newID("q_"), SessionID: id, RequestID: "mcp", Questions: qs, Status: QuestionPending,
+	q := &bridgeapi.Question{ID: newID("q_"), SessionID: id, RequestID: "mcp", Questions: qs, Status: bridgeapi.QuestionPending,
 		CreatedAt: now, Deadline: now.Add(b.cfg.Timeout), TimeoutSeconds: timeoutSeconds(b.cfg.Timeout)}
 	done := l.mcp.wait(q.ID)
 	if err := b.pose(q); err != nil {
@@ -127,7 +128,7 @@ func (b *Bridge) AskMCP(ctx context.Context, id string, qs []protocol.Question) 
 	case <-l.mcp.ended:
 		return nil, fmt.Errorf("%w: session %s ended while question %s waited", ErrBridgeClosing, id, q.ID)
 	case <-ctx.Done():
-		b.withdraw(q, QuestionWithdrawn, "the agent's call ended before an answer: the CLI went away")
+		b.withdraw(q, bridgeapi.QuestionWithdrawn, "the agent's call ended before an answer: the CLI went away")
 		return nil, ctx.Err()
 	}
 	res, err := b.st.question(context.Background(), q.ID)

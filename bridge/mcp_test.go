@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/askctl/askctl/bridge"
+	"github.com/askctl/askctl/bridgeapi"
 	"github.com/askctl/askctl/protocol"
 )
 
@@ -26,14 +27,14 @@ func askAsync(ctx context.Context, e *env, session string, qs []protocol.Questio
 	return out
 }
 
-func result(t *testing.T, c chan any) *bridge.Question {
+func result(t *testing.T, c chan any) *bridgeapi.Question {
 	t.Helper()
 	select {
 	case v := <-c:
 		if err, ok := v.(error); ok {
 			t.Fatal(err)
 		}
-		return v.(*bridge.Question)
+		return v.(*bridgeapi.Question)
 	case <-time.After(10 * time.Second):
 		t.Fatal("the MCP call did not return")
 	}
@@ -48,7 +49,7 @@ func TestMCPQuestions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ss.Claude != bridge.ClaudeMCP || ss.Status != bridge.StatusRunning {
+	if ss.Claude != bridge.ClaudeMCP || ss.Status != bridgeapi.StatusRunning {
 		t.Fatalf("session %+v", ss)
 	}
 
@@ -58,10 +59,10 @@ func TestMCPQuestions(t *testing.T) {
 	if q.Questions[0].Question != "How should I format?" {
 		t.Fatalf("pending %+v", q)
 	}
-	if _, err := e.c.Answer(bg, q.ID, map[string]bridge.Answer{"1": {"Detailed"}}); err != nil {
+	if _, err := e.c.Answer(bg, q.ID, map[string]bridgeapi.Answer{"1": {"Detailed"}}); err != nil {
 		t.Fatal(err)
 	}
-	if got := result(t, call); got.Status != bridge.QuestionAnswered || got.Answers["How should I format?"] != "Detailed" {
+	if got := result(t, call); got.Status != bridgeapi.QuestionAnswered || got.Answers["How should I format?"] != "Detailed" {
 		t.Errorf("answered: %+v", got)
 	}
 
@@ -71,13 +72,13 @@ func TestMCPQuestions(t *testing.T) {
 	if _, err := e.c.Skip(bg, q.ID, "not now", false); err != nil {
 		t.Fatal(err)
 	}
-	if got := result(t, call); got.Status != bridge.QuestionSkipped || got.Reason != "not now" {
+	if got := result(t, call); got.Status != bridgeapi.QuestionSkipped || got.Reason != "not now" {
 		t.Errorf("skipped: %+v", got)
 	}
 
 	// Nobody answers: it expires, and the call returns.
 	call = askAsync(bg, e, ss.ID, mcpQuestion)
-	if got := result(t, call); got.Status != bridge.QuestionExpired || got.TimeoutSeconds < 1 {
+	if got := result(t, call); got.Status != bridgeapi.QuestionExpired || got.TimeoutSeconds < 1 {
 		t.Errorf("expired: %+v", got)
 	}
 
@@ -94,7 +95,7 @@ func TestMCPQuestions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if now.Status == bridge.QuestionWithdrawn {
+		if now.Status == bridgeapi.QuestionWithdrawn {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -102,12 +103,12 @@ func TestMCPQuestions(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if _, err := e.c.Answer(bg, q.ID, map[string]bridge.Answer{"1": {"Summary"}}); !errors.Is(err, bridge.ErrResolved) {
+	if _, err := e.c.Answer(bg, q.ID, map[string]bridgeapi.Answer{"1": {"Summary"}}); !errors.Is(err, bridgeapi.ErrResolved) {
 		t.Errorf("a late answer: %v", err)
 	}
 
 	// Bad input is refused at once.
-	if _, err := e.c.AskMCP(bg, ss.ID, nil); !errors.Is(err, bridge.ErrInvalid) {
+	if _, err := e.c.AskMCP(bg, ss.ID, nil); !errors.Is(err, bridgeapi.ErrInvalid) {
 		t.Errorf("no questions: %v", err)
 	}
 
@@ -122,7 +123,7 @@ func TestMCPQuestions(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the call did not return when the session stopped")
 	}
-	if _, err := e.c.AskMCP(bg, ss.ID, mcpQuestion); !errors.Is(err, bridge.ErrResolved) {
+	if _, err := e.c.AskMCP(bg, ss.ID, mcpQuestion); !errors.Is(err, bridgeapi.ErrResolved) {
 		t.Errorf("asking in an ended session: %v", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/askctl/askctl/bridgeapi"
 	_ "modernc.org/sqlite" // the pure-Go driver: a fresh clone needs no C toolchain
 )
 
@@ -92,7 +93,7 @@ func parseTS(s sql.NullString) time.Time {
 	return t
 }
 
-func (s *store) insertSession(ctx context.Context, ss *Session) error {
+func (s *store) insertSession(ctx context.Context, ss *bridgeapi.Session) error {
 	_, err := s.db.ExecContext(ctx, `INSERT INTO sessions (id, prompt, scenario, claude, status, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
 		ss.ID, ss.Prompt, ss.Scenario, ss.Claude, ss.Status, ts(ss.CreatedAt))
 	return err
@@ -100,7 +101,7 @@ func (s *store) insertSession(ctx context.Context, ss *Session) error {
 
 // setStatus records how a session runs or ended; the CLI's session id is
 // kept, whatever the caller's copy holds.
-func (s *store) setStatus(ctx context.Context, ss *Session) error {
+func (s *store) setStatus(ctx context.Context, ss *bridgeapi.Session) error {
 	var ended any
 	if !ss.EndedAt.IsZero() {
 		ended = ts(ss.EndedAt)
@@ -118,8 +119,8 @@ func (s *store) setClaudeSession(ctx context.Context, id, claudeSession string) 
 
 const sessionCols = `id, claude_session_id, prompt, scenario, claude, status, exit_code, detail, created_at, ended_at`
 
-func scanSession(sc interface{ Scan(...any) error }) (*Session, error) {
-	var ss Session
+func scanSession(sc interface{ Scan(...any) error }) (*bridgeapi.Session, error) {
+	var ss bridgeapi.Session
 	var created, ended sql.NullString
 	var code sql.NullInt64
 	if err := sc.Scan(&ss.ID, &ss.ClaudeSessionID, &ss.Prompt, &ss.Scenario, &ss.Claude, &ss.Status, &code, &ss.Detail, &created, &ended); err != nil {
@@ -133,21 +134,21 @@ func scanSession(sc interface{ Scan(...any) error }) (*Session, error) {
 	return &ss, nil
 }
 
-func (s *store) session(ctx context.Context, id string) (*Session, error) {
+func (s *store) session(ctx context.Context, id string) (*bridgeapi.Session, error) {
 	ss, err := scanSession(s.db.QueryRowContext(ctx, `SELECT `+sessionCols+` FROM sessions WHERE id=?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
+		return nil, bridgeapi.ErrNotFound
 	}
 	return ss, err
 }
 
-func (s *store) sessions(ctx context.Context) ([]*Session, error) {
+func (s *store) sessions(ctx context.Context) ([]*bridgeapi.Session, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT `+sessionCols+` FROM sessions ORDER BY created_at`)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []*Session
+	var out []*bridgeapi.Session
 	for rows.Next() {
 		ss, err := scanSession(rows)
 		if err != nil {
@@ -168,7 +169,7 @@ func (s *store) markLost(ctx context.Context, now time.Time) (int, error) {
 	}
 	defer tx.Rollback()
 	res, err := tx.ExecContext(ctx, `UPDATE sessions SET status=?, detail=?, ended_at=? WHERE status IN (?, ?)`,
-		StatusLost, "the bridge stopped while the agent ran", ts(now), StatusRunning, StatusStarting)
+		bridgeapi.StatusLost, "the bridge stopped while the agent ran", ts(now), bridgeapi.StatusRunning, bridgeapi.StatusStarting)
 	if err != nil {
 		return 0, err
 	}
@@ -176,19 +177,19 @@ func (s *store) markLost(ctx context.Context, now time.Time) (int, error) {
 	// A session whose agent never said its session id cannot be resumed:
 	// its questions can never be answered.
 	if _, err := tx.ExecContext(ctx, `UPDATE questions SET status=?, reason=?, resolved_at=? WHERE status=? AND session_id IN (SELECT id FROM sessions WHERE status=? AND claude_session_id='')`,
-		QuestionWithdrawn, "the bridge stopped before the agent said its session id: the session cannot be resumed", ts(now), QuestionPending, StatusLost); err != nil {
+		bridgeapi.QuestionWithdrawn, "the bridge stopped before the agent said its session id: the session cannot be resumed", ts(now), bridgeapi.QuestionPending, bridgeapi.StatusLost); err != nil {
 		return 0, err
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE questions SET orphaned=1 WHERE status=? AND session_id IN (SELECT id FROM sessions WHERE status=?)`, QuestionPending, StatusLost); err != nil {
+	if _, err := tx.ExecContext(ctx, `UPDATE questions SET orphaned=1 WHERE status=? AND session_id IN (SELECT id FROM sessions WHERE status=?)`, bridgeapi.QuestionPending, bridgeapi.StatusLost); err != nil {
 		return 0, err
 	}
 	return int(n), tx.Commit()
 }
 
-func (s *store) insertQuestion(ctx context.Context, q *Question) error {
+func (s *store) insertQuestion(ctx context.Context, q *bridgeapi.Question) error {
 	qs, _ := json.Marshal(q.Questions)
 	_, err := s.db.ExecContext(ctx, `INSERT INTO questions (id, session_id, request_id, tool_use_id, questions, input, status, created_at, deadline) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		q.ID, q.SessionID, q.RequestID, q.ToolUseID, string(qs), string(q.input), q.Status, ts(q.CreatedAt), ts(q.Deadline))
+		q.ID, q.SessionID, q.RequestID, q.ToolUseID, string(qs), string(q.Input), q.Status, ts(q.CreatedAt), ts(q.Deadline))
 	return err
 }
 
@@ -201,7 +202,7 @@ func (s *store) resolve(ctx context.Context, id, status string, answers map[stri
 		a = string(b)
 	}
 	res, err := s.db.ExecContext(ctx, `UPDATE questions SET status=?, answers=?, reason=?, resolved_at=? WHERE id=? AND status=?`,
-		status, a, reason, ts(now), id, QuestionPending)
+		status, a, reason, ts(now), id, bridgeapi.QuestionPending)
 	if err != nil {
 		return false, err
 	}
@@ -214,7 +215,7 @@ func (s *store) resolve(ctx context.Context, id, status string, answers map[stri
 // the agent.
 func (s *store) reopen(ctx context.Context, id, status, reason string) error {
 	var resolved any
-	if status != QuestionPending {
+	if status != bridgeapi.QuestionPending {
 		resolved = ts(time.Now())
 	}
 	_, err := s.db.ExecContext(ctx, `UPDATE questions SET status=?, answers=NULL, reason=?, resolved_at=? WHERE id=?`, status, reason, resolved, id)
@@ -224,14 +225,14 @@ func (s *store) reopen(ctx context.Context, id, status, reason string) error {
 // saveDraft keeps the answers given so far to a multi-question request.
 func (s *store) saveDraft(ctx context.Context, id string, draft map[string]string) error {
 	b, _ := json.Marshal(draft)
-	_, err := s.db.ExecContext(ctx, `UPDATE questions SET draft=? WHERE id=? AND status=?`, string(b), id, QuestionPending)
+	_, err := s.db.ExecContext(ctx, `UPDATE questions SET draft=? WHERE id=? AND status=?`, string(b), id, bridgeapi.QuestionPending)
 	return err
 }
 
 const questionCols = `id, session_id, request_id, tool_use_id, questions, input, status, draft, answers, reason, created_at, deadline, resolved_at, orphaned`
 
-func scanQuestion(sc interface{ Scan(...any) error }) (*Question, error) {
-	var q Question
+func scanQuestion(sc interface{ Scan(...any) error }) (*bridgeapi.Question, error) {
+	var q bridgeapi.Question
 	var qs, input, draft string
 	var answers, created, deadline, resolved sql.NullString
 	if err := sc.Scan(&q.ID, &q.SessionID, &q.RequestID, &q.ToolUseID, &qs, &input, &q.Status, &draft, &answers, &q.Reason, &created, &deadline, &resolved, &q.Orphaned); err != nil {
@@ -240,7 +241,7 @@ func scanQuestion(sc interface{ Scan(...any) error }) (*Question, error) {
 	if err := json.Unmarshal([]byte(qs), &q.Questions); err != nil {
 		return nil, fmt.Errorf("question %s: %w", q.ID, err)
 	}
-	q.input = json.RawMessage(input)
+	q.Input = json.RawMessage(input)
 	_ = json.Unmarshal([]byte(draft), &q.Draft)
 	if answers.Valid {
 		_ = json.Unmarshal([]byte(answers.String), &q.Answers)
@@ -249,22 +250,22 @@ func scanQuestion(sc interface{ Scan(...any) error }) (*Question, error) {
 	return &q, nil
 }
 
-func (s *store) question(ctx context.Context, id string) (*Question, error) {
+func (s *store) question(ctx context.Context, id string) (*bridgeapi.Question, error) {
 	q, err := scanQuestion(s.db.QueryRowContext(ctx, `SELECT `+questionCols+` FROM questions WHERE id=?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
+		return nil, bridgeapi.ErrNotFound
 	}
 	return q, err
 }
 
 // questions lists questions, oldest first; status and session filter when set.
-func (s *store) questions(ctx context.Context, status, session string) ([]*Question, error) {
+func (s *store) questions(ctx context.Context, status, session string) ([]*bridgeapi.Question, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT `+questionCols+` FROM questions WHERE (?='' OR status=?) AND (?='' OR session_id=?) ORDER BY created_at, id`, status, status, session, session)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []*Question
+	var out []*bridgeapi.Question
 	for rows.Next() {
 		q, err := scanQuestion(rows)
 		if err != nil {
@@ -285,15 +286,15 @@ func (s *store) appendEvent(ctx context.Context, session string, data []byte, no
 
 // eventsAfter returns the logged events after seq, for a stream that
 // resumes (SSE Last-Event-ID), at most limit of them.
-func (s *store) eventsAfter(ctx context.Context, seq int64, session string, limit int) ([]Event, error) {
+func (s *store) eventsAfter(ctx context.Context, seq int64, session string, limit int) ([]bridgeapi.Event, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT seq, data FROM events WHERE seq > ? AND (?='' OR session_id=? OR session_id='') ORDER BY seq LIMIT ?`, seq, session, session, limit)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []Event
+	var out []bridgeapi.Event
 	for rows.Next() {
-		var e Event
+		var e bridgeapi.Event
 		var data string
 		if err := rows.Scan(&e.Seq, &data); err != nil {
 			return nil, err

@@ -8,35 +8,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/askctl/askctl/bridgeapi"
 	"github.com/coder/websocket"
 )
-
-// The WebSocket surface speaks seed 003's protocol, one connection per
-// session (GET /ws?session_id=ID; without it, every session).
-//
-// Server → client:
-//
-//	{"type":"ask_user_question","question_id":"q_…","session_id":"s_…","questions":[…],"timeout_seconds":300}
-//	{"type":"ask_user_timeout","question_id":"q_…","error":"User response timed out"}
-//	{"type":"session_status","session_id":"s_…","status":"running","waiting_for_user":true,"pending_question_id":"q_…"}
-//	{"type":"session_taken","session_id":"s_…"}      this connection was taken over
-//	{"type":"ask_user_ack","question_id":"q_…","status":"answered"|"held"|"skipped","missing":[…]}
-//	{"type":"error","question_id":"q_…","code":"invalid"|"resolved"|"not_found"|"session_taken"|"bad_request","error":"…"}
-//
-// and the bridge's other events (ask_user_answered, ask_user_skipped,
-// ask_user_withdrawn, ask_user_held, ask_user_resumed) as they happen.
-//
-// Client → server:
-//
-//	{"type":"ask_user_response","data":{"question_id":"q_…","answers":{"<question text>":"<label>"},"cancelled":false}}
-//
-// (the fields may also stand at the top level). answers values are strings
-// (multiSelect labels joined with ", ") or arrays of labels; cancelled true
-// skips the question. On connect the bridge sends the session's status and
-// replays its pending questions, with the same ids. A newer connection to
-// the same session takes it over: the old one gets session_taken, and its
-// answers are rejected. A connection to every session (no session_id, a
-// dashboard) takes nothing over.
 
 type wsClient struct {
 	conn    *websocket.Conn
@@ -54,41 +28,17 @@ func (c *wsClient) send(ctx context.Context, v any) error {
 	return c.conn.Write(ctx, websocket.MessageText, data)
 }
 
-// wsMessage is a message from the client.
-type wsMessage struct {
-	Type string      `json:"type"`
-	Data *wsResponse `json:"data,omitempty"`
-	wsResponse
-}
-
-type wsResponse struct {
-	QuestionID string            `json:"question_id,omitempty"`
-	Answers    map[string]Answer `json:"answers,omitempty"`
-	Cancelled  bool              `json:"cancelled,omitempty"`
-	Reason     string            `json:"reason,omitempty"`
-}
-
-type wsReply struct {
-	Type       string   `json:"type"`
-	QuestionID string   `json:"question_id,omitempty"`
-	SessionID  string   `json:"session_id,omitempty"`
-	Status     string   `json:"status,omitempty"`
-	Missing    []string `json:"missing,omitempty"`
-	Code       string   `json:"code,omitempty"`
-	Error      string   `json:"error,omitempty"`
-}
-
 // dialect is what a socket surface speaks: how an event is put to the
 // client, and how a client message is handled. The seed-003 protocol (/ws)
 // and the raw control forwarding (/control) differ only there.
 type dialect struct {
-	name   string                                                      // the takeover namespace
-	encode func(Event) (any, bool)                                     // false: not for this client
-	handle func(ctx context.Context, c *wsClient, data []byte) wsReply // one client message
+	name   string                                                                // the takeover namespace
+	encode func(bridgeapi.Event) (any, bool)                                     // false: not for this client
+	handle func(ctx context.Context, c *wsClient, data []byte) bridgeapi.WSReply // one client message
 }
 
 func (s *Server) ws(w http.ResponseWriter, r *http.Request) {
-	s.socket(w, r, dialect{name: "ws", encode: func(e Event) (any, bool) { return e, true }, handle: s.wsHandle})
+	s.socket(w, r, dialect{name: "ws", encode: func(e bridgeapi.Event) (any, bool) { return e, true }, handle: s.wsHandle})
 }
 
 func (s *Server) socket(w http.ResponseWriter, r *http.Request, d dialect) {
@@ -105,7 +55,7 @@ func (s *Server) socket(w http.ResponseWriter, r *http.Request, d dialect) {
 	if err != nil {
 		return // Accept has answered (403 for a foreign Origin)
 	}
-	conn.SetReadLimit(MaxBody)
+	conn.SetReadLimit(bridgeapi.MaxBody)
 	c := &wsClient{conn: conn, session: session}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
@@ -128,7 +78,7 @@ func (s *Server) socket(w http.ResponseWriter, r *http.Request, d dialect) {
 		old.mu.Lock()
 		old.taken = true
 		old.mu.Unlock()
-		_ = old.send(ctx, wsReply{Type: "session_taken", SessionID: session})
+		_ = old.send(ctx, bridgeapi.WSReply{Type: "session_taken", SessionID: session})
 	}
 	defer func() {
 		s.wsMu.Lock()
@@ -146,7 +96,7 @@ func (s *Server) socket(w http.ResponseWriter, r *http.Request, d dialect) {
 		if m, ok := d.encode(e); ok {
 			_ = c.send(ctx, m)
 		}
-		replayed[e.QuestionID] = e.Type == EventQuestion
+		replayed[e.QuestionID] = e.Type == bridgeapi.EventQuestion
 	}
 	go func() {
 		defer cancel()
@@ -159,7 +109,7 @@ func (s *Server) socket(w http.ResponseWriter, r *http.Request, d dialect) {
 					conn.Close(websocket.StatusTryAgainLater, "fell behind; reconnect")
 					return
 				}
-				if e.Type == EventQuestion && replayed[e.QuestionID] {
+				if e.Type == bridgeapi.EventQuestion && replayed[e.QuestionID] {
 					continue
 				}
 				m, ok := d.encode(e)
@@ -182,20 +132,20 @@ func (s *Server) socket(w http.ResponseWriter, r *http.Request, d dialect) {
 }
 
 // wsHandle answers one client message.
-func (s *Server) wsHandle(ctx context.Context, c *wsClient, data []byte) wsReply {
-	var m wsMessage
+func (s *Server) wsHandle(ctx context.Context, c *wsClient, data []byte) bridgeapi.WSReply {
+	var m bridgeapi.WSMessage
 	if err := decodeStrict(data, &m); err != nil {
-		return wsReply{Type: "error", Code: "bad_request", Error: err.Error()}
+		return bridgeapi.WSReply{Type: "error", Code: "bad_request", Error: err.Error()}
 	}
 	if m.Type != "ask_user_response" {
-		return wsReply{Type: "error", Code: "bad_request", Error: fmt.Sprintf("unknown message type %q (want ask_user_response)", m.Type)}
+		return bridgeapi.WSReply{Type: "error", Code: "bad_request", Error: fmt.Sprintf("unknown message type %q (want ask_user_response)", m.Type)}
 	}
-	resp := m.wsResponse
+	resp := m.WSResponse
 	if m.Data != nil {
 		resp = *m.Data
 	}
 	if resp.QuestionID == "" {
-		return wsReply{Type: "error", Code: "bad_request", Error: "question_id is missing"}
+		return bridgeapi.WSReply{Type: "error", Code: "bad_request", Error: "question_id is missing"}
 	}
 	if r, ok := s.mayAnswer(ctx, c, resp.QuestionID); !ok {
 		return r
@@ -204,34 +154,34 @@ func (s *Server) wsHandle(ctx context.Context, c *wsClient, data []byte) wsReply
 		if _, err := s.B.Skip(ctx, resp.QuestionID, resp.Reason, false); err != nil {
 			return wsError(resp.QuestionID, err)
 		}
-		return wsReply{Type: "ask_user_ack", QuestionID: resp.QuestionID, Status: QuestionSkipped}
+		return bridgeapi.WSReply{Type: "ask_user_ack", QuestionID: resp.QuestionID, Status: bridgeapi.QuestionSkipped}
 	}
 	res, err := s.B.Answer(ctx, resp.QuestionID, resp.Answers)
 	if err != nil {
 		return wsError(resp.QuestionID, err)
 	}
 	if res.Held {
-		return wsReply{Type: "ask_user_ack", QuestionID: resp.QuestionID, Status: "held", Missing: res.Missing}
+		return bridgeapi.WSReply{Type: "ask_user_ack", QuestionID: resp.QuestionID, Status: "held", Missing: res.Missing}
 	}
-	return wsReply{Type: "ask_user_ack", QuestionID: resp.QuestionID, Status: QuestionAnswered}
+	return bridgeapi.WSReply{Type: "ask_user_ack", QuestionID: resp.QuestionID, Status: bridgeapi.QuestionAnswered}
 }
 
-func wsError(qid string, err error) wsReply {
+func wsError(qid string, err error) bridgeapi.WSReply {
 	_, code := errorCode(err)
-	return wsReply{Type: "error", QuestionID: qid, Code: code, Error: err.Error()}
+	return bridgeapi.WSReply{Type: "error", QuestionID: qid, Code: code, Error: err.Error()}
 }
 
 // mayAnswer refuses answers from a connection that was taken over, and to
 // questions of other sessions.
-func (s *Server) mayAnswer(ctx context.Context, c *wsClient, qid string) (wsReply, bool) {
+func (s *Server) mayAnswer(ctx context.Context, c *wsClient, qid string) (bridgeapi.WSReply, bool) {
 	c.mu.Lock()
 	taken := c.taken
 	c.mu.Unlock()
 	if taken && !defect("takeover-ignored") {
-		return wsReply{Type: "error", QuestionID: qid, Code: "session_taken", Error: "another connection took this session over: its answers count, this one's do not"}, false
+		return bridgeapi.WSReply{Type: "error", QuestionID: qid, Code: "session_taken", Error: "another connection took this session over: its answers count, this one's do not"}, false
 	}
 	if err := s.questionIn(ctx, qid, c.session); err != nil {
 		return wsError(qid, err), false
 	}
-	return wsReply{}, true
+	return bridgeapi.WSReply{}, true
 }

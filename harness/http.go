@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/askctl/askctl/bridge"
+	"github.com/askctl/askctl/bridgeapi"
 )
 
 // The http adapter speaks the reference bridge's HTTP API (bridge/doc.go),
@@ -31,12 +31,12 @@ func newHTTPSurface(s SurfaceSpec, token func() (string, error)) *httpSurface {
 }
 
 // client is the API client with the token as it is now.
-func (h *httpSurface) client() (*bridge.Client, error) {
+func (h *httpSurface) client() (*bridgeapi.Client, error) {
 	tok, err := h.token()
 	if err != nil {
 		return nil, err
 	}
-	return &bridge.Client{URL: h.url, Token: tok, HTTP: h.http}, nil
+	return &bridgeapi.Client{URL: h.url, Token: tok, HTTP: h.http}, nil
 }
 
 func (h *httpSurface) Kind() string { return "http" }
@@ -46,7 +46,7 @@ func (h *httpSurface) Start(ctx context.Context, prompt string) (string, error) 
 	if err != nil {
 		return "", err
 	}
-	s, err := c.StartSession(ctx, bridge.StartOptions{Prompt: prompt})
+	s, err := c.StartSession(ctx, bridgeapi.StartOptions{Prompt: prompt})
 	if err != nil {
 		return "", rejection(err)
 	}
@@ -66,7 +66,7 @@ func (h *httpSurface) Open(ctx context.Context, session string, sink func(Surfac
 	go func() {
 		defer close(c.done)
 		opened := false
-		err := api.EventsOpened(cctx, session, -1, func() { opened = true; ready <- nil }, func(e bridge.Event) error {
+		err := api.EventsOpened(cctx, session, -1, func() { opened = true; ready <- nil }, func(e bridgeapi.Event) error {
 			sink(fromBridgeEvent(e))
 			return nil
 		})
@@ -96,7 +96,7 @@ func (h *httpSurface) Open(ctx context.Context, session string, sink func(Surfac
 }
 
 type httpConn struct {
-	c       *bridge.Client
+	c       *bridgeapi.Client
 	session string
 	cancel  context.CancelFunc
 	done    chan struct{}
@@ -116,9 +116,9 @@ func (c *httpConn) Pending(ctx context.Context) ([]Pending, error) {
 }
 
 func (c *httpConn) Answer(ctx context.Context, qid string, answers map[string][]string) (Ack, error) {
-	in := map[string]bridge.Answer{}
+	in := map[string]bridgeapi.Answer{}
 	for k, v := range answers {
-		in[k] = bridge.Answer(v)
+		in[k] = bridgeapi.Answer(v)
 	}
 	r, err := c.c.AnswerIn(ctx, c.session, qid, in)
 	if err != nil {
@@ -173,7 +173,7 @@ func (c *httpConn) Close() error {
 
 // rejection turns the bridge client's error responses into *Rejected.
 func rejection(err error) error {
-	var re *bridge.RemoteError
+	var re *bridgeapi.RemoteError
 	if errors.As(err, &re) {
 		return &Rejected{Code: re.Code, Message: re.APIError.Error}
 	}
@@ -182,25 +182,25 @@ func rejection(err error) error {
 
 // fromBridgeEvent maps the reference bridge's events (ws and SSE share
 // them) to surface events.
-func fromBridgeEvent(e bridge.Event) SurfaceEvent {
+func fromBridgeEvent(e bridgeapi.Event) SurfaceEvent {
 	raw, _ := json.Marshal(e)
 	se := SurfaceEvent{T: time.Now(), At: e.Time, QuestionID: e.QuestionID, Session: e.SessionID, Questions: e.Questions, Raw: raw, Reason: e.Reason}
 	switch e.Type {
-	case bridge.EventQuestion:
+	case bridgeapi.EventQuestion:
 		se.Type = SurfQuestion
-	case bridge.EventTimeout:
+	case bridgeapi.EventTimeout:
 		se.Type, se.Reason = SurfExpired, e.Error
-	case bridge.EventAnswered:
+	case bridgeapi.EventAnswered:
 		se.Type = SurfAnswered
-	case bridge.EventHeld:
+	case bridgeapi.EventHeld:
 		se.Type = SurfHeld
-	case bridge.EventSkipped:
+	case bridgeapi.EventSkipped:
 		se.Type = SurfSkipped
-	case bridge.EventWithdrawn:
+	case bridgeapi.EventWithdrawn:
 		se.Type = SurfWithdrawn
-	case bridge.EventResumed:
+	case bridgeapi.EventResumed:
 		se.Type = SurfResumed
-	case bridge.EventStatus:
+	case bridgeapi.EventStatus:
 		se.Type, se.Waiting = SurfStatus, e.WaitingForUser
 		if e.PendingQuestionID != nil {
 			se.PendingID = *e.PendingQuestionID

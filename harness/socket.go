@@ -9,10 +9,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/askctl/askctl/bridge"
+	"github.com/askctl/askctl/bridgeapi"
 	"github.com/askctl/askctl/protocol"
 	"github.com/coder/websocket"
-	"github.com/tidwall/gjson"
 )
 
 // The socket adapters speak a WebSocket surface, one connection per
@@ -100,26 +99,30 @@ func (c *socketConn) read() {
 			c.sink(SurfaceEvent{T: time.Now(), Type: SurfClosed, Session: c.session, Reason: err.Error()})
 			return
 		}
-		m := gjson.ParseBytes(data)
-		typ := m.Get("type").String()
-		if typ == "ask_user_ack" || typ == "error" {
+		var head struct {
+			Type       string `json:"type"`
+			QuestionID string `json:"question_id"`
+			Error      string `json:"error"`
+		}
+		_ = json.Unmarshal(data, &head)
+		if head.Type == bridgeapi.MsgAck || head.Type == bridgeapi.MsgError {
 			select {
 			case c.replies <- json.RawMessage(data):
 			default: // nobody waits: an unsolicited error, shown as an event
-				c.sink(SurfaceEvent{T: time.Now(), Type: SurfOther, QuestionID: m.Get("question_id").String(), Reason: m.Get("error").String(), Raw: data})
+				c.sink(SurfaceEvent{T: time.Now(), Type: SurfOther, QuestionID: head.QuestionID, Reason: head.Error, Raw: data})
 			}
 			continue
 		}
 		var e SurfaceEvent
 		if c.s.kind == "control-ws" {
-			e = controlToEvent(m)
+			e = controlToEvent(data)
 		} else {
-			var be bridge.Event
+			var be bridgeapi.Event
 			if json.Unmarshal(data, &be) != nil {
-				be = bridge.Event{Type: typ}
+				be = bridgeapi.Event{Type: head.Type}
 			}
 			e = fromBridgeEvent(be)
-			if typ == "session_taken" {
+			if head.Type == bridgeapi.MsgSessionTaken {
 				e.Type = SurfTaken
 			}
 		}
@@ -133,35 +136,36 @@ func (c *socketConn) read() {
 }
 
 // controlToEvent reads the control surface's messages.
-func controlToEvent(m gjson.Result) SurfaceEvent {
-	id := m.Get("request_id").String()
-	switch m.Get("type").String() {
+func controlToEvent(data []byte) SurfaceEvent {
+	var m bridgeapi.ControlMessage
+	if json.Unmarshal(data, &m) != nil {
+		return SurfaceEvent{Type: SurfOther}
+	}
+	switch m.Type {
 	case protocol.TypeControlRequest:
-		if m.Get("request.tool_name").String() != protocol.ToolAskUserQuestion {
-			return SurfaceEvent{Type: SurfOther, QuestionID: id}
+		if m.Request == nil || m.Request.ToolName != protocol.ToolAskUserQuestion {
+			return SurfaceEvent{Type: SurfOther, QuestionID: m.RequestID}
 		}
-		var qs []protocol.Question
-		_ = json.Unmarshal([]byte(m.Get("request.input.questions").Raw), &qs)
-		return SurfaceEvent{Type: SurfQuestion, QuestionID: id, Session: m.Get("session_id").String(), Questions: qs}
+		return SurfaceEvent{Type: SurfQuestion, QuestionID: m.RequestID, Session: m.SessionID, Questions: m.Request.Input.Questions}
 	case protocol.TypeControlCancelRequest:
 		t := SurfWithdrawn
-		switch m.Get("status").String() {
-		case "expired":
+		switch m.Status {
+		case bridgeapi.QuestionExpired:
 			t = SurfExpired
-		case "answered":
+		case bridgeapi.QuestionAnswered:
 			t = SurfAnswered
-		case "skipped":
+		case bridgeapi.QuestionSkipped:
 			t = SurfSkipped
 		}
-		return SurfaceEvent{Type: t, QuestionID: id, Reason: m.Get("reason").String(), At: m.Get("time").Time()}
-	case "session_taken":
-		return SurfaceEvent{Type: SurfTaken, Session: m.Get("session_id").String()}
-	case "session_status":
-		var be bridge.Event
-		_ = json.Unmarshal([]byte(m.Raw), &be)
+		return SurfaceEvent{Type: t, QuestionID: m.RequestID, Reason: m.Reason, At: m.Time}
+	case bridgeapi.MsgSessionTaken:
+		return SurfaceEvent{Type: SurfTaken, Session: m.SessionID}
+	case bridgeapi.EventStatus:
+		var be bridgeapi.Event
+		_ = json.Unmarshal(data, &be)
 		return fromBridgeEvent(be)
 	}
-	return SurfaceEvent{Type: SurfOther, QuestionID: id}
+	return SurfaceEvent{Type: SurfOther, QuestionID: m.RequestID}
 }
 
 // track keeps what this connection shows: questions come, and go when they
@@ -195,7 +199,7 @@ func (c *socketConn) Pending(context.Context) ([]Pending, error) {
 // roundTrip sends one message about question qid and waits for the
 // bridge's ack or error about it; a stale reply (about another question,
 // to a message whose wait ran out) is skipped.
-func (c *socketConn) roundTrip(ctx context.Context, qid string, msg []byte) (gjson.Result, error) {
+func (c *socketConn) roundTrip(ctx context.Context, qid string, msg []byte) (bridgeapi.WSReply, error) {
 	c.reqMu.Lock()
 	defer c.reqMu.Unlock()
 	for drained := false; !drained; {
@@ -208,74 +212,67 @@ func (c *socketConn) roundTrip(ctx context.Context, qid string, msg []byte) (gjs
 	wctx, cancel := context.WithTimeout(ctx, replyTimeout)
 	defer cancel()
 	if err := c.ws.Write(wctx, websocket.MessageText, msg); err != nil {
-		return gjson.Result{}, fmt.Errorf("sending: %w", err)
+		return bridgeapi.WSReply{}, fmt.Errorf("sending: %w", err)
 	}
 	for {
 		select {
-		case r := <-c.replies:
-			m := gjson.ParseBytes(r)
-			if id := m.Get("question_id").String(); id != "" && qid != "" && id != qid {
+		case raw := <-c.replies:
+			var r bridgeapi.WSReply
+			_ = json.Unmarshal(raw, &r)
+			if r.QuestionID != "" && qid != "" && r.QuestionID != qid {
 				continue
 			}
-			if m.Get("type").String() == "error" {
-				return m, &Rejected{Code: m.Get("code").String(), Message: m.Get("error").String()}
+			if r.Type == bridgeapi.MsgError {
+				return r, &Rejected{Code: r.Code, Message: r.Error}
 			}
-			return m, nil
+			return r, nil
 		case <-c.done:
-			return gjson.Result{}, errClosed
+			return bridgeapi.WSReply{}, errClosed
 		case <-wctx.Done():
-			return gjson.Result{}, fmt.Errorf("no reply from the bridge within %v", replyTimeout)
+			return bridgeapi.WSReply{}, fmt.Errorf("no reply from the bridge within %v", replyTimeout)
 		}
 	}
 }
 
 func (c *socketConn) Answer(ctx context.Context, qid string, answers map[string][]string) (Ack, error) {
-	var msg any
+	var msg []byte
 	if c.s.kind == "control-ws" {
 		// The surface builds the answer as an SDK would: one string per
 		// question, multiSelect labels joined with ", ".
-		joined := map[string]string{}
+		joined := map[string]protocol.AnswerValue{}
 		for k, v := range answers {
-			joined[k] = joinLabels(v)
+			joined[k] = protocol.AnswerValue(protocol.JoinLabels(v))
 		}
 		c.mu.Lock()
 		qs := c.shown[qid].Questions
 		c.mu.Unlock()
-		msg = map[string]any{"type": protocol.TypeControlResponse, "response": map[string]any{"subtype": "success", "request_id": qid,
-			"response": map[string]any{"behavior": "allow", "updatedInput": map[string]any{"questions": qs, "answers": joined}}}}
-	} else {
-		vals := map[string]any{}
-		for k, v := range answers {
-			if len(v) == 1 {
-				vals[k] = v[0]
-			} else {
-				vals[k] = v
-			}
+		in, err := json.Marshal(protocol.AskInput{Questions: qs, Answers: joined})
+		if err != nil {
+			return Ack{}, err
 		}
-		msg = map[string]any{"type": "ask_user_response", "data": map[string]any{"question_id": qid, "answers": vals, "cancelled": false}}
+		msg = protocol.SuccessResponse(qid, protocol.Allow(in))
+	} else {
+		vals := map[string]bridgeapi.Answer{}
+		for k, v := range answers {
+			vals[k] = bridgeapi.Answer(v)
+		}
+		msg, _ = json.Marshal(bridgeapi.WSMessage{Type: bridgeapi.MsgAskResponse, Data: &bridgeapi.WSResponse{QuestionID: qid, Answers: vals}})
 	}
-	data, _ := json.Marshal(msg)
-	r, err := c.roundTrip(ctx, qid, data)
+	r, err := c.roundTrip(ctx, qid, msg)
 	if err != nil {
 		return Ack{}, err
 	}
-	var missing []string
-	for _, m := range r.Get("missing").Array() {
-		missing = append(missing, m.String())
-	}
-	return Ack{Status: r.Get("status").String(), Missing: missing}, nil
+	return Ack{Status: r.Status, Missing: r.Missing}, nil
 }
 
 func (c *socketConn) Skip(ctx context.Context, qid, reason string) error {
-	var msg any
+	var msg []byte
 	if c.s.kind == "control-ws" {
-		msg = map[string]any{"type": protocol.TypeControlResponse, "response": map[string]any{"subtype": "success", "request_id": qid,
-			"response": map[string]any{"behavior": "deny", "message": reason}}}
+		msg = protocol.SuccessResponse(qid, protocol.Deny(reason, false))
 	} else {
-		msg = map[string]any{"type": "ask_user_response", "data": map[string]any{"question_id": qid, "cancelled": true, "reason": reason}}
+		msg, _ = json.Marshal(bridgeapi.WSMessage{Type: bridgeapi.MsgAskResponse, Data: &bridgeapi.WSResponse{QuestionID: qid, Cancelled: true, Reason: reason}})
 	}
-	data, _ := json.Marshal(msg)
-	_, err := c.roundTrip(ctx, qid, data)
+	_, err := c.roundTrip(ctx, qid, msg)
 	return err
 }
 

@@ -131,7 +131,5 @@ func NewSurface(s SurfaceSpec) (Surface, error) {
 	return nil, fmt.Errorf("surface kind %q: want one of %s", s.Kind, strings.Join(SurfaceKinds, ", "))
 }
 
-// joinLabels is how a person's selection becomes one answer string.
-func joinLabels(labels []string) string { return protocol.JoinLabels(labels) }
 
 var errClosed = errors.New("connection closed")

@@ -13,7 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/askctl/askctl/bridge"
+	"github.com/askctl/askctl/bridgeapi"
 	"github.com/askctl/askctl/protocol"
 	"github.com/urfave/cli/v3"
 )
@@ -38,38 +38,38 @@ func (c *bridgeConn) apiFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "url", Usage: "the bridge's URL (default: the one askctl serve wrote to the state directory)", Destination: &c.url, Sources: cli.EnvVars("ASKCTL_URL")},
 		&cli.StringFlag{Name: "token", Usage: "the bridge's token (default: the state directory's token file)", Destination: &c.token, Sources: cli.EnvVars("ASKCTL_TOKEN")},
-		&cli.StringFlag{Name: "state", Usage: "the bridge's state directory", Destination: &c.state, Sources: cli.EnvVars(bridge.EnvStateDir)},
+		&cli.StringFlag{Name: "state", Usage: "the bridge's state directory", Destination: &c.state, Sources: cli.EnvVars(bridgeapi.EnvStateDir)},
 	}
 }
 
 // client resolves the URL and token.
-func (c *bridgeConn) client(s *stdio) (*bridge.Client, error) {
+func (c *bridgeConn) client(s *stdio) (*bridgeapi.Client, error) {
 	dir := c.state
 	if dir == "" && (c.url == "" || c.token == "") {
 		var err error
-		if dir, err = bridge.StateDir(s.getenv); err != nil {
+		if dir, err = bridgeapi.StateDir(s.getenv); err != nil {
 			return nil, err
 		}
 	}
 	url, token := c.url, c.token
 	if url == "" {
-		e, err := bridge.ReadEndpoint(dir)
+		e, err := bridgeapi.ReadEndpoint(dir)
 		if err != nil {
 			if errors.Is(err, os.ErrNotExist) {
-				return nil, fmt.Errorf("%w: no bridge is running with state directory %s (start one with askctl serve, or pass --url)", bridge.ErrUnreachable, dir)
+				return nil, fmt.Errorf("%w: no bridge is running with state directory %s (start one with askctl serve, or pass --url)", bridgeapi.ErrUnreachable, dir)
 			}
-			return nil, fmt.Errorf("%w: %v", bridge.ErrUnreachable, err)
+			return nil, fmt.Errorf("%w: %v", bridgeapi.ErrUnreachable, err)
 		}
 		url = e.URL
 	}
 	if token == "" {
-		t, err := bridge.ReadToken(dir)
+		t, err := bridgeapi.ReadToken(dir)
 		if err != nil {
-			return nil, fmt.Errorf("%w: no token: %v (pass --token or ASKCTL_TOKEN)", bridge.ErrUnauthorized, err)
+			return nil, fmt.Errorf("%w: no token: %v (pass --token or ASKCTL_TOKEN)", bridgeapi.ErrUnauthorized, err)
 		}
 		token = t
 	}
-	return &bridge.Client{URL: url, Token: token}, nil
+	return &bridgeapi.Client{URL: url, Token: token}, nil
 }
 
 // Exit statuses of the commands that drive a bridge.
@@ -164,7 +164,7 @@ func (o *answerOptions) validate() error {
 // answers builds the request's answers from the options. Labels must be
 // options of their question (a typo is not sent as free text); --text is
 // the way to free text.
-func (o *answerOptions) answers(ctx context.Context, c *bridge.Client) (map[string]bridge.Answer, error) {
+func (o *answerOptions) answers(ctx context.Context, c *bridgeapi.Client) (map[string]bridgeapi.Answer, error) {
 	q, err := c.Question(ctx, o.id)
 	if err != nil {
 		return nil, err
@@ -173,8 +173,8 @@ func (o *answerOptions) answers(ctx context.Context, c *bridge.Client) (map[stri
 }
 
 // answersFor builds the answers to q, keyed as given (number or text).
-func (o *answerOptions) answersFor(q *bridge.Question) (map[string]bridge.Answer, error) {
-	out := map[string]bridge.Answer{}
+func (o *answerOptions) answersFor(q *bridgeapi.Question) (map[string]bridgeapi.Answer, error) {
+	out := map[string]bridgeapi.Answer{}
 	if len(o.set) > 0 {
 		for _, kv := range o.set {
 			k, v, _ := strings.Cut(kv, "=")
@@ -189,12 +189,12 @@ func (o *answerOptions) answersFor(q *bridge.Question) (map[string]bridge.Answer
 			key = "1"
 		}
 		if o.text != "" {
-			return map[string]bridge.Answer{key: {o.text}}, nil
+			return map[string]bridgeapi.Answer{key: {o.text}}, nil
 		}
-		out[key] = bridge.Answer(o.labels)
+		out[key] = bridgeapi.Answer(o.labels)
 	}
 	for key, labels := range out {
-		qq, err := bridge.FindQuestion(q.Questions, key)
+		qq, err := protocol.FindQuestion(q.Questions, key)
 		if err != nil {
 			continue // the bridge names the unknown question
 		}
@@ -408,7 +408,7 @@ func runPending(ctx context.Context, o *pendingOptions) error {
 	}
 	if o.json {
 		if qs == nil {
-			qs = []*bridge.Question{}
+			qs = []*bridgeapi.Question{}
 		}
 		return printJSON(o.io.out, qs)
 	}
@@ -453,13 +453,13 @@ func optionsCell(q protocol.Question) string {
 }
 
 // waitPending follows the event stream until a question is pending.
-func waitPending(ctx context.Context, c *bridge.Client, session string, timeout time.Duration) ([]*bridge.Question, error) {
+func waitPending(ctx context.Context, c *bridgeapi.Client, session string, timeout time.Duration) ([]*bridgeapi.Question, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	errFound := errors.New("found")
 	for {
-		err := c.Events(ctx, session, -1, func(ev bridge.Event) error {
-			if ev.Type == bridge.EventQuestion {
+		err := c.Events(ctx, session, -1, func(ev bridgeapi.Event) error {
+			if ev.Type == bridgeapi.EventQuestion {
 				return errFound
 			}
 			return nil
@@ -472,7 +472,7 @@ func waitPending(ctx context.Context, c *bridge.Client, session string, timeout 
 			}
 		case ctx.Err() != nil:
 			return nil, exitWithMessage{exitNothing, fmt.Sprintf("no question within %v", timeout)}
-		case errors.Is(err, bridge.ErrUnreachable):
+		case errors.Is(err, bridgeapi.ErrUnreachable):
 			// The stream ended (a bridge restart): look again, then follow anew.
 			if qs, err := c.Pending(ctx, session); err == nil && len(qs) > 0 {
 				return qs, nil
@@ -535,7 +535,7 @@ func runWatch(ctx context.Context, o *watchOptions) error {
 	last := int64(-1) // a new client first, then resuming where it stopped
 	connected := false
 	for {
-		err := c.Events(ctx, o.session, last, func(ev bridge.Event) error {
+		err := c.Events(ctx, o.session, last, func(ev bridgeapi.Event) error {
 			connected = true
 			if ev.Seq > 0 {
 				last = ev.Seq
@@ -551,7 +551,7 @@ func runWatch(ctx context.Context, o *watchOptions) error {
 		switch {
 		case ctx.Err() != nil:
 			return nil
-		case errors.Is(err, bridge.ErrUnreachable) && connected:
+		case errors.Is(err, bridgeapi.ErrUnreachable) && connected:
 			select {
 			case <-ctx.Done():
 				return nil
@@ -563,16 +563,16 @@ func runWatch(ctx context.Context, o *watchOptions) error {
 	}
 }
 
-func describeEvent(ev bridge.Event) string {
+func describeEvent(ev bridgeapi.Event) string {
 	t := ev.Time.Local().Format("15:04:05")
 	switch ev.Type {
-	case bridge.EventQuestion:
+	case bridgeapi.EventQuestion:
 		var qs []string
 		for _, q := range ev.Questions {
 			qs = append(qs, strconv.Quote(q.Question))
 		}
 		return fmt.Sprintf("%s %s asked %s (session %s, %ds to answer)", t, ev.QuestionID, strings.Join(qs, ", "), ev.SessionID, ev.TimeoutSeconds)
-	case bridge.EventAnswered, bridge.EventHeld:
+	case bridgeapi.EventAnswered, bridgeapi.EventHeld:
 		keys := make([]string, 0, len(ev.Answers))
 		for k := range ev.Answers {
 			keys = append(keys, k)
@@ -583,15 +583,15 @@ func describeEvent(ev bridge.Event) string {
 			as = append(as, fmt.Sprintf("%q=%q", k, ev.Answers[k]))
 		}
 		verb := "answered"
-		if ev.Type == bridge.EventHeld {
+		if ev.Type == bridgeapi.EventHeld {
 			verb = "held (" + ev.Reason + ")"
 		}
 		return fmt.Sprintf("%s %s %s: %s", t, ev.QuestionID, verb, strings.Join(as, ", "))
-	case bridge.EventTimeout:
+	case bridgeapi.EventTimeout:
 		return fmt.Sprintf("%s %s timed out: %s", t, ev.QuestionID, ev.Error)
-	case bridge.EventSkipped, bridge.EventWithdrawn, bridge.EventResumed:
+	case bridgeapi.EventSkipped, bridgeapi.EventWithdrawn, bridgeapi.EventResumed:
 		return fmt.Sprintf("%s %s %s: %s", t, ev.QuestionID, strings.TrimPrefix(ev.Type, "ask_user_"), ev.Reason)
-	case bridge.EventStatus:
+	case bridgeapi.EventStatus:
 		s := fmt.Sprintf("%s session %s %s", t, ev.SessionID, ev.Status)
 		if ev.PendingQuestionID != nil {
 			s += ", waiting for the user on " + *ev.PendingQuestionID

@@ -12,7 +12,7 @@ import (
 	"syscall"
 
 	"github.com/askctl/askctl/agent"
-	"github.com/askctl/askctl/bridge"
+	"github.com/askctl/askctl/bridgeapi"
 	"github.com/askctl/askctl/fakeclaude"
 	"github.com/askctl/askctl/harness"
 )
@@ -78,16 +78,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	case errors.As(err, &em):
 		fmt.Fprintf(stderr, "askctl: %s\n", em.msg)
 		return em.code
-	case errors.Is(err, bridge.ErrNotFound):
+	case errors.Is(err, bridgeapi.ErrNotFound):
 		fmt.Fprintf(stderr, "askctl: %v\n", err)
 		return exitNotFound
-	case errors.Is(err, bridge.ErrResolved):
+	case errors.Is(err, bridgeapi.ErrResolved):
 		fmt.Fprintf(stderr, "askctl: %v\n", err)
 		return exitResolved
-	case errors.Is(err, bridge.ErrInvalid) && !errors.As(err, &ue):
+	case errors.Is(err, bridgeapi.ErrInvalid) && !errors.As(err, &ue):
 		fmt.Fprintf(stderr, "askctl: %v\n", err)
 		return exitRejected
-	case errors.Is(err, bridge.ErrUnreachable), errors.Is(err, bridge.ErrUnauthorized):
+	case errors.Is(err, bridgeapi.ErrUnreachable), errors.Is(err, bridgeapi.ErrUnauthorized):
 		fmt.Fprintf(stderr, "askctl: %v\n", err)
 		return exitBridgeDown
 	case errors.As(err, &ue) || isFlagError(err):

@@ -8,7 +8,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/askctl/askctl/bridge"
+	"github.com/askctl/askctl/bridgeapi"
 	"github.com/askctl/askctl/mcpask"
 	"github.com/askctl/askctl/protocol"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -113,7 +113,7 @@ func (nopWriteCloser) Close() error { return nil }
 
 // askThroughBridge asks in the bridge and turns the resolution into the
 // tool's result.
-func askThroughBridge(ctx context.Context, c *bridge.Client, session string, in mcpask.Input) *mcp.CallToolResult {
+func askThroughBridge(ctx context.Context, c *bridgeapi.Client, session string, in mcpask.Input) *mcp.CallToolResult {
 	if strings.TrimSpace(in.Question) == "" {
 		return mcpask.Invalid("ask_user needs a question.")
 	}
@@ -125,11 +125,11 @@ func askThroughBridge(ctx context.Context, c *bridge.Client, session string, in 
 		return mcpask.Invalid("The question could not be asked: " + err.Error())
 	}
 	switch res.Status {
-	case bridge.QuestionAnswered:
+	case bridgeapi.QuestionAnswered:
 		return mcpask.Answered(in, res.Answers[in.Question])
-	case bridge.QuestionSkipped:
+	case bridgeapi.QuestionSkipped:
 		return mcpask.Declined(res.Reason)
-	case bridge.QuestionExpired:
+	case bridgeapi.QuestionExpired:
 		return mcpask.TimedOut(res.TimeoutSeconds)
 	}
 	return mcpask.Withdrawn(fmt.Sprintf("%s: %s", res.Status, res.Reason))

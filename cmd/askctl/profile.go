@@ -11,8 +11,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/askctl/askctl/bridge"
+	"github.com/askctl/askctl/bridgeapi"
 	"github.com/askctl/askctl/harness"
+	"github.com/askctl/askctl/protocol"
 )
 
 // The bridge commands (answer, skip, pending, watch) reach any bridge with a
@@ -32,11 +33,11 @@ func (c *bridgeConn) surface(ctx context.Context, s *stdio, session string, sink
 	vars := map[string]string{"PROFILE_DIR": p.Dir}
 	dir := c.state
 	if dir == "" {
-		dir, _ = bridge.StateDir(s.getenv)
+		dir, _ = bridgeapi.StateDir(s.getenv)
 	}
 	if dir != "" {
 		vars["STATE"] = dir
-		if e, err := bridge.ReadEndpoint(dir); err == nil {
+		if e, err := bridgeapi.ReadEndpoint(dir); err == nil {
 			if u, err := url.Parse(e.URL); err == nil {
 				vars["PORT"] = u.Port()
 			}
@@ -44,14 +45,14 @@ func (c *bridgeConn) surface(ctx context.Context, s *stdio, session string, sink
 	}
 	if unset := p.SurfaceUnset(vars); len(unset) > 0 {
 		if _, ok := vars["STATE"]; ok && slices.Contains(unset, "PORT") {
-			return nil, nil, fmt.Errorf("%w: no bridge is running with state directory %s (start one with askctl serve, or pass --state)", bridge.ErrUnreachable, vars["STATE"])
+			return nil, nil, fmt.Errorf("%w: no bridge is running with state directory %s (start one with askctl serve, or pass --state)", bridgeapi.ErrUnreachable, vars["STATE"])
 		}
 		return nil, nil, usagef("--bridge %s: the surface uses ${%s}, which nobody set: set it in the environment (or use a profile with the address written out)", c.profile, strings.Join(unset, "}, ${"))
 	}
 	ep := p.Expanded(vars)
 	surf, err := harness.NewSurface(ep.Surface)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", bridge.ErrUnreachable, err)
+		return nil, nil, fmt.Errorf("%w: %v", bridgeapi.ErrUnreachable, err)
 	}
 	if sink == nil {
 		sink = func(harness.SurfaceEvent) {}
@@ -68,8 +69,8 @@ func (c *bridgeConn) surface(ctx context.Context, s *stdio, session string, sink
 func surfaceErr(err error) error {
 	var rj *harness.Rejected
 	if !errors.As(err, &rj) {
-		if err != nil && !errors.Is(err, bridge.ErrUnreachable) {
-			return fmt.Errorf("%w: %v", bridge.ErrUnreachable, err)
+		if err != nil && !errors.Is(err, bridgeapi.ErrUnreachable) {
+			return fmt.Errorf("%w: %v", bridgeapi.ErrUnreachable, err)
 		}
 		return err
 	}
@@ -79,13 +80,13 @@ func surfaceErr(err error) error {
 	}
 	switch rj.Code {
 	case "not_found", "404":
-		return wrap(bridge.ErrNotFound)
+		return wrap(bridgeapi.ErrNotFound)
 	case "resolved", "session_taken":
-		return wrap(bridge.ErrResolved)
+		return wrap(bridgeapi.ErrResolved)
 	case "unauthorized", "401":
-		return wrap(bridge.ErrUnauthorized)
+		return wrap(bridgeapi.ErrUnauthorized)
 	}
-	return wrap(bridge.ErrInvalid)
+	return wrap(bridgeapi.ErrInvalid)
 }
 
 // settle gives a socket surface the moment it needs to replay what is
@@ -114,7 +115,7 @@ func findPending(ctx context.Context, surf harness.Surface, conn harness.Conn, i
 			}
 		}
 		if time.Now().After(deadline) {
-			return harness.Pending{}, fmt.Errorf("%w: question %s is not pending on this surface", bridge.ErrNotFound, id)
+			return harness.Pending{}, fmt.Errorf("%w: question %s is not pending on this surface", bridgeapi.ErrNotFound, id)
 		}
 		select {
 		case <-ctx.Done():
@@ -132,24 +133,24 @@ func runAnswerProfile(ctx context.Context, o *answerOptions) error {
 	defer surf.Close()
 	defer conn.Close()
 	p, err := findPending(ctx, surf, conn, o.id)
-	if err != nil && !errors.Is(err, bridge.ErrNotFound) {
+	if err != nil && !errors.Is(err, bridgeapi.ErrNotFound) {
 		return err
 	}
 	// The same rules as on the reference bridge: labels are options,
 	// --text is free text, several questions need --question or --set. A
 	// question the surface does not show goes to the bridge as given, and
 	// the bridge says why it is not pending (answered, unknown…).
-	q := &bridge.Question{ID: o.id, Questions: p.Questions}
+	q := &bridgeapi.Question{ID: o.id, Questions: p.Questions}
 	given, err := o.answersFor(q)
 	if err != nil {
 		return err
 	}
 	answers := map[string][]string{}
 	for key, labels := range given {
-		qq, err := bridge.FindQuestion(q.Questions, key)
+		qq, err := protocol.FindQuestion(q.Questions, key)
 		if err != nil {
 			if len(q.Questions) > 0 {
-				return err
+				return fmt.Errorf("%w: %v", bridgeapi.ErrInvalid, err)
 			}
 			answers[key] = labels
 			continue
@@ -178,12 +179,12 @@ func runSkipProfile(ctx context.Context, o *skipOptions) error {
 	}
 	defer surf.Close()
 	defer conn.Close()
-	if _, err := findPending(ctx, surf, conn, o.id); err != nil && !errors.Is(err, bridge.ErrNotFound) {
+	if _, err := findPending(ctx, surf, conn, o.id); err != nil && !errors.Is(err, bridgeapi.ErrNotFound) {
 		return err
 	}
 	reason := o.reason
 	if reason == "" {
-		reason = bridge.DefaultSkipReason
+		reason = bridgeapi.DefaultSkipReason
 	}
 	if err := conn.Skip(ctx, o.id, reason); err != nil {
 		return surfaceErr(err)
@@ -279,7 +280,7 @@ func runWatchProfile(ctx context.Context, o *watchOptions) error {
 				fmt.Fprintf(o.io.out, "%s %s %s %s\n", e.T.Local().Format("15:04:05"), e.Type, e.QuestionID, e.Reason)
 			}
 			if e.Type == harness.SurfClosed {
-				return fmt.Errorf("%w: the surface closed: %s", bridge.ErrUnreachable, e.Reason)
+				return fmt.Errorf("%w: the surface closed: %s", bridgeapi.ErrUnreachable, e.Reason)
 			}
 		}
 	}

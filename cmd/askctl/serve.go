@@ -14,6 +14,7 @@ import (
 
 	"github.com/askctl/askctl/agent"
 	"github.com/askctl/askctl/bridge"
+	"github.com/askctl/askctl/bridgeapi"
 	"github.com/askctl/askctl/claudecli"
 	"github.com/urfave/cli/v3"
 )
@@ -74,7 +75,7 @@ Examples:
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "addr", Value: DefaultAddr, Usage: "address to listen on", Destination: &o.addr, Sources: cli.EnvVars("ASKCTL_ADDR")},
 			&cli.BoolFlag{Name: "allow-remote", Usage: "allow listening on an address other than loopback", Destination: &o.allowRemote},
-			&cli.StringFlag{Name: "state", Usage: "state directory (token, database, endpoint)", Destination: &o.state, Sources: cli.EnvVars(bridge.EnvStateDir)},
+			&cli.StringFlag{Name: "state", Usage: "state directory (token, database, endpoint)", Destination: &o.state, Sources: cli.EnvVars(bridgeapi.EnvStateDir)},
 			&cli.StringFlag{Name: "db", Usage: "SQLite database (default <state>/bridge.db)", Destination: &o.db},
 			&cli.StringFlag{Name: "claude", Usage: `the CLI sessions spawn; "fakeclaude" for askctl's own`, Destination: &o.claude, Sources: cli.EnvVars(claudecli.EnvClaude)},
 			&cli.DurationFlag{Name: "timeout", Value: bridge.DefaultTimeout, Usage: "how long a question waits for an answer", Destination: &o.timeout},
@@ -151,11 +152,11 @@ func runServe(ctx context.Context, o *serveOptions) error {
 	dir := o.state
 	if dir == "" {
 		var err error
-		if dir, err = bridge.StateDir(o.io.getenv); err != nil {
+		if dir, err = bridgeapi.StateDir(o.io.getenv); err != nil {
 			return err
 		}
 	}
-	token, err := bridge.EnsureToken(dir)
+	token, err := bridgeapi.EnsureToken(dir)
 	if err != nil {
 		return fmt.Errorf("token: %w", err)
 	}
@@ -181,11 +182,11 @@ func runServe(ctx context.Context, o *serveOptions) error {
 	}
 	defer b.Close()
 	url := "http://" + ln.Addr().String()
-	if err := bridge.WriteEndpoint(dir, bridge.Endpoint{URL: url, PID: os.Getpid()}); err != nil {
+	if err := bridgeapi.WriteEndpoint(dir, bridgeapi.Endpoint{URL: url, PID: os.Getpid()}); err != nil {
 		ln.Close()
 		return err
 	}
-	defer bridge.RemoveEndpoint(dir, os.Getpid())
+	defer bridgeapi.RemoveEndpoint(dir, os.Getpid())
 	srv := &http.Server{Handler: (&bridge.Server{B: b, Token: token, OriginPatterns: o.origins}).Handler(), ReadHeaderTimeout: 10 * time.Second}
 	logf("listening on %s (claude: %s; token: %s; database: %s)", url, claude, filepath.Join(dir, "token"), db)
 	errc := make(chan error, 1)

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/askctl/askctl/agent"
-	"github.com/askctl/askctl/bridge"
+	"github.com/askctl/askctl/bridgeapi"
 	"github.com/askctl/askctl/fakeclaude/fakeapi"
 	"github.com/askctl/askctl/internal/testenv"
 	"github.com/askctl/askctl/scenarios"
@@ -55,7 +55,7 @@ func (s *served) start() {
 	self, _ := os.Executable()
 	s.log = &bytes.Buffer{}
 	s.cmd = exec.Command(self, append([]string{"serve", "--claude", "fakeclaude", "--addr", "127.0.0.1:0"}, s.args...)...)
-	s.cmd.Env = append(os.Environ(), envTestAsAskctl+"=1", bridge.EnvStateDir+"="+s.state,
+	s.cmd.Env = append(os.Environ(), envTestAsAskctl+"=1", bridgeapi.EnvStateDir+"="+s.state,
 		"FAKECLAUDE_TRANSCRIPT="+filepath.Join(s.trans, "t-{pid}.jsonl"), "FAKECLAUDE_TIMEOUT=30s", "FAKECLAUDE_LINGER=2s")
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
 	if err := s.cmd.Start(); err != nil {
@@ -63,7 +63,7 @@ func (s *served) start() {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if e, err := bridge.ReadEndpoint(s.state); err == nil && e.PID == s.cmd.Process.Pid {
+		if e, err := bridgeapi.ReadEndpoint(s.state); err == nil && e.PID == s.cmd.Process.Pid {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -77,7 +77,7 @@ func (s *served) start() {
 func (s *served) askctl(args ...string) (int, string, string) {
 	s.t.Helper()
 	var stdout, stderr bytes.Buffer
-	env := map[string]string{bridge.EnvStateDir: s.state}
+	env := map[string]string{bridgeapi.EnvStateDir: s.state}
 	code := run(context.Background(), append([]string{"askctl"}, args...), func(k string) string { return env[k] }, strings.NewReader(""), &stdout, &stderr)
 	return code, stdout.String(), stderr.String()
 }
@@ -124,15 +124,15 @@ func (s *served) exits(n int) []int {
 }
 
 // sessionsEnded waits until the bridge has seen n sessions end.
-func (s *served) sessionsEnded(n int) []bridge.Session {
+func (s *served) sessionsEnded(n int) []bridgeapi.Session {
 	s.t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		var ls []bridge.Session
+		var ls []bridgeapi.Session
 		_ = json.Unmarshal([]byte(s.must("session", "ls", "--json")), &ls)
 		ended := 0
 		for _, ss := range ls {
-			if ss.Status == bridge.StatusExited {
+			if ss.Status == bridgeapi.StatusExited {
 				ended++
 			}
 		}
@@ -257,7 +257,7 @@ func TestServeRestartKeepsQuestions(t *testing.T) {
 // exit statuses, when no bridge runs or the token is wrong.
 func TestCommandsWithoutABridge(t *testing.T) {
 	state := t.TempDir()
-	env := map[string]string{bridge.EnvStateDir: state}
+	env := map[string]string{bridgeapi.EnvStateDir: state}
 	runIn := func(args ...string) (int, string) {
 		var stdout, stderr bytes.Buffer
 		code := run(context.Background(), append([]string{"askctl"}, args...), func(k string) string { return env[k] }, strings.NewReader(""), &stdout, &stderr)
@@ -267,7 +267,7 @@ func TestCommandsWithoutABridge(t *testing.T) {
 		t.Errorf("no bridge: exit %d, %s", code, errOut)
 	}
 	s := serve(t)
-	env[bridge.EnvStateDir] = s.state
+	env[bridgeapi.EnvStateDir] = s.state
 	if code, errOut := runIn("pending", "--token", "wrong"); code != exitBridgeDown || !strings.Contains(errOut, "token") {
 		t.Errorf("wrong token: exit %d, %s", code, errOut)
 	}
@@ -364,7 +364,7 @@ func TestAutomationLoop(t *testing.T) {
 	}
 	script, _ := filepath.Abs("../../examples/shell/answer-first-option.sh")
 	cmd := exec.Command("bash", script)
-	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), bridge.EnvStateDir+"="+s.state, "WAIT=2s")
+	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), bridgeapi.EnvStateDir+"="+s.state, "WAIT=2s")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("the loop: %v\n%s", err, out)
@@ -393,7 +393,7 @@ func TestServeGracefulRestart(t *testing.T) {
 	id := gjson.Get(s.must("pending", "--wait", "--timeout", "10s", "--json"), "0.question_id").String()
 
 	var stderr bytes.Buffer
-	env := map[string]string{bridge.EnvStateDir: s.state}
+	env := map[string]string{bridgeapi.EnvStateDir: s.state}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	code := run(ctx, []string{"askctl", "serve", "--claude", "fakeclaude", "--addr", "127.0.0.1:0", "--state", s.state}, func(k string) string { return env[k] }, strings.NewReader(""), &bytes.Buffer{}, &stderr)
@@ -460,7 +460,7 @@ func TestAnswerThroughProfiles(t *testing.T) {
 				t.Errorf("answering it again: exit %d, %s", code, errOut)
 			}
 			q := s.question(id)
-			if q.Status != bridge.QuestionAnswered || q.Answers["Which sections?"] != "Outro, Intro" {
+			if q.Status != bridgeapi.QuestionAnswered || q.Answers["Which sections?"] != "Outro, Intro" {
 				t.Errorf("the bridge holds %+v", q)
 			}
 		})
@@ -474,9 +474,9 @@ func TestAnswerThroughProfiles(t *testing.T) {
 }
 
 // question reads question id from the bridge's API.
-func (s *served) question(id string) *bridge.Question {
+func (s *served) question(id string) *bridgeapi.Question {
 	s.t.Helper()
-	c := &bridge.Client{URL: s.endpoint(), Token: s.token()}
+	c := &bridgeapi.Client{URL: s.endpoint(), Token: s.token()}
 	q, err := c.Question(context.Background(), id)
 	if err != nil {
 		s.t.Fatal(err)
@@ -485,7 +485,7 @@ func (s *served) question(id string) *bridge.Question {
 }
 
 func (s *served) endpoint() string {
-	e, err := bridge.ReadEndpoint(s.state)
+	e, err := bridgeapi.ReadEndpoint(s.state)
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -493,7 +493,7 @@ func (s *served) endpoint() string {
 }
 
 func (s *served) token() string {
-	tok, err := bridge.ReadToken(s.state)
+	tok, err := bridgeapi.ReadToken(s.state)
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -507,7 +507,7 @@ func TestMCPServer(t *testing.T) {
 	s := serve(t, "--timeout", "1s")
 	self, _ := os.Executable()
 	cmd := exec.Command(self, "mcp")
-	cmd.Env = append(os.Environ(), envTestAsAskctl+"=1", bridge.EnvStateDir+"="+s.state)
+	cmd.Env = append(os.Environ(), envTestAsAskctl+"=1", bridgeapi.EnvStateDir+"="+s.state)
 	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

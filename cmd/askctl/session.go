@@ -6,7 +6,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/askctl/askctl/bridge"
+	"github.com/askctl/askctl/bridgeapi"
 	"github.com/urfave/cli/v3"
 )
 
@@ -95,7 +95,7 @@ func runSessionStart(ctx context.Context, o *sessionOptions) error {
 	if err != nil {
 		return err
 	}
-	ss, err := c.StartSession(ctx, bridge.StartOptions{Prompt: o.prompt, Scenario: o.scenario})
+	ss, err := c.StartSession(ctx, bridgeapi.StartOptions{Prompt: o.prompt, Scenario: o.scenario})
 	if err != nil {
 		return err
 	}
@@ -117,7 +117,7 @@ func runSessionLs(ctx context.Context, o *sessionOptions) error {
 	}
 	if o.json {
 		if all == nil {
-			all = []*bridge.Session{}
+			all = []*bridgeapi.Session{}
 		}
 		return printJSON(o.io.out, all)
 	}

@@ -1,4 +1,4 @@
-package bridge
+package bridgeapi
 
 import (
 	"bufio"
@@ -7,13 +7,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/askctl/askctl/protocol"
 	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/askctl/askctl/protocol"
 )
 
 // Client talks to a bridge's HTTP API: what askctl session, answer, skip,
