@@ -13,6 +13,7 @@ import (
 	"github.com/askctl/askctl/bridge"
 	"github.com/askctl/askctl/bridgeapi"
 	"github.com/askctl/askctl/events"
+	"github.com/askctl/askctl/fakeclaude"
 	"github.com/askctl/askctl/transcript"
 	"github.com/tidwall/gjson"
 )
@@ -20,7 +21,7 @@ import (
 // latencies measures, per question, what the bridge adds: from fakeclaude
 // writing the can_use_tool request to the surface event, and from the answer
 // call to fakeclaude reading the control_response. fakeclaude's records
-// arrive live over FAKECLAUDE_EVENTS, stamped when it wrote or read a line.
+// arrive live over fakeclaude.Env.Events, stamped when it wrote or read a line.
 type latencies struct {
 	mu       sync.Mutex
 	asked    map[string]time.Time // tool_use id → can_use_tool written
@@ -65,7 +66,7 @@ func BenchmarkLatency(b *testing.B) {
 	defer hub.Close()
 	lat := &latencies{asked: map[string]time.Time{}, answered: map[string]time.Time{}, requests: map[string]string{}}
 	hub.Subscribe("", lat)
-	e := newEnvTB(b, bridge.Config{Env: []string{"FAKECLAUDE_EVENTS=" + hub.Addr()}}, false)
+	e := newEnvTB(b, bridge.Config{Env: fakeclaude.Env{Events: hub.Addr()}.Environ()}, false)
 	sub := e.b.Subscribe("")
 	defer sub.Close()
 	var toSurface, toAgent []time.Duration

@@ -12,10 +12,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/askctl/askctl/agent"
 	"github.com/askctl/askctl/bridgeapi"
+	"github.com/askctl/askctl/claudecli"
 	"github.com/askctl/askctl/protocol"
-	"github.com/askctl/askctl/scenarios"
 	"github.com/askctl/askctl/sdk"
 )
 
@@ -29,6 +28,12 @@ type Config struct {
 	Args []string
 	// Env is added to each agent's environment (this process's, inherited).
 	Env []string
+	// SessionEnv gives the environment a session's agent gets for the
+	// scenario its client named (StartOptions.Scenario), added after Env:
+	// askctl serve, whose CLI is fakeclaude, maps it to fakeclaude's. The
+	// bridge does not read it; an error refuses the session as invalid. Nil
+	// refuses every session that names a scenario.
+	SessionEnv func(scenario string) ([]string, error)
 	// Dir is the agents' working directory; empty means this process's.
 	Dir string
 	// Timeout is how long a question waits for the person; then the agent
@@ -76,7 +81,7 @@ type Bridge struct {
 
 type live struct {
 	s    *sdk.Session
-	proc *agent.Process
+	proc *claudecli.Process
 	done chan struct{}
 	mcp  *mcpSession // an MCP server's session (askctl mcp): no agent process
 }
@@ -194,10 +199,8 @@ func (b *Bridge) StartSession(ctx context.Context, o bridgeapi.StartOptions) (*b
 	if b.cfg.Claude == "" {
 		return nil, errors.New("no claude CLI configured")
 	}
-	if o.Scenario != "" {
-		if _, err := scenarios.Load(o.Scenario); err != nil {
-			return nil, fmt.Errorf("%w: scenario: %v", bridgeapi.ErrInvalid, err)
-		}
+	if _, err := b.sessionEnv(o.Scenario); err != nil {
+		return nil, err
 	}
 	ss := &bridgeapi.Session{ID: newID("s_"), Prompt: o.Prompt, Scenario: o.Scenario, Claude: b.cfg.Claude, Status: bridgeapi.StatusStarting, CreatedAt: time.Now()}
 	if err := b.st.insertSession(ctx, ss); err != nil {
@@ -211,18 +214,34 @@ func (b *Bridge) StartSession(ctx context.Context, o bridgeapi.StartOptions) (*b
 	return b.Session(ctx, ss.ID)
 }
 
+// sessionEnv is the environment a session's agent gets for scenario.
+func (b *Bridge) sessionEnv(scenario string) ([]string, error) {
+	if scenario == "" {
+		return nil, nil
+	}
+	if b.cfg.SessionEnv == nil {
+		return nil, fmt.Errorf("%w: scenario: this bridge's agents take no scenario", bridgeapi.ErrInvalid)
+	}
+	env, err := b.cfg.SessionEnv(scenario)
+	if err != nil {
+		return nil, fmt.Errorf("%w: scenario: %v", bridgeapi.ErrInvalid, err)
+	}
+	return env, nil
+}
+
 // spawn starts the agent of ss and its SDK side; resume, when set, is the
 // CLI session to continue (--resume).
 func (b *Bridge) spawn(ss *bridgeapi.Session, resume, prompt string) error {
-	args := append(append([]string(nil), agent.SDKArgs...), b.cfg.Args...)
+	args := append(append([]string(nil), claudecli.SDKArgs...), b.cfg.Args...)
 	if resume != "" {
 		args = append(args, "--resume", resume)
 	}
-	env := append(os.Environ(), b.cfg.Env...)
-	if ss.Scenario != "" {
-		env = append(env, "FAKECLAUDE_SCENARIO="+ss.Scenario)
+	extra, err := b.sessionEnv(ss.Scenario)
+	if err != nil {
+		return err
 	}
-	proc, err := agent.Launch(b.ctx, agent.Command{Path: ss.Claude, Args: args, Env: env, Dir: b.cfg.Dir})
+	env := append(append(os.Environ(), b.cfg.Env...), extra...)
+	proc, err := claudecli.Launch(b.ctx, claudecli.Command{Path: ss.Claude, Args: args, Env: env, Dir: b.cfg.Dir})
 	if err != nil {
 		return err
 	}

@@ -10,10 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/askctl/askctl/agent"
 	"github.com/askctl/askctl/bridge"
 	"github.com/askctl/askctl/bridgeapi"
+	"github.com/askctl/askctl/fakeclaude"
 	"github.com/askctl/askctl/internal/testenv"
+	"github.com/askctl/askctl/scenarios"
 	"github.com/askctl/askctl/transcript"
 	"github.com/tidwall/gjson"
 )
@@ -50,9 +51,16 @@ func newEnvTB(t testing.TB, cfg bridge.Config, transcripts bool) *env {
 	}
 	cfg.Claude = exe
 	cfg.Dir = dir
-	cfg.Env = append(cfg.Env, agent.RunAsEnv+"=fakeclaude", "FAKECLAUDE_TIMEOUT=60s", "FAKECLAUDE_LINGER=2s")
+	fe := fakeclaude.Env{RunAs: fakeclaude.RoleFake, Timeout: 60 * time.Second, Linger: 2 * time.Second}
 	if transcripts {
-		cfg.Env = append(cfg.Env, "FAKECLAUDE_TRANSCRIPT="+filepath.Join(dir, "t-{pid}.jsonl"))
+		fe.Transcript = filepath.Join(dir, "t-{pid}.jsonl")
+	}
+	cfg.Env = append(cfg.Env, fe.Environ()...)
+	cfg.SessionEnv = func(name string) ([]string, error) {
+		if _, err := scenarios.Load(name); err != nil {
+			return nil, err
+		}
+		return fakeclaude.Env{Scenario: name}.Environ(), nil
 	}
 	cfg.StopGrace = 2 * time.Second
 	b, err := bridge.New(cfg)

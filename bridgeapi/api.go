@@ -37,8 +37,8 @@ type SkipRequest struct {
 // StartOptions start a session.
 type StartOptions struct {
 	Prompt string `json:"prompt"`
-	// Scenario is passed to the agent as FAKECLAUDE_SCENARIO, for a bridge
-	// whose CLI is fakeclaude.
+	// Scenario names what a fake agent plays, for a bridge whose CLI is
+	// fakeclaude (askctl serve); a bridge whose agents take none refuses it.
 	Scenario string `json:"scenario,omitempty"`
 }
 

@@ -1,13 +1,13 @@
-// Package claudecli is where askctl finds the real claude CLI it compares
-// fakeclaude with: the pinned release (protocol.CLIVersion), installed once
-// per user into the user's cache by `askctl claude install`, as browser
-// testing tools install their browsers, so that `askctl replay --agent real`
-// and `askctl fidelity` work from any directory.
-//
-// The CLI ships on npm as a launcher package (@anthropic-ai/claude-code) whose
-// postinstall script puts a native binary in place, taken from a package per
-// platform (@anthropic-ai/claude-code-linux-x64, …). askctl installs only the
+// This file finds and installs the real CLI: the pinned release
+// (protocol.CLIVersion), installed once per user into the user's cache by
+// `askctl claude install`, as browser testing tools install their
+// browsers, so that `askctl replay --agent real` and `askctl fidelity` work
+// from any directory. The CLI ships on npm as a launcher package
+// (@anthropic-ai/claude-code) whose postinstall script puts a native binary
+// in place, taken from a package per platform
+// (@anthropic-ai/claude-code-linux-x64, …). askctl installs only the
 // platform package, with scripts off, and runs its binary directly.
+
 package claudecli
 
 import (

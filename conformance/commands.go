@@ -96,7 +96,7 @@ func envOf(ts *testscript.TestScript) *harness.Env {
 	l.once.Do(func() {
 		ctx, cancel := context.WithTimeout(baseCtx(ts), 30*time.Second)
 		defer cancel()
-		l.env, l.err = harness.NewEnv(ctx, l.cfg.Profile, harness.Options{Work: l.work, Askctl: l.cfg.Askctl, RunAsEnv: l.cfg.RunAsEnv, AgentTimeout: l.cfg.AgentTimeout, RealClaude: l.cfg.RealClaude, ClaimTimeout: l.cfg.ClaimTimeout})
+		l.env, l.err = harness.NewEnv(ctx, l.cfg.Profile, harness.Options{Work: l.work, Askctl: l.cfg.Askctl, AgentTimeout: l.cfg.AgentTimeout, RealClaude: l.cfg.RealClaude, ClaimTimeout: l.cfg.ClaimTimeout})
 	})
 	if l.err != nil {
 		fail(ts, "starting the bridge: %v", l.err)

@@ -38,11 +38,8 @@ var Profiles embed.FS
 type Config struct {
 	Profile *harness.Profile
 	// Askctl is the askctl executable the claude shim runs as fakeclaude
-	// (and ${ASKCTL} in profiles).
+	// (fakeclaude.Env.RunAs; and ${ASKCTL} in profiles).
 	Askctl string
-	// RunAsEnv is the variable that makes Askctl fakeclaude; default
-	// _ASKCTL_RUN_AS.
-	RunAsEnv string
 	// AgentTimeout is each agent's deadline for every wait (default 20s):
 	// longer than any case waits, so an agent left waiting ends by itself.
 	AgentTimeout time.Duration
@@ -67,9 +64,6 @@ func (c *Config) defaults() {
 		if min := c.Profile.Capabilities.Timeout.D() + 15*time.Second; c.AgentTimeout < min {
 			c.AgentTimeout = min
 		}
-	}
-	if c.RunAsEnv == "" {
-		c.RunAsEnv = "_ASKCTL_RUN_AS"
 	}
 }
 

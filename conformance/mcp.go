@@ -8,7 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/askctl/askctl/fakeclaude"
+	"github.com/askctl/askctl/claudecli"
+	"github.com/askctl/askctl/claudecli/mcpclient"
 	"github.com/askctl/askctl/harness"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rogpeppe/go-internal/testscript"
@@ -81,11 +82,11 @@ func cmdMCPList(ts *testscript.TestScript, neg bool, args []string) {
 	if spec == nil {
 		ts.Fatalf("mcp-list: the profile has no mcp section")
 	}
-	servers, err := fakeclaude.ParseMCPConfig([]string{string(spec.Config)})
+	servers, err := claudecli.ParseMCPConfig([]string{string(spec.Config)})
 	if err != nil {
 		fail(ts, "mcp.config: %v", err)
 	}
-	var srv *fakeclaude.MCPServer
+	var srv *claudecli.MCPServer
 	for i := range servers {
 		if servers[i].Name == spec.Server {
 			srv = &servers[i]
@@ -96,7 +97,7 @@ func cmdMCPList(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	ctx, cancel := context.WithTimeout(baseCtx(ts), 20*time.Second)
 	defer cancel()
-	cs, err := fakeclaude.ConnectMCP(ctx, *srv, spec.Env, e.Bridge.Vars["WORK"])
+	cs, err := mcpclient.Connect(ctx, *srv, spec.Env, e.Bridge.Vars["WORK"])
 	if err != nil {
 		fail(ts, "connecting to MCP server %s as the CLI does: %v", spec.Server, err)
 	}

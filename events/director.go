@@ -14,7 +14,7 @@ import (
 
 // A bridge spawns every fakeclaude with its own arguments and one
 // environment, so a harness cannot hand each its scenario on the command
-// line. Instead a fakeclaude started with FAKECLAUDE_EVENTS and no scenario
+// line. Instead a fakeclaude started with Env.Events and no scenario
 // asks the hub: its first record is a hello, and the hub's [Director]
 // answers with one JSON line, the assignment, before any other record.
 //
@@ -39,7 +39,7 @@ type Assignment struct {
 	Name      string `json:"name,omitempty"`       // the scenario's name, for messages
 	Scenario  string `json:"scenario,omitempty"`   // the scenario, a txtar archive
 	SessionID string `json:"session_id,omitempty"` // the session id to announce (not with --resume)
-	Timeout   string `json:"timeout,omitempty"`    // each wait's deadline (FAKECLAUDE_TIMEOUT)
+	Timeout   string `json:"timeout,omitempty"`    // each wait's deadline (fakeclaude's Env.Timeout)
 	Error     string `json:"error,omitempty"`      // no assignment: why
 }
 
@@ -66,7 +66,7 @@ func (h *Hub) direct(c net.Conn, rec *transcript.Record) {
 		d := h.director
 		h.mu.Unlock()
 		if d == nil {
-			a.Error = "this harness assigns no scenarios: set FAKECLAUDE_SCENARIO"
+			a.Error = "this harness assigns no scenarios: give fakeclaude its scenario"
 		} else if got, err := d(hello); err != nil {
 			a.Error = err.Error()
 		} else {

@@ -1,5 +1,5 @@
 // Package events receives agents' live events as they happen: every record
-// fakeclaude writes to its transcript, streamed over FAKECLAUDE_EVENTS.
+// fakeclaude writes to its transcript, streamed over fakeclaude's Env.Events.
 //
 // A [Hub] listens on a unix socket or a loopback TCP port, accepts any number
 // of fakeclaude connections — a bridge spawns one fakeclaude per session, all
@@ -11,7 +11,7 @@
 //	hub, _ := events.Listen("unix", filepath.Join(dir, "events.sock"))
 //	defer hub.Close()
 //	cancel := hub.Subscribe("", transcript.Func(func(r transcript.Record) error { … }))
-//	cmd.Env = append(cmd.Env, "FAKECLAUDE_EVENTS="+hub.Addr())
+//	cmd.Env = append(cmd.Env, fakeclaude.Env{Events: hub.Addr()}.Environ()...)
 package events
 
 import (
@@ -61,7 +61,7 @@ func Listen(network, address string) (*Hub, error) {
 	return h, nil
 }
 
-// Addr is the value of FAKECLAUDE_EVENTS that reaches this hub:
+// Addr is the value of fakeclaude's Env.Events that reaches this hub:
 // "unix:/path" or "tcp:127.0.0.1:port".
 func (h *Hub) Addr() string { return h.network + ":" + h.ln.Addr().String() }
 

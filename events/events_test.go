@@ -11,8 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/askctl/askctl/agent"
+	"github.com/askctl/askctl/claudecli"
 	"github.com/askctl/askctl/events"
+	"github.com/askctl/askctl/fakeclaude"
 	"github.com/askctl/askctl/internal/testenv"
 	"github.com/askctl/askctl/protocol"
 	"github.com/askctl/askctl/sdk"
@@ -89,15 +90,15 @@ func TestEventSeenWhileAgentWaits(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	type run struct {
-		p       *agent.Process
+		p       *claudecli.Process
 		s       *sdk.Session
 		asked   chan sdk.Request
 		session string
 	}
 	var runs []*run
 	for _, sc := range []string{"ask-single", "ask-skip"} {
-		p, err := agent.Launch(ctx, agent.Command{Path: exe, Args: agent.SDKArgs, Dir: dir,
-			Env: append(os.Environ(), agent.RunAsEnv+"=fakeclaude", "FAKECLAUDE_SCENARIO="+sc, "FAKECLAUDE_EVENTS="+hub.Addr(), "FAKECLAUDE_TIMEOUT=20s")})
+		p, err := claudecli.Launch(ctx, claudecli.Command{Path: exe, Args: claudecli.SDKArgs, Dir: dir,
+			Env: append(os.Environ(), fakeclaude.Env{RunAs: fakeclaude.RoleFake, Scenario: sc, Events: hub.Addr(), Timeout: 20 * time.Second}.Environ()...)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -253,9 +254,9 @@ func TestDirector(t *testing.T) {
 	exe, _ := os.Executable()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	start := func() *agent.Process {
-		p, err := agent.Launch(ctx, agent.Command{Path: exe, Args: agent.SDKArgs, Dir: dir,
-			Env: append(os.Environ(), agent.RunAsEnv+"=fakeclaude", "FAKECLAUDE_SCENARIO=", "FAKECLAUDE_EVENTS="+hub.Addr())})
+	start := func() *claudecli.Process {
+		p, err := claudecli.Launch(ctx, claudecli.Command{Path: exe, Args: claudecli.SDKArgs, Dir: dir,
+			Env: append(os.Environ(), fakeclaude.Env{RunAs: fakeclaude.RoleFake, Events: hub.Addr()}.Environ()...)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/askctl/askctl/claudecli"
 	"github.com/askctl/askctl/fakeclaude"
 	"github.com/askctl/askctl/protocol"
 	"github.com/askctl/askctl/replay"
@@ -539,7 +540,7 @@ func TestResume(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg, cwd := t.TempDir(), t.TempDir()
-			file := fakeclaude.SessionFile(cfg, cwd, id)
+			file := claudecli.SessionFile(cfg, cwd, id)
 			if err := os.WriteFile(filepath.Join(cfg, "x.jsonl"), []byte("untouched\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -552,7 +553,7 @@ func TestResume(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			env := map[string]string{fakeclaude.EnvConfigDir: cfg}
+			env := map[string]string{claudecli.EnvConfigDir: cfg}
 			arg := id
 			if tt.name == "not a session id" {
 				arg = "../../x"
@@ -626,7 +627,7 @@ func TestResume(t *testing.T) {
 // starts a new one when there is none, as the real CLI does.
 func TestContinue(t *testing.T) {
 	cfg, cwd := t.TempDir(), t.TempDir()
-	env := map[string]string{fakeclaude.EnvConfigDir: cfg}
+	env := map[string]string{claudecli.EnvConfigDir: cfg}
 	opts := fakeclaude.Options{Cwd: cwd, Getenv: func(k string) string { return env[k] }}
 	// None yet: a new session, as the CLI starts.
 	s := start(t, "ask-single", append(append([]string(nil), sdk...), "--continue"), opts)
@@ -634,14 +635,14 @@ func TestContinue(t *testing.T) {
 	s.send(`{"type":"user","message":{"role":"user","content":"hi"},"parent_tool_use_id":null,"session_id":"default"}`)
 	newID := s.until("system/init").Get("session_id").String()
 	s.finish()
-	files, _ := filepath.Glob(filepath.Join(fakeclaude.ProjectDir(cfg, cwd), "*.jsonl"))
+	files, _ := filepath.Glob(filepath.Join(claudecli.ProjectDir(cfg, cwd), "*.jsonl"))
 	if len(files) != 1 || filepath.Base(files[0]) != newID+".jsonl" {
 		t.Errorf("--continue with no session wrote %v, want the new session %s's file", files, newID)
 	}
 	for _, f := range files {
 		os.Remove(f)
 	}
-	dir := fakeclaude.ProjectDir(cfg, cwd)
+	dir := claudecli.ProjectDir(cfg, cwd)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -669,7 +670,7 @@ func TestContinue(t *testing.T) {
 // in the config directory.
 func TestSessionIDNotAPath(t *testing.T) {
 	cfg, cwd := t.TempDir(), t.TempDir()
-	env := map[string]string{fakeclaude.EnvConfigDir: filepath.Join(cfg, "config")}
+	env := map[string]string{claudecli.EnvConfigDir: filepath.Join(cfg, "config")}
 	s := start(t, "ask-single", sdk, fakeclaude.Options{Cwd: cwd, SessionID: "../../../evil", Getenv: func(k string) string { return env[k] }})
 	s.send(`{"type":"control_request","request_id":"req_1","request":{"subtype":"initialize","hooks":null}}`)
 	s.send(`{"type":"user","message":{"role":"user","content":"hi"},"parent_tool_use_id":null,"session_id":"default"}`)
@@ -699,14 +700,14 @@ func TestResumeWhere(t *testing.T) {
 	row := `{"parentUuid":null,"type":"user","message":{"role":"user","content":"first"},"uuid":"11111111-2222-4333-8444-555555555555","promptId":"p","turnPosition":{"promptIndex":0,"turnIndex":1},"sessionId":"` + id + `"}` + "\n"
 	setup := func(t *testing.T) (cfg, other, file string, opts fakeclaude.Options) {
 		cfg, cwd, other := t.TempDir(), t.TempDir(), t.TempDir()
-		file = fakeclaude.SessionFile(cfg, other, id)
+		file = claudecli.SessionFile(cfg, other, id)
 		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.WriteFile(file, []byte(row), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		env := map[string]string{fakeclaude.EnvConfigDir: cfg}
+		env := map[string]string{claudecli.EnvConfigDir: cfg}
 		return cfg, cwd, file, fakeclaude.Options{Cwd: cwd, Getenv: func(k string) string { return env[k] }}
 	}
 	play := func(t *testing.T, s *session) string {
@@ -730,7 +731,7 @@ func TestResumeWhere(t *testing.T) {
 		if n := strings.Count(string(data), "\n"); n < 5 {
 			t.Errorf("the original file has %d rows; want the resumed session appended", n)
 		}
-		if m, _ := filepath.Glob(filepath.Join(fakeclaude.ProjectDir(cfg, cwd), "*")); len(m) > 0 {
+		if m, _ := filepath.Glob(filepath.Join(claudecli.ProjectDir(cfg, cwd), "*")); len(m) > 0 {
 			t.Errorf("a new file in this directory's project: %v", m)
 		}
 	})
@@ -740,7 +741,7 @@ func TestResumeWhere(t *testing.T) {
 		if got == id {
 			t.Fatalf("a fork keeps the session id %s", id)
 		}
-		data, err := os.ReadFile(fakeclaude.SessionFile(cfg, cwd, got))
+		data, err := os.ReadFile(claudecli.SessionFile(cfg, cwd, got))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -783,7 +784,7 @@ func TestProjectDir(t *testing.T) {
 		{"/tmp/t10 ü 😀", "-tmp-t10---" + "--"},
 		{long, "-tmp-" + strings.Repeat("b", 120) + "-" + strings.Repeat("c", 74) + "-wt7w14"},
 	} {
-		if got := filepath.Base(fakeclaude.ProjectDir("/c", tt.cwd)); got != tt.want {
+		if got := filepath.Base(claudecli.ProjectDir("/c", tt.cwd)); got != tt.want {
 			t.Errorf("%q: %q, want %q", tt.cwd, got, tt.want)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/askctl/askctl/claudecli"
 	"github.com/askctl/askctl/internal/clip"
 	"github.com/askctl/askctl/internal/uuid"
 	"github.com/askctl/askctl/protocol"
@@ -238,7 +239,7 @@ func newFake(ctx context.Context, opts Options, out io.Writer) *fake {
 		f.timeout = DefaultTimeout
 	}
 	if f.cwd == "" {
-		f.cwd = RealCwd()
+		f.cwd = claudecli.RealCwd()
 	}
 	if f.home == "" {
 		f.home, _ = os.UserHomeDir()
@@ -257,7 +258,7 @@ func newFake(ctx context.Context, opts Options, out io.Writer) *fake {
 // only when a permission prompt surface is configured, and not disallowed.
 func (f *fake) askEnabled() bool {
 	t := f.flags.PermissionPromptTool
-	return t != "" && t != "none" && !f.flags.PrintMode() && f.flags.toolAllowed(protocol.ToolAskUserQuestion)
+	return t != "" && t != "none" && !f.flags.PrintMode() && f.flags.ToolAllowed(protocol.ToolAskUserQuestion)
 }
 
 // record writes r to the sink. It is called from the reader goroutine too;
@@ -447,7 +448,7 @@ func (f *fake) settleSession() {
 	if fl.Continue && fl.Resume == "" {
 		// As the CLI: the latest session of the directory, or, with none,
 		// a new one.
-		if id := LatestSession(f.configDir(), f.cwd); id != "" {
+		if id := claudecli.LatestSession(f.configDir(), f.cwd); id != "" {
 			fl.Resume = id
 		} else {
 			f.notesAtStart = append(f.notesAtStart, "--continue: no session in this directory yet; starting a new one, as the CLI does")
@@ -472,7 +473,7 @@ func (f *fake) settleSession() {
 // start checks the flags and the MCP configuration, notes what is ignored,
 // and starts connecting to the MCP servers. It reports whether to go on.
 func (f *fake) start() bool {
-	if err := f.flags.validate(); err != nil {
+	if err := f.flags.Validate(); err != nil {
 		f.fail(ExitUsage, "usage", "%v", err)
 		return false
 	}
@@ -491,7 +492,7 @@ func (f *fake) start() bool {
 	if !f.openSession() {
 		return false
 	}
-	servers, err := ParseMCPConfig(f.flags.MCPConfig)
+	servers, err := claudecli.ParseMCPConfig(f.flags.MCPConfig)
 	if err != nil {
 		f.fail(ExitUsage, "usage", "%v", err)
 		return false

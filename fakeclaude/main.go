@@ -12,21 +12,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/askctl/askctl/claudecli"
 	"github.com/askctl/askctl/events"
 	"github.com/askctl/askctl/protocol"
 	"github.com/askctl/askctl/scenarios"
 	"github.com/askctl/askctl/transcript"
-)
-
-// Environment variables fakeclaude reads. Bridges spawn it with their own
-// arguments, so everything fakeclaude itself needs can come from the
-// environment.
-const (
-	EnvScenario   = "FAKECLAUDE_SCENARIO"   // built-in name or scenario file
-	EnvTranscript = "FAKECLAUDE_TRANSCRIPT" // transcript file; {pid} is replaced by the process id
-	EnvEvents     = "FAKECLAUDE_EVENTS"     // live events: unix:PATH or tcp:HOST:PORT to dial
-	EnvTimeout    = "FAKECLAUDE_TIMEOUT"    // deadline of each wait, e.g. 30s (default 5m)
-	EnvLinger     = "FAKECLAUDE_LINGER"     // wait for stdin to close after the last turn (default: the timeout)
 )
 
 // Help is fakeclaude's --help text.
@@ -146,11 +136,11 @@ func Command(args []string, getenv func(string) string, stdin io.Reader, stdout,
 	opts := Options{Flags: flags, Stderr: stderr, Getenv: getenv}
 	if name == "" && es != nil {
 		// No scenario: the harness behind FAKECLAUDE_EVENTS assigns one.
-		cwd := RealCwd()
+		cwd := claudecli.RealCwd()
 		if flags.Continue && flags.Resume == "" {
 			// The harness tells a resumed session from a new one by its id.
 			home, _ := os.UserHomeDir()
-			flags.Resume = LatestSession(ConfigDir(getenv, home), cwd)
+			flags.Resume = claudecli.LatestSession(claudecli.ConfigDir(getenv, home), cwd)
 			opts.Flags = flags
 		}
 		a, err := events.Ask(es.conn, events.Hello{PID: os.Getpid(), Args: args, Cwd: cwd, Resume: flags.Resume}, 30*time.Second)

@@ -5,21 +5,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/askctl/askctl/claudecli"
+	"github.com/askctl/askctl/claudecli/mcpclient"
 	"github.com/askctl/askctl/internal/clip"
 	"github.com/askctl/askctl/protocol"
 	"github.com/askctl/askctl/scenarios"
 	"github.com/askctl/askctl/transcript"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/tidwall/gjson"
 )
 
 // This file is fakeclaude as an MCP client, as the real CLI is for
@@ -30,100 +27,9 @@ import (
 // came back. A server that fails to start or answer is reported in
 // system/init (status "failed") and in the transcript, never a hang.
 
-// MCP server settings of the CLI's environment.
-const (
-	// EnvMCPTimeout is the CLI's server start-up deadline in milliseconds
-	// (default 30000).
-	EnvMCPTimeout = "MCP_TIMEOUT"
-	// EnvMCPToolTimeout is the CLI's tools/call deadline in milliseconds;
-	// fakeclaude bounds each call by its wait deadline too.
-	EnvMCPToolTimeout = "MCP_TOOL_TIMEOUT"
-)
-
-// defaultMCPTimeout is the real CLI's start-up deadline for a server.
-const defaultMCPTimeout = 30 * time.Second
-
-// legacyProtocol is the MCP version the CLI offers where it does not probe
-// with server/discover (http and sse servers).
-const legacyProtocol = "2025-11-25"
-
-// MCPServer is one server of --mcp-config.
-type MCPServer struct {
-	Name    string            `json:"-"`
-	Type    string            `json:"type,omitempty"` // stdio (default), http, sse
-	Command string            `json:"command,omitempty"`
-	Args    []string          `json:"args,omitempty"`
-	Env     map[string]string `json:"env,omitempty"`
-	URL     string            `json:"url,omitempty"`
-	Headers map[string]string `json:"headers,omitempty"`
-	// Timeout is the tools/call deadline in milliseconds.
-	Timeout int `json:"timeout,omitempty"`
-}
-
-// ParseMCPConfig reads the values of --mcp-config: each a JSON object or a
-// file holding one, {"mcpServers":{"<name>":{…}}}. Servers keep the order
-// they are written in; a later value's server replaces an earlier one of the
-// same name. Errors name the value (or file) and the field.
-func ParseMCPConfig(values []string) ([]MCPServer, error) {
-	var out []MCPServer
-	index := map[string]int{}
-	for _, v := range values {
-		src, data := "--mcp-config", []byte(v)
-		if t := strings.TrimSpace(v); !strings.HasPrefix(t, "{") {
-			b, err := os.ReadFile(t)
-			if err != nil {
-				return nil, fmt.Errorf("--mcp-config %s: %w", t, err)
-			}
-			src, data = t, b
-		}
-		if !gjson.ValidBytes(data) {
-			return nil, fmt.Errorf("%s: not valid JSON", src)
-		}
-		servers := gjson.GetBytes(data, "mcpServers")
-		if !servers.IsObject() {
-			return nil, fmt.Errorf("%s: mcpServers: want an object of servers by name", src)
-		}
-		var err error
-		servers.ForEach(func(k, raw gjson.Result) bool {
-			s := MCPServer{Name: k.String()}
-			dec := json.NewDecoder(strings.NewReader(raw.Raw))
-			if e := dec.Decode(&s); e != nil {
-				err = fmt.Errorf("%s: mcpServers.%s: %v", src, s.Name, e)
-				return false
-			}
-			switch {
-			case s.Name == "":
-				err = fmt.Errorf("%s: mcpServers: a server needs a name", src)
-			case s.Type == "" || s.Type == "stdio":
-				if strings.TrimSpace(s.Command) == "" {
-					err = fmt.Errorf("%s: mcpServers.%s.command: required for a stdio server", src, s.Name)
-				}
-			case s.Type == "http" || s.Type == "sse":
-				if s.URL == "" {
-					err = fmt.Errorf("%s: mcpServers.%s.url: required for a %s server", src, s.Name, s.Type)
-				}
-			}
-			if err != nil {
-				return false
-			}
-			if i, ok := index[s.Name]; ok {
-				out[i] = s
-			} else {
-				index[s.Name] = len(out)
-				out = append(out, s)
-			}
-			return true
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
 // mcpConn is one configured server and how connecting to it went.
 type mcpConn struct {
-	cfg     MCPServer
+	cfg     claudecli.MCPServer
 	session *mcp.ClientSession
 	tools   map[string]*mcp.Tool
 	order   []string // tool names as listed
@@ -146,10 +52,10 @@ type mcpClients struct {
 
 // connectMCP starts connecting to every server at once; ready closes when
 // each is connected or failed (by its start-up deadline).
-func (f *fake) connectMCP(servers []MCPServer, getenv func(string) string) *mcpClients {
+func (f *fake) connectMCP(servers []claudecli.MCPServer, getenv func(string) string) *mcpClients {
 	ctx, cancel := context.WithCancel(f.ctx)
 	m := &mcpClients{ready: make(chan struct{}), cancel: cancel}
-	timeout := msEnv(getenv, EnvMCPTimeout, defaultMCPTimeout)
+	timeout := msEnv(getenv, claudecli.EnvMCPTimeout, claudecli.DefaultMCPTimeout)
 	var wg sync.WaitGroup
 	for _, s := range servers {
 		c := &mcpConn{cfg: s}
@@ -182,99 +88,8 @@ func msEnv(getenv func(string) string, name string, def time.Duration) time.Dura
 	return def
 }
 
-// stderrTail keeps the end of a stdio server's stderr, for the note when it
-// fails.
-type stderrTail struct {
-	mu sync.Mutex
-	b  []byte
-}
-
-func (t *stderrTail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if len(t.b) > 2048 {
-		t.b = t.b[len(t.b)-2048:]
-	}
-	return len(p), nil
-}
-
-func (t *stderrTail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return strings.TrimSpace(string(t.b))
-}
-
-// ClientInfo is the MCP client the CLI says it is.
-var ClientInfo = &mcp.Implementation{Name: "claude-code", Title: "Claude Code", Version: protocol.CLIVersion}
-
-// MCPTransport is how the CLI reaches server srv: a stdio server is spawned
-// in dir with the environment plus env and srv.Env (its stderr to stderr
-// when not nil); http and sse servers are dialled with srv.Headers. The
-// options pin the protocol the CLI offers where it does not probe with
-// server/discover (http, sse); nil for stdio.
-func MCPTransport(srv MCPServer, env map[string]string, dir string, stderr io.Writer) (mcp.Transport, *mcp.ClientSessionOptions, error) {
-	switch srv.Type {
-	case "", "stdio":
-		cmd := exec.Command(srv.Command, srv.Args...)
-		cmd.Dir = dir
-		cmd.Env = os.Environ()
-		for _, m := range []map[string]string{env, srv.Env} {
-			for k, v := range m {
-				cmd.Env = append(cmd.Env, k+"="+v)
-			}
-		}
-		cmd.Stderr = stderr
-		return &mcp.CommandTransport{Command: cmd, TerminateDuration: 500 * time.Millisecond}, nil, nil
-	case "http":
-		return &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: HeaderClient(srv.Headers), DisableStandaloneSSE: true},
-			&mcp.ClientSessionOptions{ProtocolVersion: legacyProtocol}, nil
-	case "sse":
-		return &mcp.SSEClientTransport{Endpoint: srv.URL, HTTPClient: HeaderClient(srv.Headers)},
-			&mcp.ClientSessionOptions{ProtocolVersion: legacyProtocol}, nil
-	}
-	return nil, nil, fmt.Errorf("server type %q is not one fakeclaude connects to (stdio, http, sse)", srv.Type)
-}
-
-// probeTimeout bounds the CLI's server/discover probe of a stdio server;
-// past it, or when the server fails the probe, the CLI starts the server
-// again and connects with the classic handshake.
-const probeTimeout = 3 * time.Second
-
-// ConnectMCP connects to server srv as the CLI does, with the official Go
-// MCP SDK's client: a stdio server first with the current protocol (the
-// server/discover probe, at most 3 s), and, when it ignores or fails the
-// probe, started again and spoken to with the classic handshake; http and
-// sse servers with the classic handshake. env is added to a stdio server's
-// environment, dir is its directory; its stderr's tail is in the error.
-func ConnectMCP(ctx context.Context, srv MCPServer, env map[string]string, dir string) (*mcp.ClientSession, error) {
-	client := mcp.NewClient(ClientInfo, nil)
-	tail := &stderrTail{}
-	t, opts, err := MCPTransport(srv, env, dir, tail)
-	if err != nil {
-		return nil, err
-	}
-	var cs *mcp.ClientSession
-	if opts == nil {
-		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
-		cs, err = client.Connect(pctx, t, nil)
-		cancel()
-		if err != nil && ctx.Err() == nil {
-			tail = &stderrTail{}
-			t, _, _ = MCPTransport(srv, env, dir, tail)
-			cs, err = client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: legacyProtocol})
-		}
-	} else {
-		cs, err = client.Connect(ctx, t, opts)
-	}
-	if err != nil && tail.String() != "" {
-		err = fmt.Errorf("%w; its stderr: %s", err, clip.String(tail.String(), 300))
-	}
-	return cs, err
-}
-
 func (c *mcpConn) connect(ctx context.Context, cwd string) {
-	cs, err := ConnectMCP(ctx, c.cfg, nil, cwd)
+	cs, err := mcpclient.Connect(ctx, c.cfg, nil, cwd)
 	if err != nil {
 		c.err = err
 		return
@@ -291,28 +106,6 @@ func (c *mcpConn) connect(ctx context.Context, cwd string) {
 		c.order = append(c.order, tl.Name)
 	}
 	c.session = cs
-}
-
-type headerTransport struct {
-	headers map[string]string
-	base    http.RoundTripper
-}
-
-func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	for k, v := range h.headers {
-		r.Header.Set(k, v)
-	}
-	return h.base.RoundTrip(r)
-}
-
-// HeaderClient is an HTTP client that sends headers on every request; nil
-// (the default client) when there are none.
-func HeaderClient(headers map[string]string) *http.Client {
-	if len(headers) == 0 {
-		return nil
-	}
-	return &http.Client{Transport: headerTransport{headers: headers, base: http.DefaultTransport}}
 }
 
 // awaitMCP waits for every server to be connected or failed, and notes how
@@ -400,7 +193,7 @@ func (f *fake) mcpTools() []string {
 	for _, c := range f.mcp.conns {
 		for _, t := range c.order {
 			name := "mcp__" + c.cfg.Name + "__" + t
-			if f.flags.toolAllowed(name) {
+			if f.flags.ToolAllowed(name) {
 				out = append(out, name)
 			}
 		}
@@ -446,18 +239,6 @@ func displayName(name string, t *mcp.Tool) string {
 	return strings.Join(words, " ")
 }
 
-// allowedByConfig reports whether --allowedTools lets the MCP tool run
-// without asking: its full name, mcp__<server>, or mcp__<server>__*.
-func (fl Flags) allowedByConfig(call *scenarios.MCPCall) bool {
-	name := call.Name()
-	for _, a := range fl.AllowedTools {
-		if a == name || a == "mcp__"+call.Server || a == "mcp__"+call.Server+"__*" {
-			return true
-		}
-	}
-	return false
-}
-
 // playMCP plays an mcp step: the tool_use, the permission check, the
 // tools/call, and the tool_result the CLI writes for what came back.
 func (f *fake) playMCP(st *scenarios.Step) {
@@ -473,7 +254,7 @@ func (f *fake) playMCP(st *scenarios.Step) {
 		return
 	}
 	exp := st.Expected()
-	if tool == nil || f.flags.denied(c.tool) {
+	if tool == nil || f.flags.Denied(c.tool) {
 		text := "No such tool available: " + c.tool
 		f.send(f.toolResultMessage(toolResult{toolUseID: c.toolUseID, content: "<tool_use_error>Error: " + text + "</tool_use_error>", isError: ptr(true), useResult: "Error: " + text}))
 		why := "it is not configured (--mcp-config)"
@@ -485,7 +266,7 @@ func (f *fake) playMCP(st *scenarios.Step) {
 				}
 			}
 		}
-		if f.flags.denied(c.tool) {
+		if f.flags.Denied(c.tool) {
 			why = "it is in --disallowedTools"
 		}
 		if exp != nil {
@@ -494,7 +275,7 @@ func (f *fake) playMCP(st *scenarios.Step) {
 		return
 	}
 	meta := decisionMeta(c.toolUseID, "accept", "config", kv{"reason_type", "rule"})
-	if !f.flags.allowedByConfig(call) {
+	if !f.flags.PreAllowed(call.Server, call.ToolOrDefault()) {
 		if !f.askEnabled() {
 			// -p with no permission surface: a tool not pre-allowed is denied.
 			text := fmt.Sprintf("Claude requested permissions to use %s, but you haven't granted it yet.", c.tool)
@@ -570,7 +351,7 @@ func (f *fake) toolTimeout(conn *mcpConn) time.Duration {
 	if conn.cfg.Timeout >= 1000 {
 		return time.Duration(conn.cfg.Timeout) * time.Millisecond
 	}
-	return msEnv(f.getenv, EnvMCPToolTimeout, 0)
+	return msEnv(f.getenv, claudecli.EnvMCPToolTimeout, 0)
 }
 
 // callMCP makes the tools/call and waits for its result, by the tool

@@ -264,28 +264,6 @@ func TestPrintModeMCPFailures(t *testing.T) {
 	}
 }
 
-// TestParseMCPConfig: files and inline JSON, servers in written order, a
-// later one of the same name wins.
-func TestParseMCPConfig(t *testing.T) {
-	dir := t.TempDir()
-	path := dir + "/mcp.json"
-	if err := os.WriteFile(path, []byte(`{"mcpServers":{"b":{"command":"x"},"a":{"type":"http","url":"http://127.0.0.1:1/mcp","headers":{"Authorization":"Bearer t"}}}}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	got, err := fakeclaude.ParseMCPConfig([]string{path, `{"mcpServers":{"b":{"command":"y","args":["--stdio"]}}}`})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != 2 || got[0].Name != "b" || got[0].Command != "y" || got[1].Name != "a" || got[1].Headers["Authorization"] != "Bearer t" {
-		t.Errorf("got %+v", got)
-	}
-	for _, bad := range []string{`{"mcpServers":[]}`, `{"mcpServers":{"a":{}}}`, `{"mcpServers":{"a":{"command":1}}}`, `{`} {
-		if _, err := fakeclaude.ParseMCPConfig([]string{bad}); err == nil {
-			t.Errorf("%s: no error", bad)
-		}
-	}
-}
-
 // TestMCPLegacyServer: a server that ignores the server/discover probe is
 // started again and spoken to with the classic handshake, as the real CLI
 // does (after its 3 s probe), and its answer lands.

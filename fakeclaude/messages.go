@@ -126,7 +126,7 @@ func (f *fake) tools() []string {
 		if (t == "EnterPlanMode" || t == "ExitPlanMode") && !f.askEnabled() {
 			continue
 		}
-		if f.flags.toolAllowed(t) {
+		if f.flags.ToolAllowed(t) {
 			out = append(out, t)
 		}
 	}

@@ -8,12 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
-	"unicode/utf16"
 
+	"github.com/askctl/askctl/claudecli"
 	"github.com/askctl/askctl/internal/uuid"
 	"github.com/askctl/askctl/protocol"
 	"github.com/askctl/askctl/scenarios"
@@ -34,87 +32,8 @@ import (
 // api-request*, atis-latch rows); the fidelity check counts those as left
 // out.
 
-// Session file settings.
-const (
-	// EnvConfigDir is the CLI's config directory (default ~/.claude).
-	EnvConfigDir = "CLAUDE_CONFIG_DIR"
-	// EnvNoSessionFile, set to 1, writes no session file (as
-	// --no-session-persistence does).
-	EnvNoSessionFile = "FAKECLAUDE_NO_SESSION_FILE"
-)
-
-// ProjectDir is the directory the CLI keeps cwd's sessions in, under the
-// config directory: every character that is not a letter or a digit
-// becomes "-".
-func ProjectDir(configDir, cwd string) string {
-	var b strings.Builder
-	for _, c := range cwd {
-		switch {
-		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9':
-			b.WriteRune(c)
-		case c > 0xFFFF:
-			b.WriteString("--") // the CLI replaces each UTF-16 unit
-		default:
-			b.WriteByte('-')
-		}
-	}
-	name := b.String()
-	if len(name) > maxProjectName {
-		// As the CLI: the first 200 characters and a hash of the path.
-		name = name[:maxProjectName] + "-" + pathHash(cwd)
-	}
-	return filepath.Join(configDir, "projects", name)
-}
-
-// maxProjectName is the longest project directory name the CLI writes
-// whole.
-const maxProjectName = 200
-
-// pathHash is the CLI's hash of a long path: the 32-bit string hash of its
-// UTF-16 units (h = 31h + unit), made positive, in base 36.
-func pathHash(path string) string {
-	var h int32
-	for _, u := range utf16.Encode([]rune(path)) {
-		h = 31*h + int32(u)
-	}
-	return strconv.FormatInt(abs64(int64(h)), 36)
-}
-
-func abs64(n int64) int64 {
-	if n < 0 {
-		return -n
-	}
-	return n
-}
-
-// ConfigDir is the CLI's config directory: CLAUDE_CONFIG_DIR, else
-// home/.claude.
-func ConfigDir(getenv func(string) string, home string) string {
-	if getenv != nil {
-		if d := getenv(EnvConfigDir); d != "" {
-			return d
-		}
-	}
-	return filepath.Join(home, ".claude")
-}
-
-// RealCwd is the working directory as the CLI sees it, symbolic links
-// resolved (the logical $PWD is not what names the project directory).
-func RealCwd() string {
-	wd, _ := os.Getwd()
-	if r, err := filepath.EvalSymlinks(wd); err == nil {
-		return r
-	}
-	return wd
-}
-
-// SessionFile is where the CLI keeps session id's conversation.
-func SessionFile(configDir, cwd, id string) string {
-	return filepath.Join(ProjectDir(configDir, cwd), id+".jsonl")
-}
-
 // configDir is CLAUDE_CONFIG_DIR, else ~/.claude.
-func (f *fake) configDir() string { return ConfigDir(f.getenv, f.home) }
+func (f *fake) configDir() string { return claudecli.ConfigDir(f.getenv, f.home) }
 
 // sessionLog appends rows to the session file. A failure to write is noted
 // once and ends the writing, never the session.
@@ -146,7 +65,7 @@ type sessionLog struct {
 // session cannot go on (a --resume of a session that is not there).
 func (f *fake) openSession() bool {
 	off := f.flags.NoSessionPersistence || (f.getenv != nil && f.getenv(EnvNoSessionFile) == "1")
-	l := &sessionLog{f: f, off: off, path: SessionFile(f.configDir(), f.cwd, f.sessionID)}
+	l := &sessionLog{f: f, off: off, path: claudecli.SessionFile(f.configDir(), f.cwd, f.sessionID)}
 	f.session = l
 	if f.flags.Resume == "" && !f.flags.ResumeGiven {
 		return true
@@ -159,7 +78,7 @@ func (f *fake) openSession() bool {
 	}
 	// The conversation to go on from: the session's file, in this
 	// directory's project or, as the CLI finds it, any other's.
-	from := SessionFile(f.configDir(), f.cwd, f.flags.Resume)
+	from := claudecli.SessionFile(f.configDir(), f.cwd, f.flags.Resume)
 	if _, err := os.Stat(from); err != nil {
 		if m, _ := filepath.Glob(filepath.Join(f.configDir(), "projects", "*", f.flags.Resume+".jsonl")); len(m) > 0 {
 			from = m[0]
@@ -215,30 +134,6 @@ func (l *sessionLog) goOn(data []byte, fork bool) {
 			}
 		}
 	}
-}
-
-// LatestSession is the session id of the most recently written session file
-// of cwd under configDir (what --continue resumes), or "".
-func LatestSession(configDir, cwd string) string {
-	files, _ := filepath.Glob(filepath.Join(ProjectDir(configDir, cwd), "*.jsonl"))
-	type entry struct {
-		id string
-		t  time.Time
-	}
-	var es []entry
-	for _, p := range files {
-		if !uuid.Valid(strings.TrimSuffix(filepath.Base(p), ".jsonl")) {
-			continue // not a session file
-		}
-		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
-			es = append(es, entry{strings.TrimSuffix(filepath.Base(p), ".jsonl"), st.ModTime()})
-		}
-	}
-	sort.Slice(es, func(i, j int) bool { return es[i].t.After(es[j].t) })
-	if len(es) == 0 {
-		return ""
-	}
-	return es[0].id
 }
 
 func (l *sessionLog) write(row obj) {

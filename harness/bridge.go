@@ -15,7 +15,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/askctl/askctl/claudecli"
 	"github.com/askctl/askctl/events"
+	"github.com/askctl/askctl/fakeclaude"
 	"github.com/askctl/askctl/transcript"
 )
 
@@ -27,9 +29,6 @@ type Options struct {
 	// Askctl is the askctl executable the claude shim runs as fakeclaude;
 	// default this process's executable.
 	Askctl string
-	// RunAsEnv is the variable that turns Askctl into fakeclaude
-	// (_ASKCTL_RUN_AS=fakeclaude).
-	RunAsEnv string
 	// RealClaude, when set, is the real claude CLI the bridge spawns
 	// (through askctl's real-agent shim) instead of fakeclaude.
 	RealClaude string
@@ -37,7 +36,7 @@ type Options struct {
 	// session it was asked to start. Default 15s.
 	ClaimTimeout time.Duration
 	// AgentTimeout is each agent's deadline for every wait on the bridge
-	// (fakeclaude's FAKECLAUDE_TIMEOUT). Default 30s.
+	// (fakeclaude's Env.Timeout). Default 30s.
 	AgentTimeout time.Duration
 	// Logf receives what the harness does, a line at a time; nil discards.
 	Logf func(format string, args ...any)
@@ -127,27 +126,31 @@ func StartBridge(ctx context.Context, p *Profile, opts Options) (*Bridge, error)
 // everything it needs in the shim itself, so a bridge that passes its
 // agents no environment still reaches the harness.
 func writeShim(path string, o Options, events, work string) error {
-	runAs := o.RunAsEnv
-	if runAs == "" {
-		runAs = "_ASKCTL_RUN_AS"
-	}
 	var script string
 	if o.RealClaude != "" {
+		env := fakeclaude.Env{RunAs: fakeclaude.RoleReal, Events: events}.Environ()
+		env = append(env, EnvRealClaude+"="+o.RealClaude, EnvAgentHomes+"="+filepath.Join(work, "agents"))
 		script = "#!/bin/sh\n# claude for the bridge under test: the real CLI through askctl's real-agent shim, told what to play by the harness.\n" +
-			"exec env " + runAs + "=realclaude FAKECLAUDE_EVENTS=" + shellQuote(events) +
-			" " + EnvRealClaude + "=" + shellQuote(o.RealClaude) + " " + EnvAgentHomes + "=" + shellQuote(filepath.Join(work, "agents")) +
-			" " + shellQuote(o.Askctl) + ` "$@"` + "\n"
+			"exec env " + shellWords(env) + " " + shellQuote(o.Askctl) + ` "$@"` + "\n"
 	} else {
 		// Session files go to the bridge's CLAUDE_CONFIG_DIR if it sets
 		// one, else into the run's directory, never the user's ~/.claude.
+		env := fakeclaude.Env{RunAs: fakeclaude.RoleFake, Events: events, Transcript: filepath.Join(work, "agents.jsonl")}.Environ()
 		script = "#!/bin/sh\n# claude for the bridge under test: askctl's fakeclaude, told what to play by the harness.\n" +
 			"d=" + shellQuote(filepath.Join(work, "claude-config")) + "\n" +
-			": \"${CLAUDE_CONFIG_DIR:=$d}\"; export CLAUDE_CONFIG_DIR\n" +
-			"exec env " + runAs + "=fakeclaude FAKECLAUDE_SCENARIO= FAKECLAUDE_EVENTS=" + shellQuote(events) +
-			" FAKECLAUDE_TRANSCRIPT=" + shellQuote(filepath.Join(work, "agents.jsonl")) +
-			" " + shellQuote(o.Askctl) + ` "$@"` + "\n"
+			": \"${" + claudecli.EnvConfigDir + ":=$d}\"; export " + claudecli.EnvConfigDir + "\n" +
+			"exec env " + shellWords(env) + " " + shellQuote(o.Askctl) + ` "$@"` + "\n"
 	}
 	return os.WriteFile(path, []byte(script), 0o755)
+}
+
+// shellWords quotes each word for sh and joins them.
+func shellWords(words []string) string {
+	q := make([]string, len(words))
+	for i, w := range words {
+		q[i] = shellQuote(w)
+	}
+	return strings.Join(q, " ")
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

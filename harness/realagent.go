@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/askctl/askctl/agent"
+	"github.com/askctl/askctl/claudecli"
 	"github.com/askctl/askctl/events"
 	"github.com/askctl/askctl/fakeclaude"
 	"github.com/askctl/askctl/fakeclaude/fakeapi"
@@ -27,10 +27,11 @@ import (
 )
 
 // With --agent real the bridge under test spawns the real claude CLI, through
-// this shim: askctl run with _ASKCTL_RUN_AS=realclaude. It does for the real
+// this shim: askctl run as fakeclaude.RoleReal. It does for the real
 // CLI what fakeclaude does by itself:
 //
-//   - asks the harness (FAKECLAUDE_EVENTS) what to play, as fakeclaude does;
+//   - asks the harness (fakeclaude's Env.Events) what to play, as fakeclaude
+//     does;
 //   - serves the scenario's model turns on a loopback fake Messages API and
 //     runs the CLI against it, offline, under the session id the harness
 //     gave (--session-id), in a HOME kept per session so --resume finds it;
@@ -42,7 +43,7 @@ import (
 //     the interrupt's own reply is not the bridge's and is kept from it) and
 //     exit_after (the CLI is killed and the shim exits with exit_code).
 //
-// Env: FAKECLAUDE_EVENTS (the harness), ASKCTL_REAL_CLAUDE (the CLI),
+// Env: fakeclaude.EnvEvents (the harness), ASKCTL_REAL_CLAUDE (the CLI),
 // ASKCTL_AGENT_HOMES (where each session's HOME goes).
 const (
 	EnvRealClaude = "ASKCTL_REAL_CLAUDE"
@@ -55,10 +56,10 @@ func RealShim(args []string, getenv func(string) string, stdin io.Reader, stdout
 		fmt.Fprintf(stderr, "askctl (real agent shim): "+format+"\n", a...)
 		return 2
 	}
-	addr := getenv("FAKECLAUDE_EVENTS")
+	addr := getenv(fakeclaude.EnvEvents)
 	claude := getenv(EnvRealClaude)
 	if addr == "" || claude == "" {
-		return fail("FAKECLAUDE_EVENTS and %s must be set", EnvRealClaude)
+		return fail("%s and %s must be set", fakeclaude.EnvEvents, EnvRealClaude)
 	}
 	network, address, _ := strings.Cut(addr, ":")
 	conn, err := net.DialTimeout(network, address, 5*time.Second)
@@ -66,7 +67,7 @@ func RealShim(args []string, getenv func(string) string, stdin io.Reader, stdout
 		return fail("%v", err)
 	}
 	defer conn.Close()
-	flags, err := fakeclaude.ParseArgs(args)
+	flags, err := claudecli.ParseArgs(args)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -112,7 +113,7 @@ func RealShim(args []string, getenv func(string) string, stdin io.Reader, stdout
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer stop()
-	p, err := agent.Launch(ctx, agent.Command{Path: claude, Args: cliArgs, Env: agent.RealEnv("http://"+ln.Addr().String(), home), Dir: cwd})
+	p, err := claudecli.Launch(ctx, claudecli.Command{Path: claude, Args: cliArgs, Env: claudecli.RealEnv("http://"+ln.Addr().String(), home), Dir: cwd})
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -152,7 +153,7 @@ type pendingAsk struct {
 type relay struct {
 	sc   *scenarios.Scenario
 	rec  *liveRecorder
-	cli  *agent.Process
+	cli  *claudecli.Process
 	out  io.Writer
 	outM sync.Mutex
 	inM  sync.Mutex // writes to the CLI's stdin

@@ -131,5 +131,4 @@ func NewSurface(s SurfaceSpec) (Surface, error) {
 	return nil, fmt.Errorf("surface kind %q: want one of %s", s.Kind, strings.Join(SurfaceKinds, ", "))
 }
 
-
 var errClosed = errors.New("connection closed")

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/askctl/askctl/agent"
+	"github.com/askctl/askctl/claudecli"
 	"github.com/askctl/askctl/fakeclaude/fakeapi"
 	"github.com/askctl/askctl/internal/testenv"
 	"github.com/askctl/askctl/record"
@@ -54,8 +55,8 @@ func recordReal(t *testing.T, claude, name string) string {
 	}
 	done := make(chan result, 1)
 	go func() {
-		code, err := record.Run(context.Background(), record.Options{Out: out, Command: append([]string{claude}, agent.SDKArgs...),
-			Env: agent.RealEnv(srv.URL, dir), Dir: dir, Stdin: inR, Stdout: outW, Stderr: &stderr})
+		code, err := record.Run(context.Background(), record.Options{Out: out, Command: append([]string{claude}, claudecli.SDKArgs...),
+			Env: claudecli.RealEnv(srv.URL, dir), Dir: dir, Stdin: inR, Stdout: outW, Stderr: &stderr})
 		outW.Close()
 		inR.Close()
 		done <- result{code, err}
@@ -140,7 +141,7 @@ func TestRecordPrintModeMCP(t *testing.T) {
 			out := filepath.Join(t.TempDir(), name+".txtar")
 			var stdout, stderr bytes.Buffer
 			code, err := record.Run(context.Background(), record.Options{Out: out, Command: append([]string{claude}, agent.PrintArgs(sc, script.Config(sc))...),
-				Env: agent.RealEnv(api.URL, dir), Dir: dir, Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr})
+				Env: claudecli.RealEnv(api.URL, dir), Dir: dir, Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr})
 			if err != nil || code != 0 {
 				t.Fatalf("record.Run: exit %d, %v (stderr %s)", code, err, stderr.String())
 			}
@@ -484,8 +485,8 @@ func TestRecordResumedSession(t *testing.T) {
 	var stderr bytes.Buffer
 	done := make(chan error, 1)
 	go func() {
-		_, err := record.Run(context.Background(), record.Options{Out: out, Command: append(append([]string{claude}, agent.SDKArgs...), "--resume", id),
-			Env: agent.RealEnv(api.URL, dir), Dir: dir, Stdin: inR, Stdout: outW, Stderr: &stderr})
+		_, err := record.Run(context.Background(), record.Options{Out: out, Command: append(append([]string{claude}, claudecli.SDKArgs...), "--resume", id),
+			Env: claudecli.RealEnv(api.URL, dir), Dir: dir, Stdin: inR, Stdout: outW, Stderr: &stderr})
 		outW.Close()
 		inR.Close()
 		done <- err

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/askctl/askctl/agent"
+	"github.com/askctl/askctl/claudecli"
 	"github.com/askctl/askctl/internal/testenv"
 	"github.com/askctl/askctl/scenarios"
 )
@@ -29,7 +30,7 @@ type mutant struct {
 	from, to string
 }
 
-func (m mutant) Start(ctx context.Context, sc *scenarios.Scenario, opts agent.Options) (*agent.Process, error) {
+func (m mutant) Start(ctx context.Context, sc *scenarios.Scenario, opts agent.Options) (*claudecli.Process, error) {
 	p, err := m.Agent.Start(ctx, sc, opts)
 	if err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/askctl/askctl/agent"
+	"github.com/askctl/askctl/claudecli"
 	"github.com/askctl/askctl/internal/clip"
 	"github.com/askctl/askctl/scenarios"
 	"github.com/askctl/askctl/transcript"
@@ -31,7 +32,7 @@ type Report struct {
 	Diffs    []Diff        `json:"diffs,omitempty"`
 	Error    string        `json:"error,omitempty"`
 	// Err is why the session did not play through, when it did not: it
-	// wraps agent.ErrStart, ErrPlan, ErrAgentTimeout or ErrSessionTimeout
+	// wraps claudecli.ErrStart, ErrPlan, ErrAgentTimeout or ErrSessionTimeout
 	// (errors.Is), or an error from the agent's process. Error is its text.
 	Err     error               `json:"-"`
 	Records []transcript.Record `json:"-"`
@@ -48,7 +49,7 @@ type Options struct {
 	// means one minute; a sooner deadline on ctx shortens it.
 	Timeout time.Duration
 	Log     transcript.Sink
-	// Args are the agent's flags; nil means agent.SDKArgs.
+	// Args are the agent's flags; nil means claudecli.SDKArgs.
 	Args []string
 	// Dir is the agent's directory (and HOME, and config directory's
 	// parent); a fresh one when empty. Two sessions in one Dir share their
@@ -64,7 +65,7 @@ type Options struct {
 }
 
 // Why a session did not play through; a Report's Err wraps one of them, or
-// agent.ErrStart.
+// claudecli.ErrStart.
 var (
 	ErrPlan         = errors.New("the scenario cannot be played")
 	ErrAgentTimeout = errors.New("the agent's wait for the SDK side passed its deadline")
@@ -113,7 +114,7 @@ func Replay(ctx context.Context, sc *scenarios.Scenario, ag agent.Agent, opts Op
 		agentSc, checkSc = r, r.ResumePart()
 		rep.Mode = "resumed"
 		if args == nil {
-			args = append(append([]string(nil), agent.SDKArgs...), "--resume", opts.Resume)
+			args = append(append([]string(nil), claudecli.SDKArgs...), "--resume", opts.Resume)
 			if opts.ReplayUserMessages {
 				args = append(args, "--replay-user-messages")
 			}

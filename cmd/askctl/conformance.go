@@ -11,7 +11,6 @@ import (
 	"regexp"
 	"time"
 
-	"github.com/askctl/askctl/agent"
 	"github.com/askctl/askctl/claudecli"
 	"github.com/askctl/askctl/conformance"
 	"github.com/askctl/askctl/harness"
@@ -182,7 +181,7 @@ func runConformance(ctx context.Context, o *conformanceOptions) error {
 		return usagef("--run %q matches no case (askctl conformance --list lists them)", o.run)
 	}
 	fmt.Fprintf(ew, "checking %s with the %s agent: %d cases\n", p.Name, o.agent, total)
-	rep, err := conformance.RunSuite(ctx, conformance.Config{Profile: p, Askctl: self, RunAsEnv: agent.RunAsEnv, RealClaude: real}, conformance.RunOptions{
+	rep, err := conformance.RunSuite(ctx, conformance.Config{Profile: p, Askctl: self, RealClaude: real}, conformance.RunOptions{
 		Match: match, Parallel: o.parallel, ExpectedFailures: expected, Work: work,
 		Progress: func(done, total int, r conformance.Result) {
 			line := fmt.Sprintf("[%d/%d] %-5s %s (%s)", done, total, r.Status, r.Case, r.Duration.Round(time.Millisecond))

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/askctl/askctl/agent"
 	"github.com/askctl/askctl/bridgeapi"
 	"github.com/askctl/askctl/fakeclaude"
 	"github.com/askctl/askctl/harness"
@@ -48,10 +47,10 @@ func (e exitStatus) ExitCode() int { return int(e) }
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// askctl is also fakeclaude when asked (the fake agent re-executes askctl),
 	// and a recording shim when installed as "claude".
-	switch getenv(agent.RunAsEnv) {
-	case "fakeclaude":
+	switch getenv(fakeclaude.EnvRunAs) {
+	case fakeclaude.RoleFake:
 		return fakeclaude.Command(args[1:], getenv, stdin, stdout, stderr)
-	case "realclaude":
+	case fakeclaude.RoleReal:
 		return harness.RealShim(args[1:], getenv, stdin, stdout, stderr)
 	}
 	if filepath.Base(args[0]) == "claude" && getenv(envRecordCommand) != "" {

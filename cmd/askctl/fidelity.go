@@ -10,6 +10,7 @@ import (
 
 	"github.com/askctl/askctl/agent"
 	"github.com/askctl/askctl/claudecli"
+	"github.com/askctl/askctl/fakeclaude"
 	"github.com/askctl/askctl/replay"
 	"github.com/urfave/cli/v3"
 )
@@ -98,7 +99,7 @@ func runFidelity(ctx context.Context, o *fidelityOptions) error {
 	var reps []replay.FidelityReport
 	equal := 0
 	for i, sc := range scs {
-		fr := replay.Fidelity(ctx, sc, agent.Fake{RunAs: "fakeclaude"}, real, replay.Options{Timeout: o.timeout})
+		fr := replay.Fidelity(ctx, sc, agent.Fake{RunAs: fakeclaude.RoleFake}, real, replay.Options{Timeout: o.timeout})
 		reps = append(reps, fr)
 		status := "equal"
 		if fr.ResumedReal != nil {

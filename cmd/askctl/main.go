@@ -7,17 +7,17 @@ import (
 	"context"
 	"os"
 
-	"github.com/askctl/askctl/agent"
+	"github.com/askctl/askctl/fakeclaude"
 )
 
 func main() {
 	// Running as fakeclaude or the real-agent shim, askctl is the agent: the
 	// programs it starts (MCP servers from --mcp-config, which may be askctl
 	// itself) must not become agents too.
-	if role := os.Getenv(agent.RunAsEnv); role != "" {
-		os.Unsetenv(agent.RunAsEnv)
+	if role := os.Getenv(fakeclaude.EnvRunAs); role != "" {
+		os.Unsetenv(fakeclaude.EnvRunAs)
 		getenv := func(k string) string {
-			if k == agent.RunAsEnv {
+			if k == fakeclaude.EnvRunAs {
 				return role
 			}
 			return os.Getenv(k)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/askctl/askctl/agent"
 	"github.com/askctl/askctl/claudecli"
+	"github.com/askctl/askctl/fakeclaude"
 	"github.com/askctl/askctl/replay"
 	"github.com/askctl/askctl/scenarios"
 	"github.com/urfave/cli/v3"
@@ -97,7 +98,7 @@ func chooseAgent(ctx context.Context, name, claude string, warn io.Writer) (agen
 		}
 		return agent.Real{Claude: path}, nil
 	}
-	return agent.Fake{RunAs: "fakeclaude"}, nil
+	return agent.Fake{RunAs: fakeclaude.RoleFake}, nil
 }
 
 func loadScenarios(names []string) ([]*scenarios.Scenario, error) {
@@ -145,7 +146,7 @@ func runReplay(ctx context.Context, o *replayOptions) error {
 	}
 	for _, r := range reports {
 		switch {
-		case errors.Is(r.Err, agent.ErrStart):
+		case errors.Is(r.Err, claudecli.ErrStart):
 			return exitStatus(exitError)
 		case errors.Is(r.Err, replay.ErrPlan):
 			return exitStatus(exitUsage)

@@ -12,10 +12,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/askctl/askctl/agent"
 	"github.com/askctl/askctl/bridge"
 	"github.com/askctl/askctl/bridgeapi"
 	"github.com/askctl/askctl/claudecli"
+	"github.com/askctl/askctl/fakeclaude"
+	"github.com/askctl/askctl/scenarios"
 	"github.com/urfave/cli/v3"
 )
 
@@ -135,7 +136,7 @@ func agentCLI(ctx context.Context, claude string, warn func(string, ...any)) (st
 		if err != nil {
 			return "", nil, err
 		}
-		return self, []string{agent.RunAsEnv + "=fakeclaude"}, nil
+		return self, fakeclaude.Env{RunAs: fakeclaude.RoleFake}.Environ(), nil
 	}
 	var b strings.Builder
 	p, err := claudecli.Find(ctx, claude, &b)
@@ -143,6 +144,15 @@ func agentCLI(ctx context.Context, claude string, warn func(string, ...any)) (st
 		warn("%s", strings.TrimSpace(b.String()))
 	}
 	return p, nil, err
+}
+
+// scenarioEnv is how a session's scenario reaches its agent: as fakeclaude's
+// scenario, once it is known to load.
+func scenarioEnv(name string) ([]string, error) {
+	if _, err := scenarios.Load(name); err != nil {
+		return nil, err
+	}
+	return fakeclaude.Env{Scenario: name}.Environ(), nil
 }
 
 func runServe(ctx context.Context, o *serveOptions) error {
@@ -175,7 +185,7 @@ func runServe(ctx context.Context, o *serveOptions) error {
 		return err
 	}
 	defer ln.Close()
-	b, err := bridge.New(bridge.Config{DB: db, Claude: claude, Env: append(env, o.env...), Timeout: o.timeout,
+	b, err := bridge.New(bridge.Config{DB: db, Claude: claude, Env: append(env, o.env...), SessionEnv: scenarioEnv, Timeout: o.timeout,
 		TimeoutInterrupt: o.timeoutInterrupt, OtherTools: o.otherTools, Logf: logf})
 	if err != nil {
 		return err

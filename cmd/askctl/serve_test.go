@@ -18,6 +18,7 @@ import (
 
 	"github.com/askctl/askctl/agent"
 	"github.com/askctl/askctl/bridgeapi"
+	"github.com/askctl/askctl/fakeclaude"
 	"github.com/askctl/askctl/fakeclaude/fakeapi"
 	"github.com/askctl/askctl/internal/testenv"
 	"github.com/askctl/askctl/scenarios"
@@ -55,8 +56,8 @@ func (s *served) start() {
 	self, _ := os.Executable()
 	s.log = &bytes.Buffer{}
 	s.cmd = exec.Command(self, append([]string{"serve", "--claude", "fakeclaude", "--addr", "127.0.0.1:0"}, s.args...)...)
-	s.cmd.Env = append(os.Environ(), envTestAsAskctl+"=1", bridgeapi.EnvStateDir+"="+s.state,
-		"FAKECLAUDE_TRANSCRIPT="+filepath.Join(s.trans, "t-{pid}.jsonl"), "FAKECLAUDE_TIMEOUT=30s", "FAKECLAUDE_LINGER=2s")
+	s.cmd.Env = append(os.Environ(), envTestAsAskctl+"=1", bridgeapi.EnvStateDir+"="+s.state)
+	s.cmd.Env = append(s.cmd.Env, fakeclaude.Env{Transcript: filepath.Join(s.trans, "t-{pid}.jsonl"), Timeout: 30 * time.Second, Linger: 2 * time.Second}.Environ()...)
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatal(err)

@@ -18,7 +18,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/askctl/askctl/agent"
 	"github.com/askctl/askctl/claudecli"
 	"github.com/askctl/askctl/fakeclaude"
 )
@@ -29,7 +28,7 @@ import (
 // session files of the fakeclaudes the tests run stay out of the user's
 // ~/.claude.
 func RunAsFakeclaude() {
-	if os.Getenv(agent.RunAsEnv) == "fakeclaude" {
+	if os.Getenv(fakeclaude.EnvRunAs) == fakeclaude.RoleFake {
 		fakeclaude.Main()
 	}
 	IsolateConfig()
@@ -41,7 +40,7 @@ const isolatedPrefix = "askctl-test-claude-"
 // unless a test process above this one (this binary, re-executed as askctl
 // or a bridge) already did: its agents share one.
 func IsolateConfig() {
-	if strings.HasPrefix(filepath.Base(os.Getenv(fakeclaude.EnvConfigDir)), isolatedPrefix) {
+	if strings.HasPrefix(filepath.Base(os.Getenv(claudecli.EnvConfigDir)), isolatedPrefix) {
 		return
 	}
 	d, err := os.MkdirTemp("", isolatedPrefix)
@@ -49,7 +48,7 @@ func IsolateConfig() {
 		fmt.Fprintf(os.Stderr, "testenv: a config directory for the tests' session files: %v\n", err)
 		os.Exit(1)
 	}
-	os.Setenv(fakeclaude.EnvConfigDir, d)
+	os.Setenv(claudecli.EnvConfigDir, d)
 	isolated = d
 }
 

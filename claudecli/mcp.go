@@ -1,0 +1,103 @@
+package claudecli
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+)
+
+// The CLI's MCP configuration: --mcp-config values and the environment
+// that bounds its servers. How the CLI connects to a server (the SDK
+// client, the probe) is package mcpclient, kept apart so that a program
+// that only reads configurations links no MCP SDK.
+
+// MCP server settings of the CLI's environment.
+const (
+	// EnvMCPTimeout is the CLI's server start-up deadline in milliseconds
+	// (default 30000).
+	EnvMCPTimeout = "MCP_TIMEOUT"
+	// EnvMCPToolTimeout is the CLI's tools/call deadline in milliseconds;
+	// fakeclaude bounds each call by its wait deadline too.
+	EnvMCPToolTimeout = "MCP_TOOL_TIMEOUT"
+)
+
+// DefaultMCPTimeout is the real CLI's start-up deadline for a server.
+const DefaultMCPTimeout = 30 * time.Second
+
+// MCPServer is one server of --mcp-config.
+type MCPServer struct {
+	Name    string            `json:"-"`
+	Type    string            `json:"type,omitempty"` // stdio (default), http, sse
+	Command string            `json:"command,omitempty"`
+	Args    []string          `json:"args,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	URL     string            `json:"url,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+	// Timeout is the tools/call deadline in milliseconds.
+	Timeout int `json:"timeout,omitempty"`
+}
+
+// ParseMCPConfig reads the values of --mcp-config: each a JSON object or a
+// file holding one, {"mcpServers":{"<name>":{…}}}. Servers keep the order
+// they are written in; a later value's server replaces an earlier one of the
+// same name. Errors name the value (or file) and the field.
+func ParseMCPConfig(values []string) ([]MCPServer, error) {
+	var out []MCPServer
+	index := map[string]int{}
+	for _, v := range values {
+		src, data := "--mcp-config", []byte(v)
+		if t := strings.TrimSpace(v); !strings.HasPrefix(t, "{") {
+			b, err := os.ReadFile(t)
+			if err != nil {
+				return nil, fmt.Errorf("--mcp-config %s: %w", t, err)
+			}
+			src, data = t, b
+		}
+		if !gjson.ValidBytes(data) {
+			return nil, fmt.Errorf("%s: not valid JSON", src)
+		}
+		servers := gjson.GetBytes(data, "mcpServers")
+		if !servers.IsObject() {
+			return nil, fmt.Errorf("%s: mcpServers: want an object of servers by name", src)
+		}
+		var err error
+		servers.ForEach(func(k, raw gjson.Result) bool {
+			s := MCPServer{Name: k.String()}
+			dec := json.NewDecoder(strings.NewReader(raw.Raw))
+			if e := dec.Decode(&s); e != nil {
+				err = fmt.Errorf("%s: mcpServers.%s: %v", src, s.Name, e)
+				return false
+			}
+			switch {
+			case s.Name == "":
+				err = fmt.Errorf("%s: mcpServers: a server needs a name", src)
+			case s.Type == "" || s.Type == "stdio":
+				if strings.TrimSpace(s.Command) == "" {
+					err = fmt.Errorf("%s: mcpServers.%s.command: required for a stdio server", src, s.Name)
+				}
+			case s.Type == "http" || s.Type == "sse":
+				if s.URL == "" {
+					err = fmt.Errorf("%s: mcpServers.%s.url: required for a %s server", src, s.Name, s.Type)
+				}
+			}
+			if err != nil {
+				return false
+			}
+			if i, ok := index[s.Name]; ok {
+				out[i] = s
+			} else {
+				index[s.Name] = len(out)
+				out = append(out, s)
+			}
+			return true
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
