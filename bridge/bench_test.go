@@ -12,8 +12,8 @@ import (
 
 	"github.com/askctl/askctl/bridge"
 	"github.com/askctl/askctl/bridgeapi"
-	"github.com/askctl/askctl/events"
 	"github.com/askctl/askctl/fakeclaude"
+	"github.com/askctl/askctl/internal/events"
 	"github.com/askctl/askctl/transcript"
 	"github.com/tidwall/gjson"
 )

@@ -28,4 +28,3 @@ func TestParseMCPConfig(t *testing.T) {
 		}
 	}
 }
-

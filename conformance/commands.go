@@ -15,8 +15,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/askctl/askctl/events"
 	"github.com/askctl/askctl/harness"
+	"github.com/askctl/askctl/internal/events"
 	"github.com/askctl/askctl/protocol"
 	"github.com/askctl/askctl/scenarios"
 	"github.com/rogpeppe/go-internal/testscript"

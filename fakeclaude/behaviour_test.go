@@ -14,8 +14,8 @@ import (
 
 	"github.com/askctl/askctl/claudecli"
 	"github.com/askctl/askctl/fakeclaude"
+	"github.com/askctl/askctl/internal/replay"
 	"github.com/askctl/askctl/protocol"
-	"github.com/askctl/askctl/replay"
 	"github.com/askctl/askctl/scenarios"
 	"github.com/askctl/askctl/transcript"
 	"github.com/tidwall/gjson"

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/askctl/askctl/replay"
+	"github.com/askctl/askctl/internal/replay"
 	"github.com/askctl/askctl/scenarios"
 )
 

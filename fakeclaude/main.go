@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/askctl/askctl/claudecli"
-	"github.com/askctl/askctl/events"
+	"github.com/askctl/askctl/internal/events"
 	"github.com/askctl/askctl/protocol"
 	"github.com/askctl/askctl/scenarios"
 	"github.com/askctl/askctl/transcript"

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/askctl/askctl/fakeclaude"
-	"github.com/askctl/askctl/mcpask"
+	"github.com/askctl/askctl/internal/mcpask"
 	"github.com/askctl/askctl/scenarios"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tidwall/gjson"

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/askctl/askctl/claudecli"
-	"github.com/askctl/askctl/events"
 	"github.com/askctl/askctl/fakeclaude"
+	"github.com/askctl/askctl/internal/events"
 	"github.com/askctl/askctl/transcript"
 )
 

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/askctl/askctl/events"
+	"github.com/askctl/askctl/internal/events"
 	"github.com/askctl/askctl/internal/uuid"
 )
 

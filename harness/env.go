@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/askctl/askctl/events"
 	"github.com/askctl/askctl/internal/clip"
+	"github.com/askctl/askctl/internal/events"
 	"github.com/askctl/askctl/protocol"
 	"github.com/askctl/askctl/scenarios"
 	"github.com/askctl/askctl/transcript"

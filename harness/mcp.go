@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/askctl/askctl/agent"
+	"github.com/askctl/askctl/internal/agent"
 	"github.com/askctl/askctl/protocol"
 	"github.com/askctl/askctl/scenarios"
 	"github.com/askctl/askctl/transcript"

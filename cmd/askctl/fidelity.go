@@ -8,10 +8,10 @@ import (
 	"sort"
 	"time"
 
-	"github.com/askctl/askctl/agent"
 	"github.com/askctl/askctl/claudecli"
 	"github.com/askctl/askctl/fakeclaude"
-	"github.com/askctl/askctl/replay"
+	"github.com/askctl/askctl/internal/agent"
+	"github.com/askctl/askctl/internal/replay"
 	"github.com/urfave/cli/v3"
 )
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/askctl/askctl/bridgeapi"
-	"github.com/askctl/askctl/mcpask"
+	"github.com/askctl/askctl/internal/mcpask"
 	"github.com/askctl/askctl/protocol"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/urfave/cli/v3"

@@ -4,7 +4,7 @@ import (
 	"context"
 	"os"
 
-	"github.com/askctl/askctl/record"
+	"github.com/askctl/askctl/internal/record"
 	"github.com/urfave/cli/v3"
 )
 

@@ -9,10 +9,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/askctl/askctl/agent"
 	"github.com/askctl/askctl/claudecli"
 	"github.com/askctl/askctl/fakeclaude"
-	"github.com/askctl/askctl/replay"
+	"github.com/askctl/askctl/internal/agent"
+	"github.com/askctl/askctl/internal/replay"
 	"github.com/askctl/askctl/scenarios"
 	"github.com/urfave/cli/v3"
 )

@@ -16,10 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/askctl/askctl/agent"
 	"github.com/askctl/askctl/bridgeapi"
 	"github.com/askctl/askctl/fakeclaude"
 	"github.com/askctl/askctl/fakeclaude/fakeapi"
+	"github.com/askctl/askctl/internal/agent"
 	"github.com/askctl/askctl/internal/testenv"
 	"github.com/askctl/askctl/scenarios"
 	"github.com/askctl/askctl/transcript"

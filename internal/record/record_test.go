@@ -14,14 +14,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/askctl/askctl/agent"
 	"github.com/askctl/askctl/claudecli"
 	"github.com/askctl/askctl/fakeclaude/fakeapi"
+	"github.com/askctl/askctl/internal/agent"
+	"github.com/askctl/askctl/internal/record"
+	"github.com/askctl/askctl/internal/replay"
+	"github.com/askctl/askctl/internal/shape"
 	"github.com/askctl/askctl/internal/testenv"
-	"github.com/askctl/askctl/record"
-	"github.com/askctl/askctl/replay"
 	"github.com/askctl/askctl/scenarios"
-	"github.com/askctl/askctl/shape"
 	"github.com/askctl/askctl/transcript"
 	"github.com/tidwall/gjson"
 )
@@ -98,7 +98,7 @@ func TestRecordRealCLI(t *testing.T) {
 				t.Errorf("header origin %q cli_version %q, want recorded and 2.1.330", sc.Origin, sc.CLIVersion)
 			}
 			// Same session as the fixture capture, both directions.
-			captured, err := transcript.ReadFile(filepath.Join("../testdata/captures/claude-code-2.1.330", tt.capture))
+			captured, err := transcript.ReadFile(filepath.Join("../../testdata/captures/claude-code-2.1.330", tt.capture))
 			if err != nil {
 				t.Fatal(err)
 			}

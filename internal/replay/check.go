@@ -8,9 +8,9 @@ import (
 	"strings"
 
 	"github.com/askctl/askctl/internal/clip"
+	"github.com/askctl/askctl/internal/shape"
 	"github.com/askctl/askctl/protocol"
 	"github.com/askctl/askctl/scenarios"
-	"github.com/askctl/askctl/shape"
 	"github.com/askctl/askctl/transcript"
 )
 

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/askctl/askctl/agent"
 	"github.com/askctl/askctl/claudecli"
+	"github.com/askctl/askctl/internal/agent"
 	"github.com/askctl/askctl/internal/testenv"
 	"github.com/askctl/askctl/scenarios"
 )

@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/askctl/askctl/agent"
 	"github.com/askctl/askctl/claudecli"
+	"github.com/askctl/askctl/internal/agent"
 	"github.com/askctl/askctl/internal/clip"
 	"github.com/askctl/askctl/scenarios"
 	"github.com/askctl/askctl/transcript"

@@ -6,11 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/askctl/askctl/agent"
+	"github.com/askctl/askctl/internal/agent"
+	"github.com/askctl/askctl/internal/replay"
+	"github.com/askctl/askctl/internal/shape"
 	"github.com/askctl/askctl/internal/testenv"
-	"github.com/askctl/askctl/replay"
 	"github.com/askctl/askctl/scenarios"
-	"github.com/askctl/askctl/shape"
 	"github.com/askctl/askctl/transcript"
 	"github.com/tidwall/gjson"
 )

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/askctl/askctl/claudecli"
-	"github.com/askctl/askctl/events"
 	"github.com/askctl/askctl/fakeclaude"
+	"github.com/askctl/askctl/internal/events"
 	"github.com/askctl/askctl/internal/testenv"
 	"github.com/askctl/askctl/protocol"
 	"github.com/askctl/askctl/sdk"
@@ -270,7 +270,7 @@ func TestDirector(t *testing.T) {
 		t.Fatalf("without a director: exit %d, stderr %q", code, p.Stderr())
 	}
 
-	sc, err := os.ReadFile(filepath.Join("..", "scenarios", "ask-single.txtar"))
+	sc, err := os.ReadFile(filepath.Join("..", "..", "scenarios", "ask-single.txtar"))
 	if err != nil {
 		t.Fatal(err)
 	}

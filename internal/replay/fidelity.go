@@ -6,10 +6,10 @@ import (
 	"os"
 	"strings"
 
-	"github.com/askctl/askctl/agent"
+	"github.com/askctl/askctl/internal/agent"
+	"github.com/askctl/askctl/internal/shape"
 	"github.com/askctl/askctl/scenarios"
 	"github.com/askctl/askctl/sdk"
-	"github.com/askctl/askctl/shape"
 	"github.com/askctl/askctl/transcript"
 	"github.com/tidwall/gjson"
 )

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/askctl/askctl/internal/jsonl"
-	"github.com/askctl/askctl/mcpask"
+	"github.com/askctl/askctl/internal/mcpask"
 	"github.com/askctl/askctl/scenarios"
 	"github.com/askctl/askctl/transcript"
 	"github.com/modelcontextprotocol/go-sdk/mcp"

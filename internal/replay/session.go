@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/askctl/askctl/shape"
+	"github.com/askctl/askctl/internal/shape"
 	"github.com/tidwall/gjson"
 )
 

@@ -17,9 +17,9 @@ import (
 	"time"
 
 	"github.com/askctl/askctl/claudecli"
-	"github.com/askctl/askctl/events"
 	"github.com/askctl/askctl/fakeclaude"
 	"github.com/askctl/askctl/fakeclaude/fakeapi"
+	"github.com/askctl/askctl/internal/events"
 	"github.com/askctl/askctl/scenarios"
 	"github.com/askctl/askctl/transcript"
 )

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/askctl/askctl/replay"
+	"github.com/askctl/askctl/internal/replay"
+	"github.com/askctl/askctl/internal/shape"
 	"github.com/askctl/askctl/scenarios"
-	"github.com/askctl/askctl/shape"
 	"github.com/askctl/askctl/transcript"
 )
 

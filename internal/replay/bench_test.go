@@ -4,9 +4,9 @@ import (
 	"context"
 	"testing"
 
-	"github.com/askctl/askctl/agent"
+	"github.com/askctl/askctl/internal/agent"
+	"github.com/askctl/askctl/internal/replay"
 	"github.com/askctl/askctl/internal/testenv"
-	"github.com/askctl/askctl/replay"
 	"github.com/askctl/askctl/scenarios"
 )
 
