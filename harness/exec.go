@@ -278,6 +278,10 @@ func (c *execConn) Pending(ctx context.Context) ([]Pending, error) {
 	return rep.Pending, err
 }
 
+// Sync: the command answers each operation when it is done, so there is
+// nothing to wait for.
+func (c *execConn) Sync(context.Context) error { return nil }
+
 func (c *execConn) Answer(ctx context.Context, qid string, answers map[string][]string) (Ack, error) {
 	rep, err := c.e.call(ctx, map[string]any{"op": "answer", "conn": c.conn, "question_id": qid, "answers": answers})
 	if err != nil {

@@ -66,13 +66,31 @@ func (h *httpSurface) Open(ctx context.Context, session string, sink func(Surfac
 	go func() {
 		defer close(c.done)
 		opened := false
-		err := api.EventsOpened(cctx, session, -1, func() { opened = true; ready <- nil }, func(e bridgeapi.Event) error {
-			sink(fromBridgeEvent(e))
-			return nil
-		})
-		if !opened {
-			ready <- err
-			return
+		last := int64(-1) // a new client first; after a drop, resume after the last event seen
+		var err error
+		for {
+			err = api.EventsOpened(cctx, session, last, func() {
+				if !opened {
+					opened = true
+					ready <- nil
+				}
+			}, func(e bridgeapi.Event) error {
+				if e.Seq > 0 {
+					last = e.Seq
+				}
+				sink(fromBridgeEvent(e))
+				return nil
+			})
+			if !opened {
+				ready <- err
+				return
+			}
+			if cctx.Err() != nil || !errors.Is(err, bridgeapi.ErrUnreachable) || !c.resume(cctx) {
+				break
+			}
+			if last < 0 {
+				last = 0
+			}
 		}
 		if cctx.Err() == nil {
 			sink(SurfaceEvent{T: time.Now(), Type: SurfClosed, Session: session, Reason: fmt.Sprint(err)})
@@ -103,6 +121,31 @@ type httpConn struct {
 	once    sync.Once
 }
 
+// resumeWindow is how long a dropped event stream is retried, as a
+// browser's EventSource does, before the connection counts as closed.
+const resumeWindow = 10 * time.Second
+
+// resume waits until the bridge answers again (its health endpoint), at
+// most resumeWindow; false when it does not, or ctx ends.
+func (c *httpConn) resume(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, resumeWindow)
+	defer cancel()
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.c.URL+"/api/health", nil)
+		if resp, err := c.c.HTTP.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return true
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
 func (c *httpConn) Pending(ctx context.Context) ([]Pending, error) {
 	qs, err := c.c.Pending(ctx, c.session)
 	if err != nil {
@@ -110,10 +153,15 @@ func (c *httpConn) Pending(ctx context.Context) ([]Pending, error) {
 	}
 	out := make([]Pending, 0, len(qs))
 	for _, q := range qs {
-		out = append(out, Pending{QuestionID: q.ID, Session: q.SessionID, Questions: q.Questions})
+		out = append(out, Pending{QuestionID: q.ID, Session: q.SessionID, Questions: q.Questions, TimeoutSeconds: q.TimeoutSeconds,
+			CreatedAt: q.CreatedAt, Deadline: q.Deadline, Draft: q.Draft, Orphaned: q.Orphaned})
 	}
 	return out, nil
 }
+
+// Sync: the API's listing is the bridge's state, so there is nothing to
+// wait for.
+func (c *httpConn) Sync(context.Context) error { return nil }
 
 func (c *httpConn) Answer(ctx context.Context, qid string, answers map[string][]string) (Ack, error) {
 	in := map[string]bridgeapi.Answer{}
@@ -125,13 +173,22 @@ func (c *httpConn) Answer(ctx context.Context, qid string, answers map[string][]
 		return Ack{}, rejection(err)
 	}
 	if r.Held {
-		return Ack{Status: "held", Missing: r.Missing}, nil
+		return Ack{Status: bridgeapi.AckHeld, Missing: r.Missing}, nil
 	}
-	return Ack{Status: "answered"}, nil
+	ack := Ack{Status: bridgeapi.QuestionAnswered, Resumed: r.Resumed}
+	if r.Question != nil {
+		ack.Answers = r.Question.Answers
+	}
+	return ack, nil
 }
 
 func (c *httpConn) Skip(ctx context.Context, qid, reason string) error {
 	_, err := c.c.SkipIn(ctx, c.session, qid, reason, false)
+	return rejection(err)
+}
+
+func (c *httpConn) SkipInterrupt(ctx context.Context, qid, reason string) error {
+	_, err := c.c.SkipIn(ctx, c.session, qid, reason, true)
 	return rejection(err)
 }
 
@@ -184,7 +241,8 @@ func rejection(err error) error {
 // them) to surface events.
 func fromBridgeEvent(e bridgeapi.Event) SurfaceEvent {
 	raw, _ := json.Marshal(e)
-	se := SurfaceEvent{T: time.Now(), At: e.Time, QuestionID: e.QuestionID, Session: e.SessionID, Questions: e.Questions, Raw: raw, Reason: e.Reason}
+	se := SurfaceEvent{T: time.Now(), At: e.Time, QuestionID: e.QuestionID, Session: e.SessionID, Questions: e.Questions, Raw: raw, Reason: e.Reason,
+		Answers: e.Answers, Timeout: e.TimeoutSeconds, Status: e.Status}
 	switch e.Type {
 	case bridgeapi.EventQuestion:
 		se.Type = SurfQuestion

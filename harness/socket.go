@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -178,7 +179,7 @@ func (c *socketConn) track(e SurfaceEvent) {
 		if _, ok := c.shown[e.QuestionID]; !ok {
 			c.order = append(c.order, e.QuestionID)
 		}
-		c.shown[e.QuestionID] = Pending{QuestionID: e.QuestionID, Session: e.Session, Questions: e.Questions}
+		c.shown[e.QuestionID] = Pending{QuestionID: e.QuestionID, Session: e.Session, Questions: e.Questions, TimeoutSeconds: e.Timeout, CreatedAt: e.At}
 	case SurfExpired, SurfAnswered, SurfSkipped, SurfWithdrawn, SurfResumed:
 		delete(c.shown, e.QuestionID)
 	}
@@ -273,6 +274,18 @@ func (c *socketConn) Skip(ctx context.Context, qid, reason string) error {
 		msg, _ = json.Marshal(bridgeapi.WSMessage{Type: bridgeapi.MsgAskResponse, Data: &bridgeapi.WSResponse{QuestionID: qid, Cancelled: true, Reason: reason}})
 	}
 	_, err := c.roundTrip(ctx, qid, msg)
+	return err
+}
+
+// Sync sends a message the bridge must refuse and waits for the refusal:
+// a socket surface replays what is pending before it reads any message, and
+// answers messages in order, so once the reply is here the replay is too.
+func (c *socketConn) Sync(ctx context.Context) error {
+	_, err := c.roundTrip(ctx, "", []byte(`{"type":"askctl_sync"}`))
+	var rj *Rejected
+	if errors.As(err, &rj) {
+		return nil
+	}
 	return err
 }
 

@@ -33,11 +33,18 @@ type Surface interface {
 type Conn interface {
 	// Pending lists the questions waiting for this person.
 	Pending(ctx context.Context) ([]Pending, error)
+	// Sync returns once the connection has heard what the bridge had to
+	// tell it when it opened (its replay of pending questions), so a
+	// listing right after Open is complete. It is a round trip, never a
+	// sleep.
+	Sync(ctx context.Context) error
 	// Answer answers a question: question text → the selected labels in
 	// order, or one free text. A rejection is a *Rejected.
 	Answer(ctx context.Context, questionID string, answers map[string][]string) (Ack, error)
 	// Skip declines a question with a reason.
 	Skip(ctx context.Context, questionID, reason string) error
+	// (A Conn that can also abort the agent's turn when it skips is an
+	// Interrupter.)
 	// SendRaw sends raw bytes where an answer to questionID goes, in the
 	// surface's own protocol (an HTTP body, a WebSocket message), for cases
 	// that send malformed input. A refusal is a *Rejected.
@@ -46,11 +53,26 @@ type Conn interface {
 	Close() error
 }
 
-// Pending is a question waiting for a person.
+// Pending is a question waiting for a person. The fields after Questions
+// are what a surface tells where it tells it (the reference bridge's HTTP
+// API tells all), with the keys of its question objects.
 type Pending struct {
-	QuestionID string              `json:"question_id"`
-	Session    string              `json:"session_id,omitempty"`
-	Questions  []protocol.Question `json:"questions"`
+	QuestionID     string              `json:"question_id"`
+	Session        string              `json:"session_id,omitempty"`
+	Questions      []protocol.Question `json:"questions"`
+	TimeoutSeconds int                 `json:"timeout_seconds,omitempty"`
+	CreatedAt      time.Time           `json:"created_at,omitzero"`
+	Deadline       time.Time           `json:"deadline,omitzero"`
+	// Draft holds the answers given so far to a multi-question request.
+	Draft map[string]string `json:"draft,omitempty"`
+	// Orphaned: the agent that asked is gone; an answer resumes it.
+	Orphaned bool `json:"orphaned,omitempty"`
+}
+
+// Interrupter is a Conn that can skip a question and abort the agent's
+// turn with it.
+type Interrupter interface {
+	SkipInterrupt(ctx context.Context, questionID, reason string) error
 }
 
 // Ack is a bridge's acceptance of an answer: answered, or held until the
@@ -58,6 +80,10 @@ type Pending struct {
 type Ack struct {
 	Status  string   `json:"status"`
 	Missing []string `json:"missing,omitempty"`
+	// Answers are the answers the agent got, where the surface says.
+	Answers map[string]string `json:"answers,omitempty"`
+	// Resumed: the agent was gone, and the answer resumed its session.
+	Resumed bool `json:"resumed,omitempty"`
 }
 
 // Rejected is a bridge's refusal of an answer or skip.
@@ -97,6 +123,9 @@ type SurfaceEvent struct {
 	QuestionID string              `json:"question_id,omitempty"`
 	Session    string              `json:"session_id,omitempty"`
 	Questions  []protocol.Question `json:"questions,omitempty"`
+	Answers    map[string]string   `json:"answers,omitempty"`
+	Timeout    int                 `json:"timeout_seconds,omitempty"` // a question's time to answer
+	Status     string              `json:"status,omitempty"`          // a session's status
 	Waiting    *bool               `json:"waiting_for_user,omitempty"`
 	PendingID  string              `json:"pending_question_id,omitempty"`
 	Reason     string              `json:"reason,omitempty"`

@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,63 +12,11 @@ import (
 	"time"
 
 	"github.com/askctl/askctl/bridgeapi"
+	"github.com/askctl/askctl/harness"
+	"github.com/askctl/askctl/internal/clip"
 	"github.com/askctl/askctl/protocol"
 	"github.com/urfave/cli/v3"
 )
-
-// The commands that drive a running bridge share how they reach it: --url
-// and --token (ASKCTL_URL, ASKCTL_TOKEN), else the state directory of the
-// bridge askctl serve runs.
-
-type bridgeConn struct {
-	url, token, state string
-	profile           string // --bridge: reach the bridge through a profile's surface
-}
-
-// flags are how a command reaches the bridge: the reference bridge's API,
-// or any bridge through a profile's surface (--bridge).
-func (c *bridgeConn) flags() []cli.Flag {
-	return append(c.apiFlags(), &cli.StringFlag{Name: "bridge", Usage: "reach the bridge through the surface of this `PROFILE` (a file, or reference-ws|reference-http|reference-control-ws), as askctl conformance does", Destination: &c.profile})
-}
-
-// apiFlags reach the reference bridge's HTTP API only.
-func (c *bridgeConn) apiFlags() []cli.Flag {
-	return []cli.Flag{
-		&cli.StringFlag{Name: "url", Usage: "the bridge's URL (default: the one askctl serve wrote to the state directory)", Destination: &c.url, Sources: cli.EnvVars("ASKCTL_URL")},
-		&cli.StringFlag{Name: "token", Usage: "the bridge's token (default: the state directory's token file)", Destination: &c.token, Sources: cli.EnvVars("ASKCTL_TOKEN")},
-		&cli.StringFlag{Name: "state", Usage: "the bridge's state directory", Destination: &c.state, Sources: cli.EnvVars(bridgeapi.EnvStateDir)},
-	}
-}
-
-// client resolves the URL and token.
-func (c *bridgeConn) client(s *stdio) (*bridgeapi.Client, error) {
-	dir := c.state
-	if dir == "" && (c.url == "" || c.token == "") {
-		var err error
-		if dir, err = bridgeapi.StateDir(s.getenv); err != nil {
-			return nil, err
-		}
-	}
-	url, token := c.url, c.token
-	if url == "" {
-		e, err := bridgeapi.ReadEndpoint(dir)
-		if err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				return nil, fmt.Errorf("%w: no bridge is running with state directory %s (start one with askctl serve, or pass --url)", bridgeapi.ErrUnreachable, dir)
-			}
-			return nil, fmt.Errorf("%w: %v", bridgeapi.ErrUnreachable, err)
-		}
-		url = e.URL
-	}
-	if token == "" {
-		t, err := bridgeapi.ReadToken(dir)
-		if err != nil {
-			return nil, fmt.Errorf("%w: no token: %v (pass --token or ASKCTL_TOKEN)", bridgeapi.ErrUnauthorized, err)
-		}
-		token = t
-	}
-	return &bridgeapi.Client{URL: url, Token: token}, nil
-}
 
 // Exit statuses of the commands that drive a bridge.
 const (
@@ -114,11 +60,17 @@ A label must be one of the question's options (exit 6 otherwise); --text
 gives free text instead, verbatim.
 
 A request can hold 1 to 4 questions. With one, the labels answer it. With
-several, say which: --question N (its number from 1, or its full text) for
+several, labels that are options of exactly one of them answer that one;
+otherwise say which: --question N (its number from 1, or its full text) for
 the labels or --text of this call, or --set N=LABEL for any number of them in
 one call (repeat --set N=… for each label of a multiSelect question). Answers
 to part of a request are held by the bridge until every question has one:
 the agent never gets a partial set.
+
+The answer goes through the bridge's surface, as a person's would: the
+reference bridge's HTTP API by default, or any bridge's surface with
+--bridge PROFILE. --json prints the bridge's acknowledgement:
+{"status":"answered"|"held","missing":[…],"answers":{…},"resumed":true}.
 
 ` + bridgeExitHelp + `
 
@@ -161,96 +113,100 @@ func (o *answerOptions) validate() error {
 	return nil
 }
 
-// answers builds the request's answers from the options. Labels must be
-// options of their question (a typo is not sent as free text); --text is
-// the way to free text.
-func (o *answerOptions) answers(ctx context.Context, c *bridgeapi.Client) (map[string]bridgeapi.Answer, error) {
-	q, err := c.Question(ctx, o.id)
-	if err != nil {
-		return nil, err
-	}
-	return o.answersFor(q)
-}
-
-// answersFor builds the answers to q, keyed as given (number or text).
-func (o *answerOptions) answersFor(q *bridgeapi.Question) (map[string]bridgeapi.Answer, error) {
-	out := map[string]bridgeapi.Answer{}
-	if len(o.set) > 0 {
+// answersFor builds the answers to the request whose questions are qs
+// (nil when the surface does not show it: the answer goes as given, and the
+// bridge says why it is not pending), keyed by question text where qs are
+// known. The answer rules are protocol's; labels must be options of their
+// question (a typo is not sent as free text), and --text is the way to free
+// text.
+func (o *answerOptions) answersFor(qs []protocol.Question) (map[string][]string, error) {
+	given := map[string][]string{}
+	switch {
+	case len(o.set) > 0:
 		for _, kv := range o.set {
 			k, v, _ := strings.Cut(kv, "=")
-			out[k] = append(out[k], v)
+			given[k] = append(given[k], v)
 		}
-	} else {
+	default:
 		key := o.question
-		if key == "" {
-			if len(q.Questions) > 1 {
-				return nil, usagef("question %s holds %d questions: say which this answers with --question N, or give them all with --set N=LABEL", o.id, len(q.Questions))
+		if key == "" && len(qs) > 1 {
+			// Labels that name options of exactly one question answer it.
+			i, ok := -1, false
+			if o.text == "" {
+				i, ok = protocol.QuestionOfLabels(qs, o.labels)
 			}
+			if !ok {
+				return nil, usagef("question %s holds %d questions: say which this answers with --question N, or give them all with --set N=LABEL", o.id, len(qs))
+			}
+			key = qs[i].Question
+		}
+		if key == "" {
 			key = "1"
 		}
 		if o.text != "" {
-			return map[string]bridgeapi.Answer{key: {o.text}}, nil
+			given[key] = []string{o.text}
+		} else {
+			given[key] = o.labels
 		}
-		out[key] = bridgeapi.Answer(o.labels)
 	}
-	for key, labels := range out {
-		qq, err := protocol.FindQuestion(q.Questions, key)
+	if len(qs) == 0 {
+		return given, nil
+	}
+	out := map[string][]string{}
+	for key, labels := range given {
+		q, err := protocol.FindQuestion(qs, key)
 		if err != nil {
-			continue // the bridge names the unknown question
+			return nil, fmt.Errorf("%w: %v", bridgeapi.ErrInvalid, err)
 		}
-		for _, l := range labels {
-			if !isLabel(qq, l) {
-				opts := make([]string, len(qq.Options))
-				for i, op := range qq.Options {
-					opts[i] = op.Label
+		if o.text == "" {
+			for _, l := range labels {
+				if !protocol.IsLabel(q, l) {
+					return nil, exitWithMessage{exitRejected, fmt.Sprintf("%q is not an option of %q (options: %s); for free text use --question %s --text %q", l, q.Question, strings.Join(q.Labels(), " | "), key, l)}
 				}
-				return nil, exitWithMessage{exitRejected, fmt.Sprintf("%q is not an option of %q (options: %s); for free text use --question %s --text %q", l, qq.Question, strings.Join(opts, " | "), key, l)}
 			}
 		}
+		if _, dup := out[q.Question]; dup {
+			return nil, fmt.Errorf("%w: question %q is answered twice", bridgeapi.ErrInvalid, q.Question)
+		}
+		out[q.Question] = labels
 	}
 	return out, nil
 }
 
-func isLabel(q protocol.Question, label string) bool {
-	for _, op := range q.Options {
-		if op.Label == label {
-			return true
-		}
-	}
-	return false
-}
-
 func runAnswer(ctx context.Context, o *answerOptions) error {
-	if o.conn.profile != "" {
-		return runAnswerProfile(ctx, o)
-	}
-	c, err := o.conn.client(o.io)
+	p, err := o.conn.open(ctx, o.io, "", nil)
 	if err != nil {
 		return err
 	}
-	answers, err := o.answers(ctx, c)
+	defer p.Close()
+	q, _, err := p.find(ctx, o.id)
 	if err != nil {
 		return err
 	}
-	res, err := c.Answer(ctx, o.id, answers)
+	answers, err := o.answersFor(q.Questions)
 	if err != nil {
 		return err
+	}
+	ack, err := p.Answer(ctx, o.id, answers)
+	if err != nil {
+		return surfaceErr(err)
 	}
 	if o.json {
-		return printJSON(o.io.out, res)
+		return printJSON(o.io.out, ack)
 	}
-	q := res.Question
+	w := o.io.out
 	switch {
-	case res.Held:
-		fmt.Fprintf(o.io.out, "held %s: waiting for %s\n", q.ID, quoteAll(res.Missing))
-	case res.Resumed:
-		fmt.Fprintf(o.io.out, "answered %s late: its session %s was resumed with the answer\n", q.ID, q.SessionID)
+	case ack.Status == bridgeapi.AckHeld:
+		fmt.Fprintf(w, "held %s: waiting for %s\n", o.id, quoteAll(ack.Missing))
+		return nil
+	case ack.Resumed:
+		fmt.Fprintf(w, "answered %s late: its session was resumed with the answer\n", o.id)
 	default:
-		fmt.Fprintf(o.io.out, "answered %s\n", q.ID)
+		fmt.Fprintf(w, "answered %s\n", o.id)
 	}
-	if !res.Held {
-		for _, qq := range q.Questions {
-			fmt.Fprintf(o.io.out, "  %s = %s\n", qq.Question, q.Answers[qq.Question])
+	for _, qq := range q.Questions {
+		if a, ok := ack.Answers[qq.Question]; ok {
+			fmt.Fprintf(w, "  %s = %s\n", clip.Printable(qq.Question), clip.Printable(a))
 		}
 	}
 	return nil
@@ -314,21 +270,31 @@ func newSkipCmd(s *stdio, runF func(context.Context, *skipOptions) error) *cli.C
 }
 
 func runSkip(ctx context.Context, o *skipOptions) error {
-	if o.conn.profile != "" {
-		return runSkipProfile(ctx, o)
-	}
-	c, err := o.conn.client(o.io)
+	p, err := o.conn.open(ctx, o.io, "", nil)
 	if err != nil {
 		return err
 	}
-	q, err := c.Skip(ctx, o.id, o.reason, o.interrupt)
+	defer p.Close()
+	reason := o.reason
+	if reason == "" {
+		reason = bridgeapi.DefaultSkipReason
+	}
+	if o.interrupt {
+		in, ok := p.Conn.(harness.Interrupter)
+		if !ok {
+			return usagef("--interrupt: the %s surface cannot abort the agent's turn", p.surf.Kind())
+		}
+		err = in.SkipInterrupt(ctx, o.id, reason)
+	} else {
+		err = p.Skip(ctx, o.id, reason)
+	}
 	if err != nil {
-		return err
+		return surfaceErr(err)
 	}
 	if o.json {
-		return printJSON(o.io.out, q)
+		return printJSON(o.io.out, map[string]string{"question_id": o.id, "status": bridgeapi.QuestionSkipped, "reason": reason})
 	}
-	fmt.Fprintf(o.io.out, "skipped %s: %s\n", q.ID, q.Reason)
+	fmt.Fprintf(o.io.out, "skipped %s: %s\n", o.id, clip.Printable(reason))
 	return nil
 }
 
@@ -353,7 +319,8 @@ func newPendingCmd(s *stdio, runF func(context.Context, *pendingOptions) error) 
 		Usage: "list the questions waiting for an answer (--wait: block until one is)",
 		Description: `Lists the pending questions, oldest first: a table, or with --json an array of
 questions ({"question_id","session_id","questions":[…],"timeout_seconds",
-"deadline",…}), the same objects the HTTP API returns.
+"created_at","deadline","draft","orphaned"}; a surface that does not tell
+the time or the draft leaves those out).
 
 --wait blocks until at least one question is pending (at once if one is),
 at most --timeout: the building block of scripted answering. This loop
@@ -390,50 +357,71 @@ The table marks the questions of a request already answered and held.
 }
 
 func runPending(ctx context.Context, o *pendingOptions) error {
-	if o.conn.profile != "" {
-		return runPendingProfile(ctx, o)
-	}
-	c, err := o.conn.client(o.io)
+	changed := make(chan struct{}, 1)
+	p, err := o.conn.open(ctx, o.io, o.session, func(e harness.SurfaceEvent) {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	})
 	if err != nil {
 		return err
 	}
-	qs, err := c.Pending(ctx, o.session)
+	defer p.Close()
+	ps, err := p.Pending(ctx)
 	if err != nil {
-		return err
+		return surfaceErr(err)
 	}
-	if o.wait && len(qs) == 0 {
-		if qs, err = waitPending(ctx, c, o.session, o.timeout); err != nil {
-			return err
+	if o.wait && len(ps) == 0 {
+		deadline := time.NewTimer(o.timeout)
+		defer deadline.Stop()
+		for len(ps) == 0 {
+			select {
+			case <-changed:
+			case <-deadline.C:
+				return exitWithMessage{exitNothing, fmt.Sprintf("no question within %v", o.timeout)}
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			if ps, err = p.Pending(ctx); err != nil {
+				return surfaceErr(err)
+			}
 		}
 	}
 	if o.json {
-		if qs == nil {
-			qs = []*bridgeapi.Question{}
+		if ps == nil {
+			ps = []harness.Pending{}
 		}
-		return printJSON(o.io.out, qs)
+		return printJSON(o.io.out, ps)
 	}
-	if len(qs) == 0 {
+	if len(ps) == 0 {
 		fmt.Fprintln(o.io.out, "no pending questions")
 		return nil
 	}
 	tw := tabwriter.NewWriter(o.io.out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSESSION\tAGE\tEXPIRES\tQUESTION\tOPTIONS")
 	now := time.Now()
-	for _, q := range qs {
-		expires := q.Deadline.Sub(now).Round(time.Second).String()
+	for _, q := range ps {
+		age, expires := "", ""
+		if !q.CreatedAt.IsZero() {
+			age = now.Sub(q.CreatedAt).Round(time.Second).String()
+		}
+		if !q.Deadline.IsZero() {
+			expires = q.Deadline.Sub(now).Round(time.Second).String()
+		}
 		if q.Orphaned {
 			expires = "agent gone: an answer resumes it"
 		}
 		for i, qq := range q.Questions {
-			id, sess, age, exp := q.ID, q.SessionID, now.Sub(q.CreatedAt).Round(time.Second).String(), expires
+			id, sess, a, exp := q.QuestionID, q.Session, age, expires
 			if i > 0 {
-				id, sess, age, exp = "", "", "", ""
+				id, sess, a, exp = "", "", "", ""
 			}
 			opts := optionsCell(qq)
 			if held, ok := q.Draft[qq.Question]; ok {
-				opts = "held: " + held
+				opts = "held: " + clip.Printable(held)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d. %s\t%s\n", id, sess, age, exp, i+1, qq.Question, opts)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d. %s\t%s\n", id, sess, a, exp, i+1, clip.Printable(qq.Question), opts)
 		}
 	}
 	return tw.Flush()
@@ -441,50 +429,15 @@ func runPending(ctx context.Context, o *pendingOptions) error {
 
 // optionsCell is a question's options as askctl pending lists them.
 func optionsCell(q protocol.Question) string {
-	labels := make([]string, len(q.Options))
-	for j, op := range q.Options {
-		labels[j] = op.Label
+	labels := q.Labels()
+	for i, l := range labels {
+		labels[i] = clip.Printable(l)
 	}
 	opts := strings.Join(labels, " | ")
 	if q.MultiSelect {
 		opts += " (multiSelect)"
 	}
 	return opts
-}
-
-// waitPending follows the event stream until a question is pending.
-func waitPending(ctx context.Context, c *bridgeapi.Client, session string, timeout time.Duration) ([]*bridgeapi.Question, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	errFound := errors.New("found")
-	for {
-		err := c.Events(ctx, session, -1, func(ev bridgeapi.Event) error {
-			if ev.Type == bridgeapi.EventQuestion {
-				return errFound
-			}
-			return nil
-		})
-		switch {
-		case errors.Is(err, errFound):
-			qs, err := c.Pending(context.Background(), session)
-			if err != nil || len(qs) > 0 {
-				return qs, err
-			}
-		case ctx.Err() != nil:
-			return nil, exitWithMessage{exitNothing, fmt.Sprintf("no question within %v", timeout)}
-		case errors.Is(err, bridgeapi.ErrUnreachable):
-			// The stream ended (a bridge restart): look again, then follow anew.
-			if qs, err := c.Pending(ctx, session); err == nil && len(qs) > 0 {
-				return qs, nil
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(200 * time.Millisecond):
-			}
-		default:
-			return nil, err
-		}
-	}
 }
 
 // ---- watch
@@ -525,54 +478,61 @@ is resumed where it stopped.
 }
 
 func runWatch(ctx context.Context, o *watchOptions) error {
-	if o.conn.profile != "" {
-		return runWatchProfile(ctx, o)
-	}
-	c, err := o.conn.client(o.io)
+	events := make(chan harness.SurfaceEvent, 256)
+	p, err := o.conn.open(ctx, o.io, o.session, func(e harness.SurfaceEvent) {
+		select {
+		case events <- e:
+		case <-ctx.Done():
+		}
+	})
 	if err != nil {
 		return err
 	}
-	last := int64(-1) // a new client first, then resuming where it stopped
-	connected := false
+	defer p.Close()
 	for {
-		err := c.Events(ctx, o.session, last, func(ev bridgeapi.Event) error {
-			connected = true
-			if ev.Seq > 0 {
-				last = ev.Seq
-			}
-			if o.json {
-				b, _ := json.Marshal(ev)
-				_, err := fmt.Fprintf(o.io.out, "%s\n", b)
-				return err
-			}
-			_, err := fmt.Fprintln(o.io.out, describeEvent(ev))
-			return err
-		})
-		switch {
-		case ctx.Err() != nil:
+		select {
+		case <-ctx.Done():
 			return nil
-		case errors.Is(err, bridgeapi.ErrUnreachable) && connected:
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-time.After(500 * time.Millisecond):
+		case e := <-events:
+			if o.json {
+				// The surface's own message where it has one (the
+				// reference bridge's events, with seq), else the
+				// harness's view of it.
+				b := []byte(e.Raw)
+				if len(b) == 0 {
+					b, _ = json.Marshal(e)
+				}
+				fmt.Fprintf(o.io.out, "%s\n", b)
+			} else {
+				fmt.Fprintln(o.io.out, describeEvent(e))
 			}
-		default:
-			return err
+			if e.Type == harness.SurfClosed {
+				return fmt.Errorf("%w: the surface closed: %s", bridgeapi.ErrUnreachable, e.Reason)
+			}
 		}
 	}
 }
 
-func describeEvent(ev bridgeapi.Event) string {
-	t := ev.Time.Local().Format("15:04:05")
+// describeEvent is one line for a person; text from the agent is quoted,
+// so a control character in it cannot reach the terminal.
+func describeEvent(ev harness.SurfaceEvent) string {
+	at := ev.At
+	if at.IsZero() {
+		at = ev.T
+	}
+	t := at.Local().Format("15:04:05")
 	switch ev.Type {
-	case bridgeapi.EventQuestion:
+	case harness.SurfQuestion:
 		var qs []string
 		for _, q := range ev.Questions {
 			qs = append(qs, strconv.Quote(q.Question))
 		}
-		return fmt.Sprintf("%s %s asked %s (session %s, %ds to answer)", t, ev.QuestionID, strings.Join(qs, ", "), ev.SessionID, ev.TimeoutSeconds)
-	case bridgeapi.EventAnswered, bridgeapi.EventHeld:
+		s := fmt.Sprintf("%s %s asked %s (session %s", t, ev.QuestionID, strings.Join(qs, ", "), ev.Session)
+		if ev.Timeout > 0 {
+			s += fmt.Sprintf(", %ds to answer", ev.Timeout)
+		}
+		return s + ")"
+	case harness.SurfAnswered, harness.SurfHeld:
 		keys := make([]string, 0, len(ev.Answers))
 		for k := range ev.Answers {
 			keys = append(keys, k)
@@ -583,22 +543,26 @@ func describeEvent(ev bridgeapi.Event) string {
 			as = append(as, fmt.Sprintf("%q=%q", k, ev.Answers[k]))
 		}
 		verb := "answered"
-		if ev.Type == bridgeapi.EventHeld {
-			verb = "held (" + ev.Reason + ")"
+		if ev.Type == harness.SurfHeld {
+			verb = "held (" + clip.Printable(ev.Reason) + ")"
 		}
 		return fmt.Sprintf("%s %s %s: %s", t, ev.QuestionID, verb, strings.Join(as, ", "))
-	case bridgeapi.EventTimeout:
-		return fmt.Sprintf("%s %s timed out: %s", t, ev.QuestionID, ev.Error)
-	case bridgeapi.EventSkipped, bridgeapi.EventWithdrawn, bridgeapi.EventResumed:
-		return fmt.Sprintf("%s %s %s: %s", t, ev.QuestionID, strings.TrimPrefix(ev.Type, "ask_user_"), ev.Reason)
-	case bridgeapi.EventStatus:
-		s := fmt.Sprintf("%s session %s %s", t, ev.SessionID, ev.Status)
-		if ev.PendingQuestionID != nil {
-			s += ", waiting for the user on " + *ev.PendingQuestionID
+	case harness.SurfExpired:
+		return fmt.Sprintf("%s %s timed out: %s", t, ev.QuestionID, clip.Printable(ev.Reason))
+	case harness.SurfSkipped, harness.SurfWithdrawn, harness.SurfResumed:
+		return fmt.Sprintf("%s %s %s: %s", t, ev.QuestionID, ev.Type, clip.Printable(ev.Reason))
+	case harness.SurfStatus:
+		s := fmt.Sprintf("%s session %s %s", t, ev.Session, ev.Status)
+		if ev.PendingID != "" {
+			s += ", waiting for the user on " + ev.PendingID
 		}
 		return s
+	case harness.SurfTaken:
+		return fmt.Sprintf("%s session %s taken over by another connection", t, ev.Session)
+	case harness.SurfClosed:
+		return fmt.Sprintf("%s connection closed: %s", t, clip.Printable(ev.Reason))
 	}
-	return fmt.Sprintf("%s %s", t, ev.Type)
+	return fmt.Sprintf("%s %s %s", t, ev.Type, ev.QuestionID)
 }
 
 // exitWithMessage is an error with its own exit status and a message.

@@ -158,13 +158,16 @@ func TestServeAnswerEndToEnd(t *testing.T) {
 	if !strings.HasPrefix(id, "q_") || gjson.Get(out, "0.questions.#").Int() != 2 {
 		t.Fatalf("pending: %s", out)
 	}
-	if code, _, errOut := s.askctl("answer", "--id", id, "Summary"); code != exitUsage || !strings.Contains(errOut, "holds 2 questions") {
-		t.Errorf("a bare label for a two-question request: exit %d, %s", code, errOut)
+	if code, _, errOut := s.askctl("answer", "--id", id, "Nonsense"); code != exitUsage || !strings.Contains(errOut, "holds 2 questions") {
+		t.Errorf("a label of no question of a two-question request: exit %d, %s", code, errOut)
 	}
-	if out := s.must("answer", "--id", id, "--question", "1", "Summary"); !strings.Contains(out, "held "+id+`: waiting for "Which sections?"`) {
+	// A bare label that names an option of exactly one question answers it.
+	if out := s.must("answer", "--id", id, "Summary"); !strings.Contains(out, "held "+id+`: waiting for "Which sections?"`) {
 		t.Errorf("first half: %s", out)
 	}
-	s.must("answer", "--id", id, "--question", "Which sections?", "Intro", "Outro")
+	if out := s.must("answer", "--id", id, "Intro", "Outro"); !strings.Contains(out, "answered "+id) || !strings.Contains(out, "Which sections? = Intro, Outro") {
+		t.Errorf("second half: %s", out)
+	}
 	if codes := s.exits(1); codes[0] != 0 {
 		t.Errorf("fakeclaude exited %v", codes)
 	}
@@ -686,4 +689,83 @@ func TestMCPRealCLI(t *testing.T) {
 			t.Errorf("tool_result %s", r)
 		}
 	})
+}
+
+// escapeScenario asks a question whose text, header and option carry
+// terminal control sequences (clear screen, a window title, a carriage
+// return that overwrites).
+const escapeScenario = `A question whose text would drive a terminal if printed raw.
+-- scenario.json --
+{"name":"ask-escapes","route":"sdk","cli_version":"2.1.330","origin":"synthetic"}
+-- steps.jsonl --
+{"prompt":"Go."}
+{"ask":{"questions":[{"question":"Pick one\u001b[2J\u001b]0;owned\u0007\rSAFE?","header":"Esc","options":[{"label":"A\u001b[31m","description":"red"},{"label":"B","description":"plain"}],"multiSelect":false}]},"id":"toolu_01E","user":{"answers":{"Pick one\u001b[2J\u001b]0;owned\u0007\rSAFE?":"B"}}}
+{"text":"Done."}
+`
+
+// TestWatchAndTerminalEscapes: askctl watch prints the events as they
+// happen (a question, its answer, the session's end), and no person command
+// prints a control character the agent sent: pending, answer and watch
+// escape them.
+func TestWatchAndTerminalEscapes(t *testing.T) {
+	s := serve(t)
+	sc := filepath.Join(t.TempDir(), "escapes.txtar")
+	if err := os.WriteFile(sc, []byte(escapeScenario), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var watched syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		env := map[string]string{bridgeapi.EnvStateDir: s.state}
+		done <- run(ctx, []string{"askctl", "watch"}, func(k string) string { return env[k] }, strings.NewReader(""), &watched, io.Discard)
+	}()
+	s.must("session", "start", "--scenario", sc, "--prompt", "Go.")
+	listed := s.must("pending", "--wait", "--timeout", "10s")
+	id := gjson.Get(s.must("pending", "--json"), "0.question_id").String()
+	answered := s.must("answer", "--id", id, "B")
+	if codes := s.exits(1); codes[0] != 0 {
+		t.Errorf("fakeclaude exited %v", codes)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(watched.String(), "exited") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Errorf("watch: exit %d", code)
+	}
+	out := watched.String()
+	for _, want := range []string{id + " asked", id + " answered", "exited"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("watch printed no %q:\n%s", want, out)
+		}
+	}
+	for name, text := range map[string]string{"pending": listed, "answer": answered, "watch": out} {
+		if i := strings.IndexFunc(text, func(r rune) bool { return r < 0x20 && r != '\n' || r == 0x7f }); i >= 0 {
+			t.Errorf("%s printed a control character %q: %q", name, text[i], text)
+		}
+		if name != "answer" && !strings.Contains(text, `\x1b[2J`) {
+			t.Errorf("%s does not show the escaped sequence: %q", name, text)
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for one writer and one reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }

@@ -20,6 +20,11 @@ func String(s string, n int) string { return clip(s, n, false) }
 // escaped as well, for a value inside a sentence.
 func Quote(s string, n int) string { return `"` + clip(s, n, true) + `"` }
 
+// Printable is s whole, with control characters and invalid bytes escaped as
+// String escapes them: agent text bound for a terminal, where a raw escape
+// sequence could clear the screen or retitle the window.
+func Printable(s string) string { return clip(s, int(^uint(0)>>1), false) }
+
 func clip(s string, n int, quoted bool) string {
 	var b strings.Builder
 	for i := 0; i < len(s); {

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/askctl/askctl/bridgeapi"
+	"github.com/askctl/askctl/harness"
+	"github.com/urfave/cli/v3"
+)
+
+// The person commands (answer, skip, pending, watch) play the person
+// through one harness.Surface: the reference bridge's HTTP surface by
+// default (found through askctl serve's state directory, or --url and
+// --token), or any bridge's surface with a profile (--bridge PROFILE), as
+// askctl conformance reaches it. One path: the same answer rules, the same
+// waits, the same errors, whatever the bridge.
+//
+// A profile's surface is used as it is; ${STATE} is the state directory and
+// ${PORT} the port askctl serve wrote there, so the built-in reference
+// profiles reach a running askctl serve; other ${NAME}s come from the
+// environment.
+
+type bridgeConn struct {
+	url, token, state string
+	profile           string // --bridge: reach the bridge through a profile's surface
+}
+
+// flags are how a person command reaches the bridge.
+func (c *bridgeConn) flags() []cli.Flag {
+	return append(c.apiFlags(), &cli.StringFlag{Name: "bridge", Usage: "reach the bridge through the surface of this `PROFILE` (a file, or reference-ws|reference-http|reference-control-ws), as askctl conformance does", Destination: &c.profile})
+}
+
+// apiFlags reach the reference bridge's HTTP API.
+func (c *bridgeConn) apiFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "url", Usage: "the bridge's URL (default: the one askctl serve wrote to the state directory)", Destination: &c.url, Sources: cli.EnvVars("ASKCTL_URL")},
+		&cli.StringFlag{Name: "token", Usage: "the bridge's token (default: the state directory's token file)", Destination: &c.token, Sources: cli.EnvVars("ASKCTL_TOKEN")},
+		&cli.StringFlag{Name: "state", Usage: "the bridge's state directory", Destination: &c.state, Sources: cli.EnvVars(bridgeapi.EnvStateDir)},
+	}
+}
+
+// client is the reference bridge's API client, its URL and token resolved.
+func (c *bridgeConn) client(s *stdio) (*bridgeapi.Client, error) {
+	dir := c.state
+	if dir == "" && (c.url == "" || c.token == "") {
+		var err error
+		if dir, err = bridgeapi.StateDir(s.getenv); err != nil {
+			return nil, err
+		}
+	}
+	url, token := c.url, c.token
+	if url == "" {
+		e, err := bridgeapi.ReadEndpoint(dir)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return nil, fmt.Errorf("%w: no bridge is running with state directory %s (start one with askctl serve, or pass --url)", bridgeapi.ErrUnreachable, dir)
+			}
+			return nil, fmt.Errorf("%w: %v", bridgeapi.ErrUnreachable, err)
+		}
+		url = e.URL
+	}
+	if token == "" {
+		t, err := bridgeapi.ReadToken(dir)
+		if err != nil {
+			return nil, fmt.Errorf("%w: no token: %v (pass --token or ASKCTL_TOKEN)", bridgeapi.ErrUnauthorized, err)
+		}
+		token = t
+	}
+	return &bridgeapi.Client{URL: url, Token: token}, nil
+}
+
+// surfaceSpec is the surface the person is played through.
+func (c *bridgeConn) surfaceSpec(s *stdio) (harness.SurfaceSpec, error) {
+	if c.profile == "" {
+		api, err := c.client(s)
+		if err != nil {
+			return harness.SurfaceSpec{}, err
+		}
+		return harness.SurfaceSpec{Kind: "http", URL: api.URL, Token: api.Token}, nil
+	}
+	p, err := loadProfile(c.profile)
+	if err != nil {
+		return harness.SurfaceSpec{}, err
+	}
+	vars := map[string]string{"PROFILE_DIR": p.Dir}
+	dir := c.state
+	if dir == "" {
+		dir, _ = bridgeapi.StateDir(s.getenv)
+	}
+	if dir != "" {
+		vars["STATE"] = dir
+		if e, err := bridgeapi.ReadEndpoint(dir); err == nil {
+			if u, err := url.Parse(e.URL); err == nil {
+				vars["PORT"] = u.Port()
+			}
+		}
+	}
+	if unset := p.SurfaceUnset(vars); len(unset) > 0 {
+		if _, ok := vars["STATE"]; ok && slices.Contains(unset, "PORT") {
+			return harness.SurfaceSpec{}, fmt.Errorf("%w: no bridge is running with state directory %s (start one with askctl serve, or pass --state)", bridgeapi.ErrUnreachable, vars["STATE"])
+		}
+		return harness.SurfaceSpec{}, usagef("--bridge %s: the surface uses ${%s}, which nobody set: set it in the environment (or use a profile with the address written out)", c.profile, strings.Join(unset, "}, ${"))
+	}
+	return p.Expanded(vars).Surface, nil
+}
+
+// person is one open connection to the bridge's surface.
+type person struct {
+	surf harness.Surface
+	harness.Conn
+}
+
+// open connects to session ("" for every session), with events to sink,
+// and returns once the connection has heard what was pending.
+func (c *bridgeConn) open(ctx context.Context, s *stdio, session string, sink func(harness.SurfaceEvent)) (*person, error) {
+	spec, err := c.surfaceSpec(s)
+	if err != nil {
+		return nil, err
+	}
+	surf, err := harness.NewSurface(spec)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", bridgeapi.ErrUnreachable, err)
+	}
+	if sink == nil {
+		sink = func(harness.SurfaceEvent) {}
+	}
+	conn, err := surf.Open(ctx, session, sink)
+	if err != nil {
+		surf.Close()
+		return nil, surfaceErr(err)
+	}
+	p := &person{surf: surf, Conn: conn}
+	if err := conn.Sync(ctx); err != nil {
+		p.Close()
+		return nil, surfaceErr(err)
+	}
+	return p, nil
+}
+
+func (p *person) Close() error {
+	err := p.Conn.Close()
+	p.surf.Close()
+	return err
+}
+
+// find is question id as the surface shows it; ok is false when it is not
+// pending there.
+func (p *person) find(ctx context.Context, id string) (harness.Pending, bool, error) {
+	ps, err := p.Pending(ctx)
+	if err != nil {
+		return harness.Pending{}, false, surfaceErr(err)
+	}
+	for _, q := range ps {
+		if q.QuestionID == id {
+			return q, true, nil
+		}
+	}
+	return harness.Pending{}, false, nil
+}
+
+// surfaceErr maps a surface's refusal to the errors the exit statuses know.
+func surfaceErr(err error) error {
+	var rj *harness.Rejected
+	if !errors.As(err, &rj) {
+		if err != nil && !errors.Is(err, bridgeapi.ErrUnreachable) && !errors.Is(err, bridgeapi.ErrUnauthorized) && !errors.Is(err, context.Canceled) {
+			return fmt.Errorf("%w: %v", bridgeapi.ErrUnreachable, err)
+		}
+		return err
+	}
+	wrap := func(sentinel error) error {
+		// The bridge's message may already start with the sentinel's words.
+		return fmt.Errorf("%w: %s", sentinel, strings.TrimPrefix(rj.Message, sentinel.Error()+": "))
+	}
+	switch rj.Code {
+	case "not_found", "404":
+		return wrap(bridgeapi.ErrNotFound)
+	case "resolved", "session_taken":
+		return wrap(bridgeapi.ErrResolved)
+	case "unauthorized", "401":
+		return wrap(bridgeapi.ErrUnauthorized)
+	}
+	return wrap(bridgeapi.ErrInvalid)
+}
