@@ -16,8 +16,6 @@ import (
 	"time"
 
 	"github.com/askctl/askctl/harness"
-	"github.com/askctl/askctl/internal/events"
-	"github.com/askctl/askctl/protocol"
 	"github.com/askctl/askctl/scenarios"
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/tidwall/gjson"
@@ -99,7 +97,7 @@ func envOf(ts *testscript.TestScript) *harness.Env {
 		l.env, l.err = harness.NewEnv(ctx, l.cfg.Profile, harness.Options{Work: l.work, Askctl: l.cfg.Askctl, AgentTimeout: l.cfg.AgentTimeout, RealClaude: l.cfg.RealClaude, ClaimTimeout: l.cfg.ClaimTimeout})
 	})
 	if l.err != nil {
-		fail(ts, "starting the bridge: %v", l.err)
+		fail(ts, "%v", l.err)
 	}
 	return l.env
 }
@@ -113,7 +111,17 @@ func baseCtx(ts *testscript.TestScript) context.Context {
 }
 
 // fail ends the case with the requirement it checks and what was observed.
+// An argument that is a *harness.SetupError marks the case as one whose
+// bridge could not be set up: what it checks was never reached.
 func fail(ts *testscript.TestScript, format string, args ...any) {
+	for _, a := range args {
+		var se *harness.SetupError
+		if err, ok := a.(error); ok && errors.As(err, &se) {
+			if c := ts.Value(keyCfg).(*Config); c.setupFailed != nil {
+				c.setupFailed(se)
+			}
+		}
+	}
 	id := ts.Getenv("REQUIREMENT")
 	r := Requirements[id]
 	ts.Fatalf("FAIL %s (%s): %s\nobserved: %s", id, r.Level, r.Text, fmt.Sprintf(format, args...))
@@ -161,30 +169,26 @@ func connFlag(f map[string]string) string {
 	return "main"
 }
 
+// current is alias's session handle and its current question ("" before
+// any is awaited).
 func current(ts *testscript.TestScript, e *harness.Env, alias string) (*harness.Session, string) {
-	var s *harness.Session
-	var qid string
-	e.Do(func(st *harness.State) {
-		s = st.Sessions[alias]
-		if s != nil {
-			qid = s.Current
-		}
-	})
-	if s == nil {
+	s := e.Session(alias)
+	if !e.Has(alias) {
 		ts.Fatalf("no session %q: start it first", alias)
+	}
+	return s, s.Current()
+}
+
+// mustCurrent is current with a question awaited.
+func mustCurrent(ts *testscript.TestScript, e *harness.Env, cmd, alias string) (*harness.Session, string) {
+	s, qid := current(ts, e, alias)
+	if qid == "" {
+		ts.Fatalf("%s: no current question (await question first)", cmd)
 	}
 	return s, qid
 }
 
-func summary(e *harness.Env, alias string) string {
-	var out string
-	e.Do(func(st *harness.State) {
-		if s := st.Sessions[alias]; s != nil {
-			out = s.Summary()
-		}
-	})
-	return out
-}
+func summary(e *harness.Env, alias string) string { return e.Session(alias).Summary() }
 
 func cmdRequirement(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
@@ -210,8 +214,6 @@ func cmdStart(ts *testscript.TestScript, neg bool, args []string) {
 	cfg := ts.Value(keyCfg).(*Config)
 	var err error
 	switch {
-	case sc.Route == scenarios.RouteMCP && f["detached"] != "":
-		ts.Fatalf("start -detached: a route mcp session is watched on every session from the start (its bridge session is known by its question)")
 	case sc.Route == scenarios.RouteMCP && f["detached"] != "":
 		ts.Fatalf("start -detached: a route mcp session is watched on every session from the start (its bridge session is known by its question)")
 	case sc.Route == scenarios.RouteMCP:
@@ -273,7 +275,7 @@ func cmdRestart(ts *testscript.TestScript, neg bool, args []string) {
 	ctx, cancel := context.WithTimeout(baseCtx(ts), 30*time.Second)
 	defer cancel()
 	if err := envOf(ts).Restart(ctx, f["kill"] != ""); err != nil {
-		fail(ts, "restarting the bridge: %v", err)
+		fail(ts, "%v", err)
 	}
 }
 
@@ -296,25 +298,26 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		return n
 	}
-	var got string
 	var exp harness.Expectation
 	switch what {
 	case "question":
-		exp = harness.NewQuestion(alias, conn, &got)
+		exp = harness.NewQuestion(alias, conn)
 	case "answered":
 		if qid == "" {
 			ts.Fatalf("await answered: no current question (await question first)")
 		}
 		exp = harness.Responses(alias, qid, num(1))
-		if s.MCP {
+		if s.IsMCP() {
 			exp = harness.ToolResulted(alias, qid)
 		}
 	case "surface":
 		if len(rest) != 1 {
 			ts.Fatalf("usage: await ALIAS surface TYPE")
 		}
-		c := f["conn"]
-		exp = harness.SurfaceSaw(alias, c, rest[0], qid)
+		exp = harness.SurfaceSaw(alias, f["conn"], rest[0], qid)
+		if f["alive"] != "" {
+			exp = harness.SurfaceSawWhileAlive(alias, f["conn"], rest[0], qid)
+		}
 	case "turn":
 		exp = harness.Turns(alias, num(1))
 	case "exit":
@@ -322,15 +325,12 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 	case "asked":
 		exp = harness.Asked(alias, num(1))
 	case "resumed":
-		exp = resumed(alias)
+		exp = harness.Resumed(alias)
 	default:
 		ts.Fatalf("await: unknown condition %q", what)
 	}
-	if f["alive"] != "" {
-		if what != "surface" {
-			ts.Fatalf("await -alive: only with surface TYPE")
-		}
-		exp = whileAlive(alias, f["conn"], rest[0], qid)
+	if f["alive"] != "" && what != "surface" {
+		ts.Fatalf("await -alive: only with surface TYPE")
 	}
 	if neg {
 		d := duration(ts, f["for"], "500ms")
@@ -341,127 +341,19 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		return
 	}
-	d := duration(ts, f["timeout"], "10s")
-	ctx, cancel := context.WithTimeout(baseCtx(ts), d)
+	ctx, cancel := context.WithTimeout(baseCtx(ts), duration(ts, f["timeout"], "10s"))
 	defer cancel()
+	if what == "question" {
+		got, err := s.AwaitQuestion(ctx, conn, f["same"] != "")
+		if err != nil {
+			fail(ts, "%v\n%s", err, summary(e, alias))
+		}
+		ts.Setenv(alias+"_Q", got)
+		return
+	}
 	if err := e.Await(ctx, exp); err != nil {
 		fail(ts, "%v\n%s", err, summary(e, alias))
 	}
-	if what == "question" {
-		if f["same"] != "" && got != qid {
-			fail(ts, "connection %s shows question %s, want the same id as before, %s\n%s", conn, got, qid, summary(e, alias))
-		}
-		e.Do(func(*harness.State) { s.Consume(conn, got) })
-		ts.Setenv(alias+"_Q", got)
-		// The agent's own record of the request travels apart from the
-		// surface's event: wait for it too, so what follows can pair them.
-		n := 0
-		e.Do(func(*harness.State) {
-			for i, id := range s.Questions {
-				if id == got {
-					n = i + 1
-				}
-			}
-		})
-		if err := e.Await(ctx, harness.Asked(alias, n)); err != nil {
-			fail(ts, "the surface shows question %s, but the agent did not ask %d question(s): %v\n%s", got, n, err, summary(e, alias))
-		}
-	}
-}
-
-// whileAlive is a surface event that must happen while the agent of
-// alias's session still runs: because of something the agent did, not
-// because it went away. The event's own time (the bridge's, when it gives
-// one; else when it was heard) is compared with the agent's exit record.
-func whileAlive(alias, conn, typ, qid string) harness.Expectation {
-	return harness.Expectation{Description: fmt.Sprintf("session %s's surface is told %s for question %s while its agent still runs", alias, typ, qid), Check: func(st *harness.State) (harness.Verdict, string) {
-		s := st.Sessions[alias]
-		if s == nil {
-			return harness.Unmeetable, "no session " + alias
-		}
-		var exitT time.Time
-		for _, r := range s.Agent {
-			if r.Event == "exit" {
-				exitT = r.T
-			}
-		}
-		for _, ev := range s.Surface {
-			if (conn == "" || ev.Conn == conn) && ev.Type == typ && ev.QuestionID == qid {
-				at := ev.At
-				if at.IsZero() {
-					at = ev.T
-				}
-				if exitT.IsZero() {
-					// The exit record may be on its way: the agent must
-					// still run a second after the surface was told.
-					if time.Since(ev.T) < time.Second {
-						return harness.Unmet, ""
-					}
-					return harness.Met, ""
-				}
-				if at.Before(exitT) {
-					return harness.Met, ""
-				}
-				return harness.Unmeetable, fmt.Sprintf("it was told at %s, %v after the agent exited: the bridge reacted to the exit, not to the agent's cancel", at.Format("15:04:05.000"), at.Sub(exitT).Round(time.Microsecond))
-			}
-		}
-		return harness.Unmet, ""
-	}}
-}
-
-// resumed is met when an agent started with --resume for alias's session
-// has ended a turn.
-func resumed(alias string) harness.Expectation {
-	return harness.Expectation{Description: fmt.Sprintf("the agent of session %s is resumed (--resume) and ends a turn", alias), Check: func(st *harness.State) (harness.Verdict, string) {
-		s := st.Sessions[alias]
-		if s == nil {
-			return harness.Unmeetable, "no session " + alias
-		}
-		inResumed := false
-		for _, r := range s.Agent {
-			if r.Event == events.EventHello {
-				inResumed = gjson.GetBytes(r.Msg, "resume").String() != ""
-			}
-			if inResumed && r.IsWire() && gjson.GetBytes(r.Msg, "type").String() == protocol.TypeResult {
-				return harness.Met, ""
-			}
-		}
-		return harness.Unmet, ""
-	}}
-}
-
-// askStep is the scenario's ask step behind question qid: the n-th
-// question the surfaces showed is the scenario's n-th ask step. Nil when
-// none is.
-func askStep(e *harness.Env, s *harness.Session, qid string) *scenarios.Step {
-	idx := -1
-	e.Do(func(*harness.State) { idx = slices.Index(s.Questions, qid) })
-	n := 0
-	for i := range s.Scenario.Steps {
-		if st := &s.Scenario.Steps[i]; st.Kind == scenarios.KindAsk || st.Kind == scenarios.KindMCP {
-			if n == idx {
-				return st
-			}
-			n++
-		}
-	}
-	return nil
-}
-
-// userAnswers is the scenario's user part for question qid, as labels.
-func userAnswers(ts *testscript.TestScript, e *harness.Env, s *harness.Session, qid string) map[string][]string {
-	st := askStep(e, s, qid)
-	switch {
-	case st == nil:
-		ts.Fatalf("question %s: no ask step of scenario %s matches it", qid, s.Scenario.Name)
-	case st.User == nil:
-		ts.Fatalf("step %d of scenario %s has no user part: give the answers", st.N, s.Scenario.Name)
-	}
-	out := map[string][]string{}
-	for q, a := range st.User.Answers {
-		out[q] = a.Labels
-	}
-	return out
 }
 
 func rejected(ts *testscript.TestScript, neg bool, code string, err error, what string, e *harness.Env, alias string) {
@@ -498,7 +390,10 @@ func cmdAnswer(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	var answers map[string][]string
 	if len(args) == 1 {
-		answers = userAnswers(ts, e, s, qid)
+		var err error
+		if answers, err = s.ScenarioAnswers(qid); err != nil {
+			ts.Fatalf("answer: %v", err)
+		}
 	} else {
 		answers = map[string][]string{}
 		for _, kv := range args[1:] {
@@ -511,8 +406,7 @@ func cmdAnswer(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	ctx, cancel := context.WithTimeout(baseCtx(ts), 15*time.Second)
 	defer cancel()
-	ack, err := e.Answer(ctx, alias, connFlag(f), qid, answers)
-	err = closedAfterTakeover(e, alias, connFlag(f), err)
+	ack, err := s.Answer(ctx, connFlag(f), qid, answers)
 	what := fmt.Sprintf("the answer %v to %s", answers, qid)
 	if f["partial"] != "" {
 		// Part of a request's answers: the bridge may hold them or refuse
@@ -537,50 +431,20 @@ func cmdAnswer(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-// closedAfterTakeover treats a connection the bridge closed after telling
-// it of a takeover as a refusal (code session_taken): closing the old
-// connection is a fine way to refuse its answers.
-func closedAfterTakeover(e *harness.Env, alias, conn string, err error) error {
-	var rj *harness.Rejected
-	if err == nil || errors.As(err, &rj) {
-		return err
-	}
-	taken := false
-	e.Do(func(st *harness.State) {
-		if s := st.Sessions[alias]; s != nil {
-			for _, ev := range s.Surface {
-				if ev.Conn == conn && ev.Type == harness.SurfTaken {
-					taken = true
-				}
-			}
-		}
-	})
-	if taken {
-		return &harness.Rejected{Code: "session_taken", Message: "the bridge closed this connection after another took the session over (" + err.Error() + ")"}
-	}
-	return err
-}
-
 func cmdSkip(ts *testscript.TestScript, neg bool, args []string) {
 	f, args := flags(ts, args, []string{"conn", "code"}, nil)
 	if len(args) < 1 || len(args) > 2 {
 		ts.Fatalf("usage: skip-question [-conn C] [-code CODE] ALIAS [REASON]")
 	}
 	e := envOf(ts)
-	s, qid := current(ts, e, args[0])
-	if qid == "" {
-		ts.Fatalf("skip-question: no current question (await question first)")
-	}
-	reason := "User skipped this question"
+	s, qid := mustCurrent(ts, e, "skip-question", args[0])
+	reason := s.SkipReason(qid, "User skipped this question")
 	if len(args) == 2 {
 		reason = args[1]
-	} else if st := askStep(e, s, qid); st != nil && st.User != nil && st.User.Skip != nil {
-		reason = *st.User.Skip
 	}
 	ctx, cancel := context.WithTimeout(baseCtx(ts), 15*time.Second)
 	defer cancel()
-	err := closedAfterTakeover(e, args[0], connFlag(f), e.Skip(ctx, args[0], connFlag(f), qid, reason))
-	rejected(ts, neg, f["code"], err, "skipping "+qid, e, args[0])
+	rejected(ts, neg, f["code"], s.Skip(ctx, connFlag(f), qid, reason), "skipping "+qid, e, args[0])
 }
 
 func cmdRaw(ts *testscript.TestScript, neg bool, args []string) {
@@ -589,11 +453,10 @@ func cmdRaw(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: raw [-conn C] ALIAS DATA")
 	}
 	e := envOf(ts)
-	_, qid := current(ts, e, args[0])
+	s, _ := current(ts, e, args[0])
 	ctx, cancel := context.WithTimeout(baseCtx(ts), 15*time.Second)
 	defer cancel()
-	err := e.SendRaw(ctx, args[0], connFlag(f), qid, []byte(args[1]))
-	rejected(ts, true, "", err, fmt.Sprintf("the malformed answer %q", args[1]), e, args[0])
+	rejected(ts, true, "", s.SendRaw(ctx, connFlag(f), []byte(args[1])), fmt.Sprintf("the malformed answer %q", args[1]), e, args[0])
 }
 
 func cmdRace(ts *testscript.TestScript, neg bool, args []string) {
@@ -603,17 +466,11 @@ func cmdRace(ts *testscript.TestScript, neg bool, args []string) {
 	e := envOf(ts)
 	alias := args[0]
 	s, qid := current(ts, e, alias)
-	var text string
-	e.Do(func(*harness.State) {
-		for _, ev := range s.Surface {
-			if ev.QuestionID == qid && len(ev.Questions) > 0 {
-				text = ev.Questions[0].Question
-			}
-		}
-	})
-	if text == "" {
+	shown, ok := s.Shown()
+	if !ok {
 		ts.Fatalf("race: question %s was not shown", qid)
 	}
+	text := shown[0].Question
 	ctx, cancel := context.WithTimeout(baseCtx(ts), 15*time.Second)
 	defer cancel()
 	// The two answers go on two connections where the surface has a view
@@ -625,8 +482,7 @@ func cmdRace(ts *testscript.TestScript, neg bool, args []string) {
 			fail(ts, "opening a second connection for the race: %v", err)
 		}
 		defer e.Disconnect(alias, "race")
-		var seen string
-		if err := e.Await(ctx, harness.NewQuestion(alias, "race", &seen)); err != nil {
+		if err := e.Await(ctx, harness.NewQuestion(alias, "race")); err != nil {
 			fail(ts, "the second connection does not show the question: %v", err)
 		}
 		conns[1] = "race"
@@ -639,7 +495,7 @@ func cmdRace(ts *testscript.TestScript, neg bool, args []string) {
 		go func() {
 			defer wg.Done()
 			<-start
-			_, errs[i] = e.Answer(ctx, alias, conns[i], qid, map[string][]string{text: {label}})
+			_, errs[i] = s.Answer(ctx, conns[i], qid, map[string][]string{text: {label}})
 		}()
 	}
 	close(start)
@@ -660,38 +516,22 @@ func cmdRace(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Logf("race: one accepted, one rejected (%v %v)", errs[0], errs[1])
 }
 
+// cmdCheck reads the agent's failures once it has given its own verdict on
+// every answer it received: a check before that would race with it.
 func cmdCheck(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
 		ts.Fatalf("usage: check ALIAS")
 	}
 	e := envOf(ts)
-	alias := args[0]
-	var problems []string
-	e.Do(func(st *harness.State) {
-		s := st.Sessions[alias]
-		if s == nil {
-			problems = append(problems, "no session "+alias)
-			return
-		}
-		// The latest agent process's failures (a resumed session's first
-		// agent died with the bridge).
-		last := 0
-		for i, r := range s.Agent {
-			if r.Event == events.EventHello {
-				last = i
-			}
-		}
-		latest := *s
-		latest.Agent = s.Agent[last:]
-		problems = append(problems, latest.Failures()...)
-		for _, req := range s.AgentRequests() {
-			if n := len(s.Responses(req.ID)); n > 1 {
-				problems = append(problems, fmt.Sprintf("the agent received %d control_responses for request %s; exactly one is allowed", n, req.ID))
-			}
-		}
-	})
+	s, _ := current(ts, e, args[0])
+	ctx, cancel := context.WithTimeout(baseCtx(ts), 15*time.Second)
+	defer cancel()
+	problems, err := s.Check(ctx)
+	if err != nil {
+		fail(ts, "the agent of session %s gave no verdict on the answers it received: %v\n%s", args[0], err, summary(e, args[0]))
+	}
 	if len(problems) > 0 {
-		fail(ts, "the agent of session %s reported:\n  %s\n%s", alias, strings.Join(problems, "\n  "), summary(e, alias))
+		fail(ts, "the agent of session %s reported:\n  %s\n%s", args[0], strings.Join(problems, "\n  "), summary(e, args[0]))
 	}
 }
 
@@ -703,26 +543,18 @@ func cmdResponse(ts *testscript.TestScript, neg bool, args []string) {
 	e := envOf(ts)
 	alias, path := args[0], args[1]
 	s, qid := current(ts, e, alias)
-	var msg []byte
-	var delay time.Duration
-	e.Do(func(*harness.State) {
-		req, ok := s.RequestOf(qid)
-		if !ok {
-			return
-		}
-		if rs := s.Responses(req.ID); len(rs) > 0 {
-			msg, delay = rs[0].Msg, rs[0].T.Sub(req.T)
-		}
-	})
-	if msg == nil {
+	r, ok, err := s.Response()
+	ts.Check(err)
+	if !ok {
 		fail(ts, "the agent received no control_response for question %s\n%s", qid, summary(e, alias))
 	}
 	if w := f["within"]; w != "" {
-		if max := duration(ts, w, ""); delay > max {
+		req, _ := s.Request()
+		if delay, max := r.T.Sub(req.T), duration(ts, w, ""); delay > max {
 			fail(ts, "the control_response came %v after the request, more than %v", delay.Round(time.Millisecond), max)
 		}
 	}
-	res := gjson.GetBytes(msg, "response.response")
+	res := gjson.ParseBytes(r.Result)
 	got := res.Get(path)
 	if len(args) == 2 {
 		if got.Exists() == neg {
@@ -731,7 +563,6 @@ func cmdResponse(ts *testscript.TestScript, neg bool, args []string) {
 		return
 	}
 	want := args[2]
-	var ok bool
 	switch {
 	case strings.HasPrefix(want, "~"):
 		re, err := regexp.Compile(want[1:])
@@ -774,54 +605,9 @@ func cmdDelivered(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: delivered [-conn C] ALIAS")
 	}
 	e := envOf(ts)
-	alias := args[0]
-	s, qid := current(ts, e, alias)
-	conn := connFlag(f)
-	var shown []protocol.Question
-	var input []byte
-	e.Do(func(*harness.State) {
-		for _, ev := range s.Surface {
-			if ev.Conn == conn && ev.Type == harness.SurfQuestion && ev.QuestionID == qid {
-				shown = ev.Questions
-				break
-			}
-		}
-		if req, ok := s.RequestOf(qid); ok {
-			input = req.Input
-		}
-	})
-	if input == nil {
-		fail(ts, "no agent request matches question %s\n%s", qid, summary(e, alias))
-	}
-	asked := gjson.GetBytes(input, "questions").Array()
-	mcpCall := false
-	if len(asked) == 0 && gjson.GetBytes(input, "question").Exists() {
-		// An ask_user call: one question, and no header to compare.
-		asked, mcpCall = []gjson.Result{gjson.ParseBytes(input)}, true
-	}
-	if len(shown) != len(asked) {
-		fail(ts, "the surface shows %d question(s), the agent asked %d", len(shown), len(asked))
-	}
-	for i, a := range asked {
-		q := shown[i]
-		check := func(field, got, want string) {
-			if got != want {
-				fail(ts, "question %d: %s is %q on the surface, the agent asked %q", i+1, field, got, want)
-			}
-		}
-		check("question", q.Question, a.Get("question").String())
-		if !mcpCall {
-			check("header", q.Header, a.Get("header").String())
-		}
-		check("multiSelect", strconv.FormatBool(q.MultiSelect), strconv.FormatBool(a.Get("multiSelect").Bool()))
-		opts := a.Get("options").Array()
-		if len(q.Options) != len(opts) {
-			fail(ts, "question %d: %d option(s) on the surface, the agent asked with %d", i+1, len(q.Options), len(opts))
-		}
-		for j, o := range opts {
-			check(fmt.Sprintf("option %d label", j+1), q.Options[j].Label, o.Get("label").String())
-			check(fmt.Sprintf("option %d description", j+1), q.Options[j].Description, o.Get("description").String())
-		}
+	s, _ := current(ts, e, args[0])
+	if err := s.Delivered(connFlag(f)); err != nil {
+		fail(ts, "%v\n%s", err, summary(e, args[0]))
 	}
 }
 
@@ -833,10 +619,10 @@ func cmdPending(ts *testscript.TestScript, neg bool, args []string) {
 	n, err := strconv.Atoi(args[1])
 	ts.Check(err)
 	e := envOf(ts)
-	_, qid := current(ts, e, args[0])
+	s, qid := current(ts, e, args[0])
 	ctx, cancel := context.WithTimeout(baseCtx(ts), 15*time.Second)
 	defer cancel()
-	ps, err := e.Pending(ctx, args[0], connFlag(f))
+	ps, err := s.Pending(ctx, connFlag(f))
 	if err != nil {
 		fail(ts, "listing pending questions: %v", err)
 	}
@@ -860,15 +646,7 @@ func cmdStatus(ts *testscript.TestScript, neg bool, args []string) {
 	alias := args[0]
 	_, qid := current(ts, e, alias)
 	conn := connFlag(f)
-	exp := harness.Expectation{Description: fmt.Sprintf("connection %s of session %s is told the session waits for the user on question %s", conn, alias, qid),
-		Check: func(st *harness.State) (harness.Verdict, string) {
-			for _, ev := range st.Sessions[alias].Surface {
-				if ev.Conn == conn && ev.Type == harness.SurfStatus && ev.Waiting != nil && *ev.Waiting && ev.PendingID == qid {
-					return harness.Met, ""
-				}
-			}
-			return harness.Unmet, ""
-		}}
+	exp := harness.WaitingFor(alias, conn, qid)
 	ctx, cancel := context.WithTimeout(baseCtx(ts), duration(ts, f["timeout"], "5s"))
 	defer cancel()
 	if err := e.Await(ctx, exp); err != nil {

@@ -53,6 +53,8 @@ type Config struct {
 	OnCase func(name string, lat []harness.Latency)
 
 	ctx context.Context // RunSuite's: interrupting it ends the cases' waits
+	// setupFailed hears of a case whose bridge could not be set up.
+	setupFailed func(*harness.SetupError)
 }
 
 func (c *Config) defaults() {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/askctl/askctl/claudecli"
 	"github.com/askctl/askctl/claudecli/mcpclient"
-	"github.com/askctl/askctl/harness"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/tidwall/gjson"
@@ -28,21 +27,13 @@ func cmdToolResult(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	e := envOf(ts)
 	alias, wants := args[0], args[1:]
-	s, qid := current(ts, e, alias)
-	if qid == "" {
-		ts.Fatalf("tool-result: no current question (await question first)")
-	}
+	s, _ := mustCurrent(ts, e, "tool-result", alias)
 	ctx, cancel := context.WithTimeout(baseCtx(ts), duration(ts, f["timeout"], "10s"))
 	defer cancel()
-	if err := e.Await(ctx, harness.ToolResulted(alias, qid)); err != nil {
+	text, isErr, err := s.ToolResult(ctx)
+	if err != nil {
 		fail(ts, "%v\n%s", err, summary(e, alias))
 	}
-	var block gjson.Result
-	e.Do(func(*harness.State) {
-		req, _ := s.RequestOf(qid)
-		block, _ = s.ToolResult(req.ID)
-	})
-	text, isErr := harness.ResultText(block), block.Get("is_error").Bool()
 	ts.Logf("ask_user returned (is_error %v): %s", isErr, text)
 	switch {
 	case f["error"] != "" && !isErr:

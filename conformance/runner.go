@@ -175,12 +175,16 @@ func RunSuite(ctx context.Context, cfg Config, o RunOptions) (*Report, error) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			r := runCase(cfg, f, filepath.Join(work, "run"))
+			var setupErr *harness.SetupError
+			var once sync.Once
+			ccfg := cfg
+			ccfg.setupFailed = func(se *harness.SetupError) { once.Do(func() { setupErr = se }) }
+			r := runCase(ccfg, f, filepath.Join(work, "run"))
 			if r.Status == Fail && ctx.Err() != nil {
 				// Cut short by the interrupt: nothing is known of the bridge.
 				r.Status, r.Detail, r.Log = Skip, "interrupted", ""
 			}
-			if r.Status == Fail && isSetupFailure(r.Detail) {
+			if r.Status == Fail && setupErr != nil {
 				select {
 				case setup <- r.Case:
 				default:
@@ -225,13 +229,6 @@ func RunSuite(ctx context.Context, cfg Config, o RunOptions) (*Report, error) {
 		}
 	}
 	return rep, nil
-}
-
-// isSetupFailure tells a failure to set the bridge up from a requirement
-// failing.
-func isSetupFailure(detail string) bool {
-	return strings.HasPrefix(detail, "starting the bridge") || strings.HasPrefix(detail, "restarting the bridge") ||
-		strings.HasPrefix(detail, "starting session ") || strings.Contains(detail, "no agent asked the harness")
 }
 
 func (c *collector) get(name string) []harness.Latency {

@@ -2,20 +2,12 @@ package harness
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"slices"
-	"sort"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/askctl/askctl/internal/clip"
-	"github.com/askctl/askctl/internal/events"
-	"github.com/askctl/askctl/protocol"
 	"github.com/askctl/askctl/scenarios"
 	"github.com/askctl/askctl/transcript"
-	"github.com/tidwall/gjson"
 )
 
 // Env is one run against a bridge: the bridge, its surface, and everything
@@ -31,52 +23,31 @@ type Env struct {
 	closed  bool
 }
 
-// State is what an Env has seen. Expectations read it with the Env locked.
-type State struct {
-	Sessions map[string]*Session // by alias
-	byAgent  map[string]*Session // by the agent's session id
-	Stray    []transcript.Record // records of agents the harness did not start
+// SetupError is a failure to set the bridge up (start it, restart it, or
+// start a session through it), as opposed to a requirement failing: what
+// the case checks was never reached. A suite stops at the first.
+type SetupError struct {
+	Op  string // what was being done: "starting the bridge", …
+	Err error
 }
 
-// Session is one session the harness started: its agent's records and
-// what its surface connections showed.
-type Session struct {
-	Alias    string
-	ID       string // the bridge's id
-	AgentID  string // the session id fakeclaude announces
-	Scenario *scenarios.Scenario
-	// MCP says the harness runs the agent in print mode against the bridge's
-	// MCP server (StartMCP); ID is learnt from the surface.
-	MCP     bool
-	Agent   []transcript.Record
-	Surface []SurfaceEvent
-	// Exit is the agent's exit status, once it exited (the latest agent
-	// process, for a resumed session).
-	Exit *int
-	// Questions are the question ids the surfaces showed, in order of
-	// first appearance; the n-th is the agent's n-th AskUserQuestion.
-	Questions []string
-	// Current is the question the case works on: the last one awaited.
-	Current  string
-	answered map[string]time.Time // question id → when the harness first answered it
-	consumed map[string]map[string]bool
-	conns    map[string]Conn
-	gen      map[string]int // connections opened under each name
-}
+func (e *SetupError) Error() string { return e.Op + ": " + e.Err.Error() }
+func (e *SetupError) Unwrap() error { return e.Err }
 
-// NewEnv starts the bridge of p and opens its surface.
+// NewEnv starts the bridge of p and opens its surface. Its errors are
+// *SetupError.
 func NewEnv(ctx context.Context, p *Profile, opts Options) (*Env, error) {
 	b, err := StartBridge(ctx, p, opts)
 	if err != nil {
-		return nil, err
+		return nil, &SetupError{Op: "starting the bridge", Err: err}
 	}
 	s, err := NewSurface(b.Profile.Surface)
 	if err != nil {
 		b.Close()
-		return nil, err
+		return nil, &SetupError{Op: "starting the bridge", Err: err}
 	}
 	e := &Env{Bridge: b, Surface: s, changed: make(chan struct{}),
-		st: State{Sessions: map[string]*Session{}, byAgent: map[string]*Session{}}}
+		st: State{Sessions: map[string]*SessionState{}, byAgent: map[string]*SessionState{}}}
 	e.cancel = b.Subscribe(transcript.Func(e.onRecord))
 	return e, nil
 }
@@ -113,24 +84,16 @@ func (e *Env) changedLocked() {
 func (e *Env) onRecord(r transcript.Record) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	s := e.st.byAgent[r.Session]
-	if s == nil {
-		e.st.Stray = append(e.st.Stray, r)
+	if s := e.st.byAgent[r.Session]; s != nil {
+		s.add(r)
 	} else {
-		s.Agent = append(s.Agent, r)
-		switch {
-		case r.Event == events.EventHello:
-			s.Exit = nil // a new agent process (a resume)
-		case r.Event == transcript.EventExit && r.Code != nil:
-			c := *r.Code
-			s.Exit = &c
-		}
+		e.st.Stray = append(e.st.Stray, r)
 	}
 	e.changedLocked()
 	return nil
 }
 
-func (e *Env) session(alias string) (*Session, error) {
+func (e *Env) session(alias string) (*SessionState, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	s := e.st.Sessions[alias]
@@ -152,7 +115,8 @@ func (e *Env) Start(ctx context.Context, alias string, sc *scenarios.Scenario, a
 }
 
 // StartDetached starts a session as Start does, with no surface connection
-// open: its questions are asked while no person is connected.
+// open: its questions are asked while no person is connected. A bridge that
+// will not start the session, or spawns no agent for it, is a *SetupError.
 func (e *Env) StartDetached(ctx context.Context, alias string, sc *scenarios.Scenario, agentTimeout time.Duration) error {
 	prompt := ""
 	for _, st := range sc.Steps {
@@ -171,7 +135,7 @@ func (e *Env) StartDetached(ctx context.Context, alias string, sc *scenarios.Sce
 	id, err := e.Surface.Start(ctx, prompt)
 	if err != nil {
 		forget()
-		return fmt.Errorf("starting session %s through the %s surface: %w", alias, e.Surface.Kind(), err)
+		return &SetupError{Op: fmt.Sprintf("starting session %s through the %s surface", alias, e.Surface.Kind()), Err: err}
 	}
 	e.mu.Lock()
 	s.ID = id
@@ -180,8 +144,8 @@ func (e *Env) StartDetached(ctx context.Context, alias string, sc *scenarios.Sce
 	case <-sl.claimed:
 	case <-time.After(e.Bridge.opts.ClaimTimeout):
 		forget()
-		return fmt.Errorf("the bridge started session %s (%s), but no agent asked the harness what to play within %v: the bridge spawned no claude, or not the harness's shim (${CLAUDE}) — is the profile's \"claude\" (%q) how this bridge finds its CLI? The bridge's log:\n%s",
-			alias, id, e.Bridge.opts.ClaimTimeout, e.Bridge.Profile.Claude, e.Bridge.LogTail(15))
+		return &SetupError{Op: "starting session " + alias, Err: fmt.Errorf("the bridge started session %s (%s), but no agent asked the harness what to play within %v: the bridge spawned no claude, or not the harness's shim (${CLAUDE}) — is the profile's \"claude\" (%q) how this bridge finds its CLI? The bridge's log:\n%s",
+			alias, id, e.Bridge.opts.ClaimTimeout, e.Bridge.Profile.Claude, e.Bridge.LogTail(15))}
 	case <-ctx.Done():
 		forget()
 		return ctx.Err()
@@ -192,7 +156,7 @@ func (e *Env) StartDetached(ctx context.Context, alias string, sc *scenarios.Sce
 // expectAgent registers session alias and tells the director an agent will
 // ask what to play: sc. forget undoes both, and closes the connections the
 // session opened.
-func (e *Env) expectAgent(alias string, sc *scenarios.Scenario, agentTimeout time.Duration, mcp bool) (*Session, *slot, func(), error) {
+func (e *Env) expectAgent(alias string, sc *scenarios.Scenario, agentTimeout time.Duration, mcp bool) (*SessionState, *slot, func(), error) {
 	e.mu.Lock()
 	if e.st.Sessions[alias] != nil {
 		e.mu.Unlock()
@@ -204,7 +168,7 @@ func (e *Env) expectAgent(alias string, sc *scenarios.Scenario, agentTimeout tim
 	if err := d.expect(sl); err != nil {
 		return nil, nil, nil, err
 	}
-	s := &Session{Alias: alias, AgentID: sl.agentID, Scenario: sc, MCP: mcp, answered: map[string]time.Time{}, consumed: map[string]map[string]bool{}, conns: map[string]Conn{}, gen: map[string]int{}}
+	s := newSessionState(alias, sl.agentID, sc, mcp)
 	e.mu.Lock()
 	e.st.Sessions[alias] = s
 	e.st.byAgent[sl.agentID] = s
@@ -289,14 +253,11 @@ func (e *Env) open(ctx context.Context, alias, conn string, all bool) error {
 	return nil
 }
 
-func (e *Env) onSurface(s *Session, conn string, ev SurfaceEvent) {
+func (e *Env) onSurface(s *SessionState, conn string, ev SurfaceEvent) {
 	ev.Conn = conn
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	s.Surface = append(s.Surface, ev)
-	if ev.Type == SurfQuestion && ev.QuestionID != "" && !slices.Contains(s.Questions, ev.QuestionID) {
-		s.Questions = append(s.Questions, ev.QuestionID)
-	}
+	s.show(ev)
 	e.changedLocked()
 }
 
@@ -316,7 +277,7 @@ func (e *Env) Disconnect(alias, conn string) error {
 	return c.Close()
 }
 
-func (e *Env) conn(alias, conn string) (*Session, Conn, error) {
+func (e *Env) conn(alias, conn string) (*SessionState, Conn, error) {
 	s, err := e.session(alias)
 	if err != nil {
 		return nil, nil, err
@@ -347,7 +308,7 @@ func (e *Env) Answer(ctx context.Context, alias, conn, qid string, answers map[s
 
 // answeredAt notes when the person first resolved question qid, where the
 // answer latency starts.
-func (e *Env) answeredAt(s *Session, qid string, t time.Time) {
+func (e *Env) answeredAt(s *SessionState, qid string, t time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if _, ok := s.answered[qid]; !ok {
@@ -402,7 +363,10 @@ func (e *Env) Restart(ctx context.Context, kill bool) error {
 	for _, c := range conns {
 		_ = c.Close()
 	}
-	return e.Bridge.Restart(ctx, kill)
+	if err := e.Bridge.Restart(ctx, kill); err != nil {
+		return &SetupError{Op: "restarting the bridge", Err: err}
+	}
+	return nil
 }
 
 // Await waits until exp is met. It fails at once when exp is unmeetable,
@@ -463,156 +427,10 @@ func (e *Env) Hold(ctx context.Context, d time.Duration, exp Expectation) error 
 	}
 }
 
-// Do runs f with the state locked, for reading or for marking progress
-// (Session.Current, what a connection consumed).
-func (e *Env) Do(f func(*State)) {
+// Read runs f with the state locked, to read it; f must not keep what it
+// reads past its return, nor change it.
+func (e *Env) Read(f func(*State)) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	f(&e.st)
-}
-
-// Consume marks question qid as handled on conn, so the next NewQuestion
-// there waits for another, and makes it alias's current question.
-func (s *Session) Consume(conn, qid string) {
-	if s.consumed[conn] == nil {
-		s.consumed[conn] = map[string]bool{}
-	}
-	s.consumed[conn][qid] = true
-	s.Current = qid
-}
-
-// ---- what the agent said ----
-
-// AgentRequests are the agent's AskUserQuestion can_use_tool requests, in
-// order: request id and when it was sent. In a route MCP session they are
-// its MCP tool calls, by tool_use id.
-func (s *Session) AgentRequests() []AgentRequest {
-	var out []AgentRequest
-	for _, r := range s.Agent {
-		if r.Dir != transcript.FromCLI {
-			continue
-		}
-		m := gjson.ParseBytes(r.Msg)
-		if s.MCP {
-			if b := m.Get(`message.content.#(type=="tool_use")`); m.Get("type").String() == protocol.TypeAssistant && strings.HasPrefix(b.Get("name").String(), "mcp__") {
-				out = append(out, AgentRequest{ID: b.Get("id").String(), T: r.T, Input: json.RawMessage(b.Get("input").Raw)})
-			}
-			continue
-		}
-		if m.Get("type").String() == protocol.TypeControlRequest && m.Get("request.subtype").String() == protocol.SubtypeCanUseTool &&
-			m.Get("request.tool_name").String() == protocol.ToolAskUserQuestion {
-			out = append(out, AgentRequest{ID: m.Get("request_id").String(), T: r.T, Input: json.RawMessage(m.Get("request.input").Raw)})
-		}
-	}
-	return out
-}
-
-// AgentRequest is one AskUserQuestion request the agent sent.
-type AgentRequest struct {
-	ID    string
-	T     time.Time
-	Input json.RawMessage
-}
-
-// Responses are the control_responses the agent received for request id.
-func (s *Session) Responses(requestID string) []transcript.Record {
-	var out []transcript.Record
-	for _, r := range s.Agent {
-		if r.Dir != transcript.ToCLI {
-			continue
-		}
-		m := gjson.ParseBytes(r.Msg)
-		if m.Get("type").String() == protocol.TypeControlResponse && m.Get("response.request_id").String() == requestID {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// RequestOf is the agent's request behind question qid: the n-th question
-// the surfaces showed is the agent's n-th AskUserQuestion.
-func (s *Session) RequestOf(qid string) (AgentRequest, bool) {
-	reqs := s.AgentRequests()
-	for i, id := range s.Questions {
-		if id == qid && i < len(reqs) {
-			return reqs[i], true
-		}
-	}
-	return AgentRequest{}, false
-}
-
-// Failures are what the agent reported wrong: protocol errors, broken
-// expectations.
-func (s *Session) Failures() []string {
-	var out []string
-	for _, r := range s.Agent {
-		switch {
-		case r.Event == transcript.EventError:
-			out = append(out, fmt.Sprintf("%s: %s", r.Kind, r.Text))
-		case r.Event == transcript.EventExpect && r.OK != nil && !*r.OK:
-			out = append(out, "expectation: "+r.Text)
-		}
-	}
-	return out
-}
-
-// Summary describes what the session saw, for failure messages: the
-// agent's messages about questions and the surface events.
-func (s *Session) Summary() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "session %s (bridge id %s, agent %s, scenario %s)\n", s.Alias, s.ID, s.AgentID, s.Scenario.Name)
-	b.WriteString("  agent:\n")
-	n := 0
-	for _, r := range s.Agent {
-		line := ""
-		switch {
-		case r.IsWire():
-			m := gjson.ParseBytes(r.Msg)
-			t := m.Get("type").String()
-			if t != protocol.TypeControlRequest && t != protocol.TypeControlResponse && t != protocol.TypeControlCancelRequest && t != "result" {
-				continue
-			}
-			line = fmt.Sprintf("%s %s", r.Dir, clip.String(string(r.Msg), 300))
-		case r.Event == transcript.EventError || r.Event == transcript.EventExit || (r.Event == transcript.EventExpect && r.OK != nil && !*r.OK):
-			line = fmt.Sprintf("%s %s %s", r.Event, r.Kind, r.Text)
-			if r.Code != nil {
-				line += fmt.Sprintf("code %d", *r.Code)
-			}
-		default:
-			continue
-		}
-		fmt.Fprintf(&b, "    %s\n", line)
-		n++
-	}
-	if n == 0 {
-		b.WriteString("    (nothing)\n")
-	}
-	b.WriteString("  surface:\n")
-	if len(s.Surface) == 0 {
-		b.WriteString("    (nothing)\n")
-	}
-	for _, ev := range s.Surface {
-		fmt.Fprintf(&b, "    [%s] %s %s %s\n", ev.Conn, ev.Type, ev.QuestionID, clip.String(ev.Reason, 200))
-	}
-	return b.String()
-}
-
-// Sessions lists the sessions by alias.
-func (st *State) List() []*Session {
-	var out []*Session
-	for _, s := range st.Sessions {
-		out = append(out, s)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Alias < out[j].Alias })
-	return out
-}
-
-// bound reports whether a session the harness started is bridge session id.
-func (st *State) bound(id string) bool {
-	for _, s := range st.Sessions {
-		if s.ID == id {
-			return true
-		}
-	}
-	return false
 }

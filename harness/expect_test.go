@@ -11,12 +11,12 @@ import (
 
 // newTestEnv is an Env with state only: no bridge, no surface.
 func newTestEnv() *Env {
-	return &Env{Bridge: &Bridge{}, changed: make(chan struct{}), st: State{Sessions: map[string]*Session{}, byAgent: map[string]*Session{}}}
+	return &Env{Bridge: &Bridge{}, changed: make(chan struct{}), st: State{Sessions: map[string]*SessionState{}, byAgent: map[string]*SessionState{}}}
 }
 
 func TestAwaitVerdicts(t *testing.T) {
 	e := newTestEnv()
-	s := &Session{Alias: "s1", AgentID: "a1", consumed: map[string]map[string]bool{}, gen: map[string]int{}}
+	s := newSessionState("s1", "a1", nil, false)
 	e.st.Sessions["s1"], e.st.byAgent["a1"] = s, s
 
 	// Met as soon as the record comes.
@@ -72,5 +72,63 @@ func TestAwaitVerdicts(t *testing.T) {
 	}
 	if v, _ := AnyOf(Turns("s1", 5), Turns("s1", 1)).Check(&e.st); v != Met {
 		t.Errorf("AnyOf: %v", v)
+	}
+}
+
+// TestCheckAwaitsTheAgentsVerdict: a check never reads the agent's
+// failures before the agent has reacted to its last answer. An agent that
+// rejects every answer, its failure record arriving a moment after the
+// control_response (as it does over the events connection), is seen as
+// failing every time, never passed in the gap.
+func TestCheckAwaitsTheAgentsVerdict(t *testing.T) {
+	for i := 0; i < 200; i++ {
+		e := newTestEnv()
+		s := newSessionState("s1", "a1", nil, false)
+		e.st.Sessions["s1"], e.st.byAgent["a1"] = s, s
+		e.onRecord(transcript.Record{Session: "a1", Dir: transcript.FromCLI, Msg: []byte(`{"type":"control_request","request_id":"r1","request":{"subtype":"can_use_tool","tool_name":"AskUserQuestion","tool_use_id":"tu1","input":{"questions":[]}}}`)})
+		e.onRecord(transcript.Record{Session: "a1", Dir: transcript.ToCLI, Msg: []byte(`{"type":"control_response","response":{"subtype":"success","request_id":"r1","response":{"behavior":"allow","updatedInput":{}}}}`)})
+		go func() {
+			if i%2 == 0 {
+				time.Sleep(time.Duration(i%7) * time.Millisecond)
+			}
+			no := false
+			e.onRecord(transcript.Record{Session: "a1", Event: transcript.EventExpect, OK: &no, Text: "answer … want …"})
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		problems, err := e.Session("s1").Check(ctx)
+		cancel()
+		if err != nil || len(problems) == 0 {
+			t.Fatalf("run %d: the agent rejected the answer, and the check saw %v (err %v)", i, problems, err)
+		}
+	}
+}
+
+// TestRecordsAreTypedOnArrival: the facts expectations read are built as
+// the records come: requests with their responses and tool_results, turns,
+// the exit, and a resumed process's turns.
+func TestRecordsAreTypedOnArrival(t *testing.T) {
+	e := newTestEnv()
+	s := newSessionState("s1", "a1", nil, false)
+	e.st.Sessions["s1"], e.st.byAgent["a1"] = s, s
+	for _, r := range []transcript.Record{
+		{Dir: transcript.FromCLI, Msg: []byte(`{"type":"control_request","request_id":"r1","request":{"subtype":"can_use_tool","tool_name":"AskUserQuestion","tool_use_id":"tu1","input":{"questions":[{"question":"Q?"}]}}}`)},
+		{Dir: transcript.FromCLI, Msg: []byte(`{"type":"control_request","request_id":"r2","request":{"subtype":"can_use_tool","tool_name":"Bash","tool_use_id":"tu2","input":{}}}`)},
+		{Dir: transcript.ToCLI, Msg: []byte(`{"type":"control_response","response":{"subtype":"success","request_id":"r1","response":{"behavior":"allow"}}}`)},
+		{Dir: transcript.FromCLI, Msg: []byte(`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"tu1","content":"User has answered"}]}}`)},
+		{Dir: transcript.FromCLI, Msg: []byte(`{"type":"result"}`)},
+		{Event: "hello", Msg: []byte(`{"resume":"abc"}`)},
+		{Dir: transcript.FromCLI, Msg: []byte(`{"type":"result"}`)},
+	} {
+		r.Session = "a1"
+		e.onRecord(r)
+	}
+	if len(s.Requests) != 1 || s.Requests[0].ID != "r1" || len(s.Requests[0].Responses) != 1 || !s.Requests[0].Verdict || ResultText(s.Requests[0].ToolResult) != "User has answered" {
+		t.Errorf("requests: %+v", s.Requests)
+	}
+	if s.Turns != 2 || !s.Resumed || s.ResumedTurns != 1 {
+		t.Errorf("turns %d, resumed %v with %d turns", s.Turns, s.Resumed, s.ResumedTurns)
+	}
+	if v, _ := Verdicts("s1").Check(&e.st); v != Met {
+		t.Errorf("Verdicts: %v", v)
 	}
 }

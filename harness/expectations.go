@@ -3,43 +3,39 @@ package harness
 import (
 	"fmt"
 	"strings"
-
-	"github.com/askctl/askctl/protocol"
-	"github.com/askctl/askctl/transcript"
-	"github.com/tidwall/gjson"
+	"time"
 )
 
-// The expectations conformance cases await. Each is unmeetable once the
-// agent it depends on has exited without meeting it.
+// The expectations cases await, in one place. Each reads the typed state
+// (never the raw records again) and writes nothing; each is unmeetable once
+// what it depends on can no longer happen (the agent exited without meeting
+// it, the connection closed), so a failure is immediate, not a timeout.
 
-func exited(s *Session) (Verdict, string) {
+func exited(s *SessionState) (Verdict, string) {
 	if s.Exit != nil {
 		return Unmeetable, fmt.Sprintf("the agent of session %s exited with status %d", s.Alias, *s.Exit)
 	}
 	return Unmet, ""
 }
 
-func lookup(st *State, alias string) (*Session, Verdict, string) {
-	s := st.Sessions[alias]
-	if s == nil {
-		return nil, Unmeetable, fmt.Sprintf("no session %q", alias)
-	}
-	return s, Unmet, ""
+// onSession is an expectation on alias's session: unmeetable when there is
+// no such session.
+func onSession(alias, desc string, check func(*SessionState) (Verdict, string)) Expectation {
+	return Expectation{Description: desc, Check: func(st *State) (Verdict, string) {
+		s := st.Sessions[alias]
+		if s == nil {
+			return Unmeetable, fmt.Sprintf("no session %q", alias)
+		}
+		return check(s)
+	}}
 }
 
 // NewQuestion is met when connection conn of alias's session shows a
-// question it has not consumed; *qid receives its id.
-func NewQuestion(alias, conn string, qid *string) Expectation {
-	return Expectation{Description: fmt.Sprintf("connection %s of session %s shows a new question", conn, alias), Check: func(st *State) (Verdict, string) {
-		s, v, why := lookup(st, alias)
-		if s == nil {
-			return v, why
-		}
-		for _, ev := range s.Surface {
-			if ev.Conn == conn && ev.Type == SurfQuestion && !s.consumed[conn][ev.QuestionID] {
-				*qid = ev.QuestionID
-				return Met, ""
-			}
+// question it has not consumed (Session.AwaitQuestion consumes it).
+func NewQuestion(alias, conn string) Expectation {
+	return onSession(alias, fmt.Sprintf("connection %s of session %s shows a new question", conn, alias), func(s *SessionState) (Verdict, string) {
+		if _, ok := s.nextQuestion(conn); ok {
+			return Met, ""
 		}
 		for _, ev := range s.Surface {
 			if ev.Conn == conn && ev.Type == SurfClosed {
@@ -51,13 +47,13 @@ func NewQuestion(alias, conn string, qid *string) Expectation {
 		// call's question lives only while the call does.
 		if s.MCP && s.Exit != nil {
 			why := fmt.Sprintf("the agent of session %s exited with status %d before a question showed", alias, *s.Exit)
-			if f := s.Failures(); len(f) > 0 {
-				why += ": " + strings.Join(f, "; ")
+			if len(s.Failures) > 0 {
+				why += ": " + strings.Join(s.Failures, "; ")
 			}
 			return Unmeetable, why
 		}
 		return Unmet, ""
-	}}
+	})
 }
 
 // SurfaceSaw is met when connection conn ("" any) of alias's session saw
@@ -67,69 +63,133 @@ func SurfaceSaw(alias, conn, typ, qid string) Expectation {
 	if conn != "" {
 		where = "connection " + conn
 	}
-	return Expectation{Description: fmt.Sprintf("%s of session %s is told %s for question %s", where, alias, typ, qid), Check: func(st *State) (Verdict, string) {
-		s, v, why := lookup(st, alias)
-		if s == nil {
-			return v, why
-		}
+	return onSession(alias, fmt.Sprintf("%s of session %s is told %s for question %s", where, alias, typ, qid), func(s *SessionState) (Verdict, string) {
 		for _, ev := range s.Surface {
 			if (conn == "" || ev.Conn == conn) && ev.Type == typ && (qid == "" || ev.QuestionID == qid || (ev.QuestionID == "" && typ == SurfTaken)) {
 				return Met, ""
 			}
 		}
 		return Unmet, ""
-	}}
+	})
+}
+
+// SurfaceSawWhileAlive is SurfaceSaw of an event that must happen while
+// the agent still runs: because of something the agent did, not because it
+// went away. The event's own time (the bridge's, when it gives one; else
+// when it was heard) is compared with the agent's exit record.
+func SurfaceSawWhileAlive(alias, conn, typ, qid string) Expectation {
+	return onSession(alias, fmt.Sprintf("session %s's surface is told %s for question %s while its agent still runs", alias, typ, qid), func(s *SessionState) (Verdict, string) {
+		var exitT time.Time
+		for _, r := range s.Agent {
+			if r.Event == "exit" {
+				exitT = r.T
+			}
+		}
+		for _, ev := range s.Surface {
+			if (conn == "" || ev.Conn == conn) && ev.Type == typ && ev.QuestionID == qid {
+				at := ev.At
+				if at.IsZero() {
+					at = ev.T
+				}
+				if exitT.IsZero() {
+					// The exit record may be on its way: the agent must
+					// still run a second after the surface was told.
+					if time.Since(ev.T) < time.Second {
+						return Unmet, ""
+					}
+					return Met, ""
+				}
+				if at.Before(exitT) {
+					return Met, ""
+				}
+				return Unmeetable, fmt.Sprintf("it was told at %s, %v after the agent exited: the bridge reacted to the exit, not to the agent's cancel", at.Format("15:04:05.000"), at.Sub(exitT).Round(time.Microsecond))
+			}
+		}
+		return Unmet, ""
+	})
+}
+
+// WaitingFor is met when connection conn of alias's session is told the
+// session waits for the user on question qid.
+func WaitingFor(alias, conn, qid string) Expectation {
+	return onSession(alias, fmt.Sprintf("connection %s of session %s is told the session waits for the user on question %s", conn, alias, qid), func(s *SessionState) (Verdict, string) {
+		for _, ev := range s.Surface {
+			if ev.Conn == conn && ev.Type == SurfStatus && ev.Waiting != nil && *ev.Waiting && ev.PendingID == qid {
+				return Met, ""
+			}
+		}
+		return Unmet, ""
+	})
 }
 
 // Responses is met when the agent of alias's session has received at
 // least n control_responses for the request behind question qid.
 func Responses(alias, qid string, n int) Expectation {
-	return Expectation{Description: fmt.Sprintf("the agent of session %s receives %d control_response(s) for question %s", alias, n, qid), Check: func(st *State) (Verdict, string) {
-		s, v, why := lookup(st, alias)
-		if s == nil {
-			return v, why
-		}
-		if req, ok := s.RequestOf(qid); ok && len(s.Responses(req.ID)) >= n {
+	return onSession(alias, fmt.Sprintf("the agent of session %s receives %d control_response(s) for question %s", alias, n, qid), func(s *SessionState) (Verdict, string) {
+		if req, ok := s.RequestOf(qid); ok && len(req.Responses) >= n {
 			return Met, ""
 		}
 		return exited(s)
-	}}
+	})
 }
 
-// Asked is met when the agent of alias's session has sent n AskUserQuestion
-// requests.
-func Asked(alias string, n int) Expectation {
-	return Expectation{Description: fmt.Sprintf("the agent of session %s asks %d question(s)", alias, n), Check: func(st *State) (Verdict, string) {
-		s, v, why := lookup(st, alias)
-		if s == nil {
-			return v, why
-		}
-		if len(s.AgentRequests()) >= n {
+// ToolResulted is met when the agent of alias's session has written the
+// tool_result of question qid's request (route MCP: the ask_user call
+// returned).
+func ToolResulted(alias, qid string) Expectation {
+	return onSession(alias, fmt.Sprintf("the agent of session %s writes the tool_result of question %s", alias, qid), func(s *SessionState) (Verdict, string) {
+		if req, ok := s.RequestOf(qid); ok && req.ToolResult != nil {
 			return Met, ""
 		}
 		return exited(s)
-	}}
+	})
+}
+
+// Verdicts is met when the agent of alias's session has given its own
+// verdict on every answer it received (the tool_result it wrote for it, a
+// failure it reported, or its exit): what a check reads after it is the
+// agent's last word, not a race with it.
+func Verdicts(alias string) Expectation {
+	return onSession(alias, fmt.Sprintf("the agent of session %s has reacted to every answer it received", alias), func(s *SessionState) (Verdict, string) {
+		for _, req := range s.Requests {
+			if len(req.Responses) > 0 && !req.Verdict {
+				return Unmet, ""
+			}
+		}
+		return Met, ""
+	})
+}
+
+// Asked is met when the agent of alias's session has sent n requests.
+func Asked(alias string, n int) Expectation {
+	return onSession(alias, fmt.Sprintf("the agent of session %s asks %d question(s)", alias, n), func(s *SessionState) (Verdict, string) {
+		if len(s.Requests) >= n {
+			return Met, ""
+		}
+		return exited(s)
+	})
 }
 
 // Turns is met when the agent of alias's session has ended n turns
 // (written n results).
 func Turns(alias string, n int) Expectation {
-	return Expectation{Description: fmt.Sprintf("the agent of session %s ends turn %d", alias, n), Check: func(st *State) (Verdict, string) {
-		s, v, why := lookup(st, alias)
-		if s == nil {
-			return v, why
-		}
-		got := 0
-		for _, r := range s.Agent {
-			if r.Dir == transcript.FromCLI && gjson.GetBytes(r.Msg, "type").String() == protocol.TypeResult {
-				got++
-			}
-		}
-		if got >= n {
+	return onSession(alias, fmt.Sprintf("the agent of session %s ends turn %d", alias, n), func(s *SessionState) (Verdict, string) {
+		if s.Turns >= n {
 			return Met, ""
 		}
 		return exited(s)
-	}}
+	})
+}
+
+// Resumed is met when an agent started with --resume for alias's session
+// has ended a turn.
+func Resumed(alias string) Expectation {
+	return onSession(alias, fmt.Sprintf("the agent of session %s is resumed (--resume) and ends a turn", alias), func(s *SessionState) (Verdict, string) {
+		if s.Resumed && s.ResumedTurns > 0 {
+			return Met, ""
+		}
+		return Unmet, ""
+	})
 }
 
 // Exited is met when the agent of alias's session has exited, with status
@@ -139,11 +199,7 @@ func Exited(alias string, code int) Expectation {
 	if code >= 0 {
 		d += fmt.Sprintf(" with status %d", code)
 	}
-	return Expectation{Description: d, Check: func(st *State) (Verdict, string) {
-		s, v, why := lookup(st, alias)
-		if s == nil {
-			return v, why
-		}
+	return onSession(alias, d, func(s *SessionState) (Verdict, string) {
 		if s.Exit == nil {
 			return Unmet, ""
 		}
@@ -151,5 +207,5 @@ func Exited(alias string, code int) Expectation {
 			return Met, ""
 		}
 		return Unmeetable, fmt.Sprintf("it exited with status %d", *s.Exit)
-	}}
+	})
 }

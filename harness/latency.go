@@ -21,7 +21,7 @@ func (e *Env) Latencies() []Latency {
 	defer e.mu.Unlock()
 	var out []Latency
 	for _, s := range e.st.List() {
-		reqs := s.AgentRequests()
+		reqs := s.Requests
 		for i, qid := range s.Questions {
 			if i >= len(reqs) {
 				break
@@ -34,7 +34,7 @@ func (e *Env) Latencies() []Latency {
 				}
 			}
 			if at, ok := s.answered[qid]; ok {
-				if rs := s.Responses(reqs[i].ID); len(rs) > 0 && rs[0].T.After(at) {
+				if rs := reqs[i].Responses; len(rs) > 0 && rs[0].T.After(at) {
 					l.Answer = rs[0].T.Sub(at)
 				}
 			}

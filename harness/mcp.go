@@ -2,20 +2,15 @@ package harness
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/askctl/askctl/internal/agent"
-	"github.com/askctl/askctl/protocol"
 	"github.com/askctl/askctl/scenarios"
-	"github.com/askctl/askctl/transcript"
-	"github.com/tidwall/gjson"
 )
 
 // Route MCP: the harness runs the agent itself, in print mode, with the
@@ -74,7 +69,7 @@ func (e *Env) StartMCP(ctx context.Context, alias string, sc *scenarios.Scenario
 	case <-sl.claimed:
 	case <-time.After(e.Bridge.opts.ClaimTimeout):
 		forget()
-		return fmt.Errorf("the agent of session %s did not ask the harness what to play within %v", alias, e.Bridge.opts.ClaimTimeout)
+		return &SetupError{Op: "starting session " + alias, Err: fmt.Errorf("its agent did not ask the harness what to play within %v", e.Bridge.opts.ClaimTimeout)}
 	case <-ctx.Done():
 		forget()
 		return ctx.Err()
@@ -84,7 +79,7 @@ func (e *Env) StartMCP(ctx context.Context, alias string, sc *scenarios.Scenario
 
 // mcpQuestion reports whether a surface event shows the question of one of
 // the session's mcp steps, which makes its session the alias's.
-func (s *Session) mcpQuestion(ev SurfaceEvent) bool {
+func (s *SessionState) mcpQuestion(ev SurfaceEvent) bool {
 	if ev.Type != SurfQuestion || len(ev.Questions) == 0 {
 		return false
 	}
@@ -94,62 +89,4 @@ func (s *Session) mcpQuestion(ev SurfaceEvent) bool {
 		}
 	}
 	return false
-}
-
-// ToolResult is the user message carrying the tool_result of tool use id,
-// if the agent wrote it.
-func (s *Session) ToolResult(id string) (gjson.Result, bool) {
-	for _, r := range s.Agent {
-		if r.Dir != transcript.FromCLI {
-			continue
-		}
-		m := gjson.ParseBytes(r.Msg)
-		if m.Get("type").String() != protocol.TypeUser {
-			continue
-		}
-		if b := m.Get(`message.content.#(tool_use_id==` + jsonString(id) + `)`); b.Exists() {
-			return b, true
-		}
-	}
-	return gjson.Result{}, false
-}
-
-func jsonString(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
-}
-
-// ResultText is a tool_result block's text: its content string, or its text
-// blocks joined by newlines.
-func ResultText(block gjson.Result) string {
-	c := block.Get("content")
-	if !c.IsArray() {
-		return c.String()
-	}
-	var texts []string
-	c.ForEach(func(_, b gjson.Result) bool {
-		if b.Get("type").String() == "text" {
-			texts = append(texts, b.Get("text").String())
-		}
-		return true
-	})
-	return strings.Join(texts, "\n")
-}
-
-// ToolResulted is met when the agent of alias's session has written the
-// tool_result of question qid's call (route MCP: the ask_user call
-// returned).
-func ToolResulted(alias, qid string) Expectation {
-	return Expectation{Description: fmt.Sprintf("the ask_user call of question %s in session %s returns", qid, alias), Check: func(st *State) (Verdict, string) {
-		s, v, why := lookup(st, alias)
-		if s == nil {
-			return v, why
-		}
-		if req, ok := s.RequestOf(qid); ok {
-			if _, ok := s.ToolResult(req.ID); ok {
-				return Met, ""
-			}
-		}
-		return exited(s)
-	}}
 }

@@ -1,0 +1,359 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/askctl/askctl/protocol"
+	"github.com/askctl/askctl/scenarios"
+	"github.com/tidwall/gjson"
+)
+
+// Session is a handle on one session of an Env, by alias: what a test does
+// as the person (answer, skip, list), what it waits for (the next question,
+// the agent's verdict), and what it reads back (the response the agent got,
+// what the surface showed). It keeps the session's current question: the
+// one the last AwaitQuestion returned, which the other methods work on when
+// given no id. Every method returns an error; none calls t.Fatal.
+type Session struct {
+	e     *Env
+	alias string
+}
+
+// Session returns the handle of alias's session (started or not yet).
+func (e *Env) Session(alias string) *Session { return &Session{e: e, alias: alias} }
+
+// Alias is the session's name in the case.
+func (s *Session) Alias() string { return s.alias }
+
+// read runs f on the session's state, locked; an error when there is no
+// such session.
+func (s *Session) read(f func(*SessionState)) error {
+	var found bool
+	s.e.Read(func(st *State) {
+		if ss := st.Sessions[s.alias]; ss != nil {
+			found = true
+			f(ss)
+		}
+	})
+	if !found {
+		return fmt.Errorf("no session %q: start it first", s.alias)
+	}
+	return nil
+}
+
+// Current is the question the session works on: the last one awaited, ""
+// before any.
+func (s *Session) Current() string {
+	var q string
+	_ = s.read(func(ss *SessionState) { q = ss.current })
+	return q
+}
+
+// IsMCP reports whether the session is route MCP (its requests are ask_user
+// tool calls).
+func (s *Session) IsMCP() bool {
+	var mcp bool
+	_ = s.read(func(ss *SessionState) { mcp = ss.MCP })
+	return mcp
+}
+
+// Summary is what the session saw, for failure messages.
+func (s *Session) Summary() string {
+	var out string
+	_ = s.read(func(ss *SessionState) { out = ss.Summary() })
+	return out
+}
+
+// ErrNotSame is AwaitQuestion's error when same was asked and another
+// question showed.
+var ErrNotSame = errors.New("not the same question")
+
+// AwaitQuestion waits until connection conn shows a question it has not
+// handled yet, makes it the current one, and waits for the agent's own
+// record of the request behind it (it travels apart from the surface's
+// event), so what follows can pair the two. With same, the question must
+// be the current one again (a replay after a reconnect keeps its id).
+func (s *Session) AwaitQuestion(ctx context.Context, conn string, same bool) (string, error) {
+	if err := s.e.Await(ctx, NewQuestion(s.alias, conn)); err != nil {
+		return "", err
+	}
+	var qid, prev string
+	var n int
+	_ = s.read(func(ss *SessionState) {
+		qid, _ = ss.nextQuestion(conn)
+		prev = ss.current
+	})
+	if same && qid != prev {
+		return qid, fmt.Errorf("%w: connection %s shows question %s, want the same id as before, %s", ErrNotSame, conn, qid, prev)
+	}
+	s.e.mu.Lock()
+	ss := s.e.st.Sessions[s.alias]
+	if ss.consumed[conn] == nil {
+		ss.consumed[conn] = map[string]bool{}
+	}
+	ss.consumed[conn][qid] = true
+	ss.current = qid
+	n = slices.Index(ss.Questions, qid) + 1
+	s.e.changedLocked()
+	s.e.mu.Unlock()
+	if err := s.e.Await(ctx, Asked(s.alias, n)); err != nil {
+		return qid, fmt.Errorf("the surface shows question %s, but the agent did not ask %d question(s): %w", qid, n, err)
+	}
+	return qid, nil
+}
+
+// orCurrent is qid, or the current question when qid is "".
+func (s *Session) orCurrent(qid string) (string, error) {
+	if qid != "" {
+		return qid, nil
+	}
+	if qid = s.Current(); qid == "" {
+		return "", errors.New("no current question (await a question first)")
+	}
+	return qid, nil
+}
+
+// Answer answers question qid ("" the current one) over connection conn:
+// question text → the labels in order, or one free text. A connection the
+// bridge closed after telling it of a takeover counts as refused (code
+// session_taken): closing it is a fine way to refuse its answers.
+func (s *Session) Answer(ctx context.Context, conn, qid string, answers map[string][]string) (Ack, error) {
+	qid, err := s.orCurrent(qid)
+	if err != nil {
+		return Ack{}, err
+	}
+	ack, err := s.e.Answer(ctx, s.alias, conn, qid, answers)
+	return ack, s.closedAfterTakeover(conn, err)
+}
+
+// Skip skips question qid ("" the current one) over connection conn with a
+// reason.
+func (s *Session) Skip(ctx context.Context, conn, qid, reason string) error {
+	qid, err := s.orCurrent(qid)
+	if err != nil {
+		return err
+	}
+	return s.closedAfterTakeover(conn, s.e.Skip(ctx, s.alias, conn, qid, reason))
+}
+
+// SendRaw sends raw bytes where an answer to the current question goes.
+func (s *Session) SendRaw(ctx context.Context, conn string, raw []byte) error {
+	return s.e.SendRaw(ctx, s.alias, conn, s.Current(), raw)
+}
+
+// Pending lists what connection conn shows as waiting.
+func (s *Session) Pending(ctx context.Context, conn string) ([]Pending, error) {
+	return s.e.Pending(ctx, s.alias, conn)
+}
+
+func (s *Session) closedAfterTakeover(conn string, err error) error {
+	var rj *Rejected
+	if err == nil || errors.As(err, &rj) {
+		return err
+	}
+	taken := false
+	_ = s.read(func(ss *SessionState) { taken = ss.taken(conn) })
+	if taken {
+		return &Rejected{Code: "session_taken", Message: "the bridge closed this connection after another took the session over (" + err.Error() + ")"}
+	}
+	return err
+}
+
+// askStep is the scenario's step behind question qid: the n-th question
+// the surfaces showed is the scenario's n-th ask (or mcp) step.
+func (ss *SessionState) askStep(qid string) *scenarios.Step {
+	idx := slices.Index(ss.Questions, qid)
+	n := 0
+	for i := range ss.Scenario.Steps {
+		if st := &ss.Scenario.Steps[i]; st.Kind == scenarios.KindAsk || st.Kind == scenarios.KindMCP {
+			if n == idx {
+				return st
+			}
+			n++
+		}
+	}
+	return nil
+}
+
+// ScenarioAnswers are the scenario's user part for question qid ("" the
+// current one), as labels: what the person answers when the case says no
+// more.
+func (s *Session) ScenarioAnswers(qid string) (map[string][]string, error) {
+	qid, err := s.orCurrent(qid)
+	if err != nil {
+		return nil, err
+	}
+	var out map[string][]string
+	err = s.read(func(ss *SessionState) {
+		st := ss.askStep(qid)
+		switch {
+		case st == nil:
+			err = fmt.Errorf("question %s: no ask step of scenario %s matches it", qid, ss.Scenario.Name)
+		case st.User == nil:
+			err = fmt.Errorf("step %d of scenario %s has no user part: give the answers", st.N, ss.Scenario.Name)
+		default:
+			out = map[string][]string{}
+			for q, a := range st.User.Answers {
+				out[q] = a.Labels
+			}
+		}
+	})
+	return out, err
+}
+
+// SkipReason is the scenario's reason for skipping question qid ("" the
+// current one), or def when it gives none.
+func (s *Session) SkipReason(qid, def string) string {
+	qid, _ = s.orCurrent(qid)
+	reason := def
+	_ = s.read(func(ss *SessionState) {
+		if st := ss.askStep(qid); st != nil && st.User != nil && st.User.Skip != nil {
+			reason = *st.User.Skip
+		}
+	})
+	return reason
+}
+
+// Shown is the current question as any connection showed it.
+func (s *Session) Shown() ([]protocol.Question, bool) {
+	var qs []protocol.Question
+	var ok bool
+	_ = s.read(func(ss *SessionState) { qs, ok = ss.shown("", ss.current) })
+	return qs, ok
+}
+
+// Response is the first control_response the agent received for the
+// current question, and how long after its request it came.
+func (s *Session) Response() (Response, bool, error) {
+	var r Response
+	var req *Request
+	var ok bool
+	if err := s.read(func(ss *SessionState) {
+		if req, ok = ss.RequestOf(ss.current); ok && len(req.Responses) > 0 {
+			r = req.Responses[0]
+		}
+	}); err != nil {
+		return Response{}, false, err
+	}
+	if !ok || r.Msg == nil {
+		return Response{}, false, nil
+	}
+	return r, true, nil
+}
+
+// Request is the agent's request behind the current question.
+func (s *Session) Request() (Request, bool) {
+	var out Request
+	var ok bool
+	_ = s.read(func(ss *SessionState) {
+		var req *Request
+		if req, ok = ss.RequestOf(ss.current); ok {
+			out = *req
+		}
+	})
+	return out, ok
+}
+
+// Delivered compares the current question as connection conn shows it
+// with what the agent asked: every question, header, option label and
+// description, multiSelect, in order. An ask_user call (route MCP) has one
+// question and no header.
+func (s *Session) Delivered(conn string) error {
+	var shown []protocol.Question
+	var input []byte
+	qid := s.Current()
+	if err := s.read(func(ss *SessionState) {
+		shown, _ = ss.shown(conn, qid)
+		if req, ok := ss.RequestOf(qid); ok {
+			input = req.Input
+		}
+	}); err != nil {
+		return err
+	}
+	if input == nil {
+		return fmt.Errorf("no agent request matches question %s", qid)
+	}
+	asked := gjson.GetBytes(input, "questions").Array()
+	mcpCall := false
+	if len(asked) == 0 && gjson.GetBytes(input, "question").Exists() {
+		asked, mcpCall = []gjson.Result{gjson.ParseBytes(input)}, true
+	}
+	if len(shown) != len(asked) {
+		return fmt.Errorf("the surface shows %d question(s), the agent asked %d", len(shown), len(asked))
+	}
+	for i, a := range asked {
+		q := shown[i]
+		diff := func(field, got, want string) error {
+			if got != want {
+				return fmt.Errorf("question %d: %s is %q on the surface, the agent asked %q", i+1, field, got, want)
+			}
+			return nil
+		}
+		errs := []error{diff("question", q.Question, a.Get("question").String())}
+		if !mcpCall {
+			errs = append(errs, diff("header", q.Header, a.Get("header").String()))
+		}
+		errs = append(errs, diff("multiSelect", strconv.FormatBool(q.MultiSelect), strconv.FormatBool(a.Get("multiSelect").Bool())))
+		opts := a.Get("options").Array()
+		if len(q.Options) != len(opts) {
+			errs = append(errs, fmt.Errorf("question %d: %d option(s) on the surface, the agent asked with %d", i+1, len(q.Options), len(opts)))
+		} else {
+			for j, o := range opts {
+				errs = append(errs, diff(fmt.Sprintf("option %d label", j+1), q.Options[j].Label, o.Get("label").String()),
+					diff(fmt.Sprintf("option %d description", j+1), q.Options[j].Description, o.Get("description").String()))
+			}
+		}
+		for _, err := range errs {
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Check waits for the agent's verdict on every answer it received
+// (Verdicts), then returns what it reported wrong: failures of its latest
+// process, and any request that got more than one control_response. None
+// means the agent took every answer as the scenario expects.
+func (s *Session) Check(ctx context.Context) ([]string, error) {
+	if err := s.e.Await(ctx, Verdicts(s.alias)); err != nil {
+		return nil, err
+	}
+	var problems []string
+	err := s.read(func(ss *SessionState) {
+		problems = append(problems, ss.LatestFailures()...)
+		for _, req := range ss.Requests {
+			if n := len(req.Responses); n > 1 {
+				problems = append(problems, fmt.Sprintf("the agent received %d control_responses for request %s; exactly one is allowed", n, req.ID))
+			}
+		}
+	})
+	return problems, err
+}
+
+// Has reports whether the harness started a session named alias.
+func (e *Env) Has(alias string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.st.Sessions[alias] != nil
+}
+
+// ToolResult waits for the tool_result the agent wrote for the current
+// question's request (route MCP: what the ask_user call returned) and
+// returns its text and whether it is an error.
+func (s *Session) ToolResult(ctx context.Context) (text string, isError bool, err error) {
+	qid, err := s.orCurrent("")
+	if err != nil {
+		return "", false, err
+	}
+	if err := s.e.Await(ctx, ToolResulted(s.alias, qid)); err != nil {
+		return "", false, err
+	}
+	req, _ := s.Request()
+	return ResultText(req.ToolResult), gjson.GetBytes(req.ToolResult, "is_error").Bool(), nil
+}
