@@ -4,6 +4,9 @@
 // the harness's adapters as the person. It runs from go test
 // ([Run], [Setup]) and from askctl conformance ([RunSuite]), with the cases
 // embedded.
+//
+// It is public: another repository runs the suite against its bridge with Run
+// (go test) or RunSuite.
 package conformance
 
 import (

@@ -44,4 +44,8 @@
 //
 // [Run] plays a scenario over any reader and writer, in-process. [Main] and
 // [Command] are the command: they read flags and the environment (see [Help]).
+//
+// It is public: a test in another repository runs it in-process (Run) or
+// spawns it, and sets its environment through Env, the only writer of its
+// FAKECLAUDE_* variables.
 package fakeclaude

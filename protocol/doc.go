@@ -27,4 +27,8 @@
 //
 // The captures in shared/fixtures (copied to testdata) are the ground truth; where
 // the written protocol notes and a capture disagree, the capture wins.
+//
+// It is public: a bridge written in Go imports it to build and read the CLI's
+// messages, and to apply the answer rules (FindQuestion, MergeAnswers) as the
+// reference bridge does.
 package protocol

@@ -89,4 +89,7 @@
 // [Parse] reports every problem it finds, each with the file, line and field:
 //
 //	my.txtar:5: ask.questions[0].options: want 2 to 4 options, got 1
+//
+// It is public: a test in another repository loads and writes scenarios with
+// it, and hands them to fakeclaude or the harness.
 package scenarios

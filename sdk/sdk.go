@@ -13,6 +13,9 @@
 //	s, err := sdk.Start(ctx, stdin, stdout, src, sdk.Options{})
 //	s.Prompt("Set up storage for the app.")
 //	err = s.Wait() // the agent closed its stdout
+//
+// It is public: a bridge written in Go can drive the CLI with it, as the
+// reference bridge does.
 package sdk
 
 import (

@@ -11,6 +11,9 @@
 //	{"t":"2026-11-21T22:46:03.532Z","dir":"from_cli","msg":{"type":"assistant",…}}
 //	{"t":"2026-11-21T22:46:03.540Z","event":"error","kind":"protocol","text":"line 3: invalid JSON …"}
 //	{"t":"2026-11-21T22:46:03.600Z","event":"exit","code":0}
+//
+// It is public, because the public packages hand its records out (fakeclaude
+// and sdk sinks, scenarios' recorded wire, harness state).
 package transcript
 
 import (
