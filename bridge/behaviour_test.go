@@ -7,8 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -283,6 +287,57 @@ func TestAuth(t *testing.T) {
 	resp, err := http.Get(e.srv.URL + "/api/health")
 	if err != nil || resp.StatusCode != 200 {
 		t.Errorf("health without a token: %v %v", resp, err)
+	}
+	// The scheme is case-insensitive; the token is not.
+	get := func(host, auth string) int {
+		req, _ := http.NewRequest(http.MethodGet, e.srv.URL+"/api/sessions", nil)
+		if host != "" {
+			req.Host = host
+		}
+		req.Header.Set("Authorization", auth)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, auth := range []string{"bearer test-token", "BEARER  test-token", "Bearer test-token"} {
+		if code := get("", auth); code != http.StatusOK {
+			t.Errorf("Authorization %q: %d, want 200", auth, code)
+		}
+	}
+	if code := get("", "Bearer TEST-TOKEN"); code != http.StatusUnauthorized {
+		t.Errorf("a token in other case: %d, want 401", code)
+	}
+	// Only loopback names, or those configured: a page whose name resolves
+	// to 127.0.0.1 (DNS rebinding) is refused, token or not.
+	for host, want := range map[string]int{"localhost:1234": 200, "127.0.0.2": 200, "[::1]:80": 200, "evil.example:7474": 403, "evil.example": 403, "bridge.lan": 403} {
+		if code := get(host, "Bearer test-token"); code != want {
+			t.Errorf("Host %s: %d, want %d", host, code, want)
+		}
+	}
+	e.server.Hosts = []string{"bridge.lan"}
+	if code := get("bridge.lan", "Bearer test-token"); code != 200 {
+		t.Errorf("a configured Host: %d, want 200", code)
+	}
+}
+
+// TestEmptyDatabaseIsNoted: a database file that is there but empty (a
+// truncated one) starts the bridge empty, and says so.
+func TestEmptyDatabaseIsNoted(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "bridge.db")
+	if err := os.WriteFile(db, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var logged []string
+	b, err := bridge.New(bridge.Config{DB: db, Logf: func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	if !strings.Contains(strings.Join(logged, "\n"), "empty file") {
+		t.Errorf("an empty database file: logged %q", logged)
 	}
 }
 
@@ -601,5 +656,60 @@ func TestControlSocket(t *testing.T) {
 	}
 	if ended := e.ended(s2.ID); *ended.ExitCode != 0 {
 		t.Errorf("exit %d: %s", *ended.ExitCode, ended.Detail)
+	}
+}
+
+// TestCloseStopsHungAgentsTogether: agents that ignore their stdin closing
+// are stopped together, so closing the bridge takes one grace period, not
+// one per agent; and each agent runs in a process group of its own, so a
+// terminal's Ctrl-C reaches the bridge (which keeps their questions), not
+// the agents.
+func TestCloseStopsHungAgentsTogether(t *testing.T) {
+	dir := t.TempDir()
+	cli := filepath.Join(dir, "hung-claude")
+	script := "#!/bin/sh\ncut -d' ' -f5 /proc/$$/stat > " + dir + "/pgid-$$\nexec sleep 600\n"
+	if err := os.WriteFile(cli, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc here to read a process group from")
+	}
+	const n, grace = 6, 500 * time.Millisecond
+	b, err := bridge.New(bridge.Config{DB: filepath.Join(dir, "bridge.db"), Claude: cli, StopGrace: grace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < n; i++ {
+		if _, err := b.StartSession(bg, bridgeapi.StartOptions{Prompt: "x"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Every agent says its process group (a line, once written whole).
+	deadline := time.Now().Add(10 * time.Second)
+	var groups []string
+	for len(groups) < n && time.Now().Before(deadline) {
+		groups = nil
+		files, _ := filepath.Glob(filepath.Join(dir, "pgid-*"))
+		for _, f := range files {
+			if b, _ := os.ReadFile(f); strings.HasSuffix(string(b), "\n") {
+				groups = append(groups, strings.TrimSpace(string(b)))
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(groups) < n {
+		t.Fatalf("%d of %d agents said their process group", len(groups), n)
+	}
+	for _, pg := range groups {
+		if pg == strconv.Itoa(syscall.Getpgrp()) {
+			t.Errorf("an agent runs in the bridge's process group (%s)", pg)
+		}
+	}
+	start := time.Now()
+	b.Close()
+	// One after another would take n graces at least; together, one (and
+	// the rest is slack for a busy machine).
+	if took := time.Since(start); took >= (n-1)*grace {
+		t.Errorf("closing with %d hung agents took %v: they were stopped one after another (grace %v)", n, took, grace)
 	}
 }

@@ -28,12 +28,15 @@ type Config struct {
 	Args []string
 	// Env is added to each agent's environment (this process's, inherited).
 	Env []string
-	// SessionEnv gives the environment a session's agent gets for the
-	// scenario its client named (StartOptions.Scenario), added after Env:
-	// askctl serve, whose CLI is fakeclaude, maps it to fakeclaude's. The
-	// bridge does not read it; an error refuses the session as invalid. Nil
-	// refuses every session that names a scenario.
-	SessionEnv func(scenario string) ([]string, error)
+	// SessionEnv resolves what a session's client asked its agent to play
+	// (StartOptions.Scenario, a name, and ScenarioText, a scenario's
+	// content; either or both may be empty) to the environment its agent
+	// gets, added after Env, and the name the session keeps
+	// (Session.Scenario), which a resumed agent is resolved from again.
+	// askctl serve maps them to fakeclaude's. The bridge opens nothing a
+	// client names; an error refuses the session as invalid. Nil refuses
+	// every session that names a scenario.
+	SessionEnv func(name, text string) (env []string, ref string, err error)
 	// Dir is the agents' working directory; empty means this process's.
 	Dir string
 	// Timeout is how long a question waits for the person; then the agent
@@ -119,6 +122,9 @@ func New(cfg Config) (*Bridge, error) {
 	if err != nil {
 		return nil, err
 	}
+	if fi, err := os.Stat(cfg.DB); err == nil && fi.Size() == 0 {
+		cfg.Logf("database %s is an empty file: the bridge starts with no sessions (if it held some, it was truncated)", cfg.DB)
+	}
 	st, err := openStore(cfg.DB)
 	if err != nil {
 		unlock()
@@ -162,9 +168,17 @@ func (b *Bridge) close() error {
 	if _, err := b.st.markLost(context.Background(), time.Now()); err != nil {
 		b.cfg.Logf("marking sessions lost: %v", err)
 	}
+	// Together: the whole stop takes one grace period, however many
+	// agents hang.
+	var stops sync.WaitGroup
 	for _, id := range ids {
-		_ = b.StopSession(context.Background(), id)
+		stops.Add(1)
+		go func() {
+			defer stops.Done()
+			_ = b.StopSession(context.Background(), id)
+		}()
 	}
+	stops.Wait()
 	b.end()
 	b.wg.Wait()
 	b.mu.Lock()
@@ -199,10 +213,14 @@ func (b *Bridge) StartSession(ctx context.Context, o bridgeapi.StartOptions) (*b
 	if b.cfg.Claude == "" {
 		return nil, errors.New("no claude CLI configured")
 	}
-	if _, err := b.sessionEnv(o.Scenario); err != nil {
+	if len(o.ScenarioText) > bridgeapi.MaxScenarioText {
+		return nil, fmt.Errorf("%w: scenario_text: %d bytes, over the %d a session's scenario may hold", bridgeapi.ErrInvalid, len(o.ScenarioText), bridgeapi.MaxScenarioText)
+	}
+	_, ref, err := b.sessionEnv(o.Scenario, o.ScenarioText)
+	if err != nil {
 		return nil, err
 	}
-	ss := &bridgeapi.Session{ID: newID("s_"), Prompt: o.Prompt, Scenario: o.Scenario, Claude: b.cfg.Claude, Status: bridgeapi.StatusStarting, CreatedAt: time.Now()}
+	ss := &bridgeapi.Session{ID: newID("s_"), Prompt: o.Prompt, Scenario: ref, Claude: b.cfg.Claude, Status: bridgeapi.StatusStarting, CreatedAt: time.Now()}
 	if err := b.st.insertSession(ctx, ss); err != nil {
 		return nil, err
 	}
@@ -214,19 +232,20 @@ func (b *Bridge) StartSession(ctx context.Context, o bridgeapi.StartOptions) (*b
 	return b.Session(ctx, ss.ID)
 }
 
-// sessionEnv is the environment a session's agent gets for scenario.
-func (b *Bridge) sessionEnv(scenario string) ([]string, error) {
-	if scenario == "" {
-		return nil, nil
-	}
+// sessionEnv is the environment a session's agent gets for what its client
+// asked it to play, and the name the session keeps.
+func (b *Bridge) sessionEnv(name, text string) ([]string, string, error) {
 	if b.cfg.SessionEnv == nil {
-		return nil, fmt.Errorf("%w: scenario: this bridge's agents take no scenario", bridgeapi.ErrInvalid)
+		if name != "" || text != "" {
+			return nil, "", fmt.Errorf("%w: scenario: this bridge's agents take no scenario", bridgeapi.ErrInvalid)
+		}
+		return nil, "", nil
 	}
-	env, err := b.cfg.SessionEnv(scenario)
+	env, ref, err := b.cfg.SessionEnv(name, text)
 	if err != nil {
-		return nil, fmt.Errorf("%w: scenario: %v", bridgeapi.ErrInvalid, err)
+		return nil, "", fmt.Errorf("%w: scenario: %v", bridgeapi.ErrInvalid, err)
 	}
-	return env, nil
+	return env, ref, nil
 }
 
 // spawn starts the agent of ss and its SDK side; resume, when set, is the
@@ -236,7 +255,7 @@ func (b *Bridge) spawn(ss *bridgeapi.Session, resume, prompt string) error {
 	if resume != "" {
 		args = append(args, "--resume", resume)
 	}
-	extra, err := b.sessionEnv(ss.Scenario)
+	extra, _, err := b.sessionEnv(ss.Scenario, "")
 	if err != nil {
 		return err
 	}

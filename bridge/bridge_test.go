@@ -56,11 +56,16 @@ func newEnvTB(t testing.TB, cfg bridge.Config, transcripts bool) *env {
 		fe.Transcript = filepath.Join(dir, "t-{pid}.jsonl")
 	}
 	cfg.Env = append(cfg.Env, fe.Environ()...)
-	cfg.SessionEnv = func(name string) ([]string, error) {
-		if _, err := scenarios.Load(name); err != nil {
-			return nil, err
+	if cfg.SessionEnv == nil {
+		cfg.SessionEnv = func(name, text string) ([]string, string, error) {
+			if name == "" {
+				return nil, "", nil
+			}
+			if _, err := scenarios.Builtin(name); err != nil {
+				return nil, "", err
+			}
+			return fakeclaude.Env{Scenario: name}.Environ(), name, nil
 		}
-		return fakeclaude.Env{Scenario: name}.Environ(), nil
 	}
 	cfg.StopGrace = 2 * time.Second
 	b, err := bridge.New(cfg)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -29,6 +30,13 @@ type Server struct {
 	OriginPatterns []string
 	// Keepalive is the SSE comment interval; default 15s.
 	Keepalive time.Duration
+	// Hosts lists the names the bridge answers to besides loopback ones
+	// (localhost, 127.0.0.0/8, ::1). A request naming another Host is
+	// refused, so a web page whose name resolves to loopback (DNS
+	// rebinding) cannot talk to the bridge. AnyHost answers every name
+	// (askctl serve --allow-remote).
+	Hosts   []string
+	AnyHost bool
 
 	wsMu   sync.Mutex
 	wsConn map[string]*wsClient // the active connection of each session (dashboards, on every session, are not kept)
@@ -54,7 +62,38 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no route %s %s (see the bridge package docs)", r.Method, r.URL.Path))
 	})
-	return mux
+	return s.checkHost(mux)
+}
+
+// checkHost refuses a request whose Host the bridge does not answer to.
+func (s *Server) checkHost(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.AnyHost && !s.hostAllowed(r.Host) {
+			writeError(w, http.StatusForbidden, "forbidden_host", fmt.Sprintf("Host %q is not a name this bridge answers to (loopback names, and those given with --host)", r.Host))
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) hostAllowed(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return true
+	}
+	for _, h := range s.Hosts {
+		if strings.EqualFold(h, host) {
+			return true
+		}
+	}
+	return false
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -110,7 +149,13 @@ func (s *Server) authQuery(h http.HandlerFunc) http.HandlerFunc { return s.check
 
 func (s *Server) checkToken(h http.HandlerFunc, query bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		// The scheme is case-insensitive (RFC 9110): "bearer" is Bearer.
+		scheme, tok, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+		ok = ok && strings.EqualFold(scheme, "Bearer")
+		tok = strings.TrimSpace(tok)
+		if !ok {
+			tok = ""
+		}
 		if !ok && query {
 			tok = r.URL.Query().Get("token")
 		}
@@ -334,6 +379,12 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	session := r.URL.Query().Get("session")
+	if session != "" {
+		if _, err := s.B.Session(r.Context(), session); err != nil {
+			fail(w, err)
+			return
+		}
+	}
 	last := r.Header.Get("Last-Event-ID")
 	if last == "" {
 		last = r.URL.Query().Get("last_event_id")

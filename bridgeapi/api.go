@@ -5,6 +5,10 @@ import "github.com/askctl/askctl/protocol"
 // MaxBody bounds a request body and a WebSocket message.
 const MaxBody = 1 << 20
 
+// MaxScenarioText bounds StartOptions.ScenarioText, so that the request,
+// JSON-escaped, stays within MaxBody.
+const MaxScenarioText = MaxBody / 2
+
 // APIError is the body of every error response.
 type APIError struct {
 	Code  string `json:"code"` // not_found, resolved, invalid, bad_request, unauthorized, too_large, internal
@@ -38,8 +42,14 @@ type SkipRequest struct {
 type StartOptions struct {
 	Prompt string `json:"prompt"`
 	// Scenario names what a fake agent plays, for a bridge whose CLI is
-	// fakeclaude (askctl serve); a bridge whose agents take none refuses it.
+	// fakeclaude (askctl serve): a built-in scenario. A bridge never opens a
+	// path a client names: a scenario of the client's own goes as
+	// ScenarioText.
 	Scenario string `json:"scenario,omitempty"`
+	// ScenarioText is a scenario's content (a .txtar), at most
+	// MaxScenarioText bytes: askctl session start --scenario FILE reads the
+	// file and sends it.
+	ScenarioText string `json:"scenario_text,omitempty"`
 }
 
 // AnswerResult is how an answer was taken.

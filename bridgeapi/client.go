@@ -48,7 +48,7 @@ func (e *RemoteError) Is(target error) bool {
 		return target == ErrResolved
 	case "invalid", "bad_request", "too_large":
 		return target == ErrInvalid
-	case "unauthorized":
+	case "unauthorized", "forbidden_host":
 		return target == ErrUnauthorized
 	}
 	return false

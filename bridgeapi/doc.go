@@ -12,7 +12,9 @@
 //
 // # HTTP API
 //
-// Every request but GET /api/health needs "Authorization: Bearer TOKEN"
+// Every request names a Host the bridge answers to (a loopback name, or one
+// it was given; 403 forbidden_host otherwise, against DNS rebinding), and
+// every request but GET /api/health needs "Authorization: Bearer TOKEN"
 // (the WebSocket and SSE endpoints also take ?token=, as browsers cannot set
 // headers there). Bodies are JSON, at most 1 MiB, with no unknown fields.
 //

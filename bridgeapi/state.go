@@ -46,6 +46,13 @@ func EnsureToken(dir string) (string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}
+	// A directory made before (by hand, or with a looser umask) is closed
+	// to others too: it holds the database of people's answers.
+	if fi, err := os.Stat(dir); err == nil && fi.Mode().Perm()&0o077 != 0 {
+		if err := os.Chmod(dir, fi.Mode().Perm()&0o700); err != nil {
+			return "", fmt.Errorf("state directory %s is open to others (mode %v) and cannot be closed: %w", dir, fi.Mode().Perm(), err)
+		}
+	}
 	path := filepath.Join(dir, "token")
 	if tok, err := ReadToken(dir); err == nil {
 		return tok, nil

@@ -106,12 +106,9 @@ func readSessions(dir string) map[string][]byte {
 	return out
 }
 
-// Kill ends the process at once.
-func (p *Process) Kill() {
-	if p.cmd.Process != nil {
-		_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	}
-}
+// Kill ends the process at once, with what it started (it runs in a
+// process group of its own).
+func (p *Process) Kill() { killGroup(p.cmd) }
 
 // PID is the process id.
 func (p *Process) PID() int { return p.cmd.Process.Pid }
@@ -143,6 +140,8 @@ func Launch(ctx context.Context, c Command) (*Process, error) {
 	p.stderr = &lockedBuffer{}
 	cmd.Stderr = p.stderr
 	cmd.WaitDelay = 2 * time.Second
+	ownGroup(cmd)
+	cmd.Cancel = func() error { killGroup(cmd); return nil }
 	if err := cmd.Start(); err != nil {
 		outR.Close()
 		outW.Close()

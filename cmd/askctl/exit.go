@@ -60,7 +60,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	defer stop()
 	s := &stdio{getenv: getenv, in: stdin, out: stdout, err: stderr, current: "askctl"}
 	app := newApp(s)
-	err := app.Run(ctx, args)
+	var err error
+	if len(args) > 1 && !strings.HasPrefix(args[1], "-") && app.Command(args[1]) == nil && args[1] != "help" {
+		// An unknown command followed by its flags would be read as the
+		// root's flags ("flag provided but not defined"): name the command.
+		err = unknownCommand(args[1], app)
+	} else {
+		err = app.Run(ctx, args)
+	}
 	if name, ok := noHelpTopic(err); ok {
 		err = unknownCommand(name, app)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -34,6 +36,7 @@ type serveOptions struct {
 	otherTools       string
 	env              []string
 	origins          []string
+	hosts            []string
 	io               *stdio
 }
 
@@ -84,6 +87,7 @@ Examples:
 			&cli.StringFlag{Name: "other-tools", Value: "allow", Usage: "policy for can_use_tool of other tools: allow or deny", Destination: &o.otherTools},
 			&cli.StringSliceFlag{Name: "env", Usage: "KEY=VALUE added to every agent's environment (repeatable)", Destination: &o.env},
 			&cli.StringSliceFlag{Name: "origin", Usage: "extra host whose pages may open the WebSocket (repeatable)", Destination: &o.origins},
+			&cli.StringSliceFlag{Name: "host", Usage: "a name the bridge answers to besides loopback ones, as requests give it in Host (repeatable); --allow-remote answers every name", Destination: &o.hosts},
 		},
 		Before: func(ctx context.Context, cmd *cli.Command) (context.Context, error) {
 			if cmd.Args().Len() > 0 {
@@ -146,13 +150,49 @@ func agentCLI(ctx context.Context, claude string, warn func(string, ...any)) (st
 	return p, nil, err
 }
 
-// scenarioEnv is how a session's scenario reaches its agent: as fakeclaude's
-// scenario, once it is known to load.
-func scenarioEnv(name string) ([]string, error) {
-	if _, err := scenarios.Load(name); err != nil {
-		return nil, err
+// scenarioStore is how a session's scenario reaches its agent, as
+// fakeclaude's: a built-in by name, or a client's own scenario, sent as its
+// content and kept in the state directory under a name of the bridge's
+// making. The bridge opens no path a client names.
+type scenarioStore struct {
+	dir  string // where sent scenarios are kept
+	fake bool   // the CLI is fakeclaude: a session needs a scenario
+}
+
+// sentName is the name a sent scenario is kept under: its hash.
+var sentName = regexp.MustCompile(`^sent-[0-9a-f]{16}\.txtar$`)
+
+func (s scenarioStore) env(name, text string) ([]string, string, error) {
+	switch {
+	case text != "":
+		if _, err := scenarios.Parse("scenario_text", []byte(text)); err != nil {
+			return nil, "", err
+		}
+		sum := sha256.Sum256([]byte(text))
+		ref := fmt.Sprintf("sent-%x.txtar", sum[:8])
+		path := filepath.Join(s.dir, ref)
+		if err := os.MkdirAll(s.dir, 0o700); err != nil {
+			return nil, "", err
+		}
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			return nil, "", err
+		}
+		return fakeclaude.Env{Scenario: path}.Environ(), ref, nil
+	case name == "" && s.fake:
+		return nil, "", errors.New("this bridge's CLI is fakeclaude, which plays a scenario: name one (askctl session start --scenario NAME|FILE)")
+	case name == "":
+		return nil, "", nil
+	case sentName.MatchString(name):
+		path := filepath.Join(s.dir, name)
+		if _, err := os.Stat(path); err != nil {
+			return nil, "", fmt.Errorf("no scenario %s was sent to this bridge", name)
+		}
+		return fakeclaude.Env{Scenario: path}.Environ(), name, nil
 	}
-	return fakeclaude.Env{Scenario: name}.Environ(), nil
+	if _, err := scenarios.Builtin(name); err != nil {
+		return nil, "", fmt.Errorf("no built-in scenario %q (the built-ins: %s); a scenario of your own goes as its content (askctl session start --scenario FILE sends it)", name, strings.Join(scenarios.Names(), ", "))
+	}
+	return fakeclaude.Env{Scenario: name}.Environ(), name, nil
 }
 
 func runServe(ctx context.Context, o *serveOptions) error {
@@ -185,7 +225,7 @@ func runServe(ctx context.Context, o *serveOptions) error {
 		return err
 	}
 	defer ln.Close()
-	b, err := bridge.New(bridge.Config{DB: db, Claude: claude, Env: append(env, o.env...), SessionEnv: scenarioEnv, Timeout: o.timeout,
+	b, err := bridge.New(bridge.Config{DB: db, Claude: claude, Env: append(env, o.env...), SessionEnv: scenarioStore{dir: filepath.Join(dir, "scenarios"), fake: o.claude == "fakeclaude"}.env, Timeout: o.timeout,
 		TimeoutInterrupt: o.timeoutInterrupt, OtherTools: o.otherTools, Logf: logf})
 	if err != nil {
 		return err
@@ -197,7 +237,7 @@ func runServe(ctx context.Context, o *serveOptions) error {
 		return err
 	}
 	defer bridgeapi.RemoveEndpoint(dir, os.Getpid())
-	srv := &http.Server{Handler: (&bridge.Server{B: b, Token: token, OriginPatterns: o.origins}).Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: (&bridge.Server{B: b, Token: token, OriginPatterns: o.origins, Hosts: o.hosts, AnyHost: o.allowRemote}).Handler(), ReadHeaderTimeout: 10 * time.Second}
 	logf("listening on %s (claude: %s; token: %s; database: %s)", url, claude, filepath.Join(dir, "token"), db)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

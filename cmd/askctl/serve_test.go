@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -768,4 +769,102 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()
+}
+
+// TestServeOpensNoPathAClientNames: a client that names a path as a
+// session's scenario gets the same refusal whether the file exists or not,
+// at once (no /dev/zero read until the bridge dies); askctl session start
+// reads a scenario file itself and sends its content, so a relative path
+// works from any directory; content over the bound is refused before it is
+// sent; a fakeclaude bridge refuses a session with no scenario up front.
+func TestServeOpensNoPathAClientNames(t *testing.T) {
+	s := serve(t)
+	api, err := (&bridgeConn{state: s.state}).client(&stdio{getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var msgs []string
+	for _, path := range []string{"/etc/passwd", "/dev/zero", "/no/such/file.txtar", "../../etc/hostname"} {
+		_, err := api.StartSession(ctx, bridgeapi.StartOptions{Prompt: "x", Scenario: path})
+		if !errors.Is(err, bridgeapi.ErrInvalid) {
+			t.Fatalf("scenario %s: %v, want invalid", path, err)
+		}
+		msgs = append(msgs, strings.ReplaceAll(err.Error(), path, "PATH"))
+	}
+	for _, m := range msgs[1:] {
+		if m != msgs[0] {
+			t.Errorf("the refusals differ by path, which tells what exists:\n%s\n%s", msgs[0], m)
+		}
+	}
+
+	// A file of the caller's own, by a path relative to the working
+	// directory: read here, sent as content.
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.txtar")
+	src, _ := scenarios.Builtin("ask-single")
+	if err := os.WriteFile(good, src.Source, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wd, _ := os.Getwd()
+	rel, err := filepath.Rel(wd, good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := strings.TrimSpace(s.must("session", "start", "--scenario", rel, "--prompt", "Set up storage for the app."))
+	var ss bridgeapi.Session
+	if err := json.Unmarshal([]byte(s.must("session", "ls", "--json")), &[]*bridgeapi.Session{&ss}); err != nil || ss.ID != id || !strings.HasPrefix(ss.Scenario, "sent-") {
+		t.Errorf("the session: %+v (%v), want %s playing a sent scenario", ss, err, id)
+	}
+	q := gjson.Get(s.must("pending", "--wait", "--timeout", "10s", "--json"), "0.question_id").String()
+	s.must("answer", "--id", q, "Postgres")
+	if codes := s.exits(1); codes[0] != 0 {
+		t.Errorf("fakeclaude exited %v", codes)
+	}
+
+	big := filepath.Join(dir, "big.txtar")
+	if err := os.WriteFile(big, bytes.Repeat([]byte("x"), bridgeapi.MaxScenarioText+1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := s.askctl("session", "start", "--scenario", big, "--prompt", "x"); code != exitRejected || !strings.Contains(errOut, "KiB") {
+		t.Errorf("an oversized scenario: exit %d, %s", code, errOut)
+	}
+	bad := filepath.Join(dir, "bad.txtar")
+	if err := os.WriteFile(bad, []byte("no sections\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := s.askctl("session", "start", "--scenario", bad, "--prompt", "x"); code != exitRejected || !strings.Contains(errOut, "bad.txtar") {
+		t.Errorf("a broken scenario: exit %d, %s", code, errOut)
+	}
+	if code, _, errOut := s.askctl("session", "start", "--prompt", "x"); code != exitRejected || !strings.Contains(errOut, "fakeclaude") {
+		t.Errorf("no scenario on a fakeclaude bridge: exit %d, %s", code, errOut)
+	}
+}
+
+// TestUnknownNamesExit: a session that does not exist is exit 4 for
+// pending and watch (not an empty list, not a wait forever); a mistyped
+// command followed by its flags is named, with the nearest command.
+func TestUnknownNamesExit(t *testing.T) {
+	s := serve(t)
+	for _, args := range [][]string{{"pending", "--session", "s_nope"}, {"pending", "--session", "s_nope", "--wait", "--timeout", "30s"}, {"watch", "--session", "s_nope"}} {
+		done := make(chan struct{})
+		var code int
+		var errOut string
+		go func() {
+			defer close(done)
+			code, _, errOut = s.askctl(args...)
+		}()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("askctl %s: still running after 20s", strings.Join(args, " "))
+		}
+		if code != exitNotFound || !strings.Contains(errOut, "s_nope") {
+			t.Errorf("askctl %s: exit %d, %s; want %d naming the session", strings.Join(args, " "), code, errOut, exitNotFound)
+		}
+	}
+	if code, _, errOut := s.askctl("anwser", "--id", "q_1", "x"); code != exitUsage || !strings.Contains(errOut, `did you mean "answer"`) {
+		t.Errorf("a typo with flags: exit %d, %s", code, errOut)
+	}
 }

@@ -2,11 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/askctl/askctl/bridgeapi"
+	"github.com/askctl/askctl/scenarios"
 	"github.com/urfave/cli/v3"
 )
 
@@ -51,7 +56,7 @@ stopped (its pending questions are withdrawn).
 				Usage: "start a session with a prompt",
 				Flags: append([]cli.Flag{
 					&cli.StringFlag{Name: "prompt", Usage: "the user's message", Destination: &o.prompt},
-					&cli.StringFlag{Name: "scenario", Usage: "fakeclaude's scenario (a built-in name or a file), when the bridge runs fakeclaude", Destination: &o.scenario},
+					&cli.StringFlag{Name: "scenario", Usage: "fakeclaude's scenario, when the bridge runs fakeclaude: a built-in name, or a file (askctl reads it and sends its content)", Destination: &o.scenario},
 					jsonFlag,
 				}, o.conn.apiFlags()...),
 				Before: func(ctx context.Context, cmd *cli.Command) (context.Context, error) {
@@ -95,7 +100,11 @@ func runSessionStart(ctx context.Context, o *sessionOptions) error {
 	if err != nil {
 		return err
 	}
-	ss, err := c.StartSession(ctx, bridgeapi.StartOptions{Prompt: o.prompt, Scenario: o.scenario})
+	so := bridgeapi.StartOptions{Prompt: o.prompt}
+	if so.Scenario, so.ScenarioText, err = readScenario(o.scenario); err != nil {
+		return err
+	}
+	ss, err := c.StartSession(ctx, so)
 	if err != nil {
 		return err
 	}
@@ -104,6 +113,35 @@ func runSessionStart(ctx context.Context, o *sessionOptions) error {
 	}
 	fmt.Fprintln(o.io.out, ss.ID)
 	return nil
+}
+
+// readScenario is what session start sends for --scenario: a built-in's
+// name, or a file's content, read here (the bridge opens no path a client
+// names), bounded and checked first so that its errors name the file, line
+// and field.
+func readScenario(arg string) (name, text string, err error) {
+	if arg == "" {
+		return "", "", nil
+	}
+	f, err := os.Open(arg)
+	if err != nil {
+		if _, berr := scenarios.Builtin(arg); berr == nil && errors.Is(err, os.ErrNotExist) {
+			return arg, "", nil
+		}
+		return "", "", usagef("--scenario %s: neither a file (%v) nor a built-in (%s)", arg, err, strings.Join(scenarios.Names(), ", "))
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, bridgeapi.MaxScenarioText+1))
+	if err != nil {
+		return "", "", fmt.Errorf("--scenario %s: %w", arg, err)
+	}
+	if len(data) > bridgeapi.MaxScenarioText {
+		return "", "", exitWithMessage{exitRejected, fmt.Sprintf("--scenario %s is over %d KiB, more than a bridge takes for a session's scenario", arg, bridgeapi.MaxScenarioText>>10)}
+	}
+	if _, err := scenarios.Parse(arg, data); err != nil {
+		return "", "", exitWithMessage{exitRejected, err.Error()}
+	}
+	return "", string(data), nil
 }
 
 func runSessionLs(ctx context.Context, o *sessionOptions) error {
