@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/askctl/askctl/bridgeapi"
@@ -87,6 +88,8 @@ type live struct {
 	proc *claudecli.Process
 	done chan struct{}
 	mcp  *mcpSession // an MCP server's session (askctl mcp): no agent process
+
+	failure atomic.Pointer[string] // the agent's last error result ("Not logged in · …")
 }
 
 // respond sends a question's resolution to its asker: the agent's
@@ -268,7 +271,19 @@ func (b *Bridge) spawn(ss *bridgeapi.Session, resume, prompt string) error {
 	src := sdk.SourceFunc(func(s *sdk.Session, r sdk.Request) { b.ask(ss.ID, s, r) })
 	s, err := sdk.Start(b.ctx, proc.Stdin, proc.Stdout, src, sdk.Options{
 		OnCancel: func(_ *sdk.Session, requestID string) { b.agentCancelled(ss.ID, requestID) },
-		OnResult: func(s *sdk.Session, _ protocol.Line) { s.CloseInput() },
+		OnResult: func(s *sdk.Session, line protocol.Line) {
+			// An error result is the agent's own word on why it stops: the
+			// session's detail, if it then exits with an error.
+			var r struct {
+				IsError bool   `json:"is_error"`
+				Result  string `json:"result"`
+			}
+			if json.Unmarshal(line.Raw, &r) == nil && r.IsError && strings.TrimSpace(r.Result) != "" {
+				text := lastLine(r.Result)
+				l.failure.Store(&text)
+			}
+			s.CloseInput()
+		},
 		OnMessage: func(s *sdk.Session, l protocol.Line) {
 			if l.Type == protocol.TypeSystem && l.Subtype == protocol.SubtypeInit {
 				b.sawInit(ss.ID, s.SessionID())
@@ -276,9 +291,15 @@ func (b *Bridge) spawn(ss *bridgeapi.Session, resume, prompt string) error {
 		},
 	})
 	if err != nil {
+		// The agent is gone before it read its first line: say how it
+		// ended, which is what the person can act on.
 		proc.Kill()
-		proc.Wait()
-		return err
+		code, _ := proc.Wait()
+		why := fmt.Sprintf("the agent exited at once, with status %d", code)
+		if e := strings.TrimSpace(proc.Stderr()); e != "" {
+			why += ": " + lastLine(e)
+		}
+		return fmt.Errorf("%s (%v)", why, err)
 	}
 	l.s = s
 	ss.Status = bridgeapi.StatusRunning
@@ -330,7 +351,9 @@ func (b *Bridge) watch(id string, l *live) {
 		ss.Detail = sdkErr.Error()
 	case code != 0:
 		ss.Detail = fmt.Sprintf("the agent exited with status %d", code)
-		if e := strings.TrimSpace(l.proc.Stderr()); e != "" {
+		if f := l.failure.Load(); f != nil {
+			ss.Detail += ": " + *f
+		} else if e := strings.TrimSpace(l.proc.Stderr()); e != "" {
 			ss.Detail += ": " + lastLine(e)
 		}
 	}
@@ -800,7 +823,8 @@ func statusEvent(ss *bridgeapi.Session) bridgeapi.Event {
 		pending := ss.PendingQuestionID
 		pq = &pending
 	}
-	return bridgeapi.Event{Type: bridgeapi.EventStatus, SessionID: ss.ID, Status: ss.Status, WaitingForUser: &waiting, PendingQuestionID: pq, Time: time.Now().UTC()}
+	return bridgeapi.Event{Type: bridgeapi.EventStatus, SessionID: ss.ID, Status: ss.Status, WaitingForUser: &waiting, PendingQuestionID: pq,
+		ExitCode: ss.ExitCode, Detail: ss.Detail, Time: time.Now().UTC()}
 }
 
 // publish logs an event and hands it to every subscriber of its session.

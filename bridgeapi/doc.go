@@ -52,7 +52,9 @@
 //	ask_user_skipped    {"question_id","reason"}
 //	ask_user_withdrawn  {"question_id","reason"}                   cancelled by the agent, or it exited
 //	ask_user_resumed    {"question_id","answers","reason"}         a late answer resumed the session
-//	session_status      {"session_id","status","waiting_for_user","pending_question_id"}
+//	session_status      {"session_id","status","waiting_for_user","pending_question_id","exit_code","detail"}
+//	                    (exit_code and detail once the agent has ended: its status, and why, such as
+//	                    its last error result)
 //
 // The SSE stream sends each as "id: <seq>\nevent: <type>\ndata: <json>".
 // A client that reconnects with Last-Event-ID gets every event it missed;

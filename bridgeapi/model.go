@@ -84,6 +84,8 @@ type Event struct {
 	Status            string              `json:"status,omitempty"`
 	WaitingForUser    *bool               `json:"waiting_for_user,omitempty"`
 	PendingQuestionID *string             `json:"pending_question_id,omitempty"`
+	ExitCode          *int                `json:"exit_code,omitempty"` // session_status of an ended session
+	Detail            string              `json:"detail,omitempty"`    // why it ended, when it did not end well
 	Error             string              `json:"error,omitempty"`
 	Reason            string              `json:"reason,omitempty"`
 	Time              time.Time           `json:"time"`

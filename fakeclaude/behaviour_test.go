@@ -52,6 +52,9 @@ func startScenario(t *testing.T, sc *scenarios.Scenario, args []string, opts fak
 	outR, outW := io.Pipe()
 	s := &session{t: t, in: inW, out: protocol.NewDecoder(outR), done: make(chan fakeclaude.Outcome, 1), stderr: &bytes.Buffer{}}
 	opts.Scenario, opts.Flags, opts.Stderr = sc, flags, s.stderr
+	if opts.Home == "" {
+		opts.Home = t.TempDir() // a getenv of the test's own has no CLAUDE_CONFIG_DIR: keep out of ~/.claude
+	}
 	if opts.Timeout == 0 {
 		opts.Timeout = 5 * time.Second
 	}

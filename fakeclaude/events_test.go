@@ -38,6 +38,7 @@ func TestLiveEventsAndTranscriptFile(t *testing.T) {
 		"FAKECLAUDE_EVENTS":     "tcp:" + ln.Addr().String(),
 		"FAKECLAUDE_TRANSCRIPT": filepath.Join(dir, "t-{pid}.jsonl"),
 		"FAKECLAUDE_TIMEOUT":    "2s",
+		"CLAUDE_CONFIG_DIR":     filepath.Join(dir, ".claude"),
 	}
 	// The SDK side: initialize, a prompt, and a skip whose request_id is not
 	// known in advance; a pipe lets the test answer after reading the request.

@@ -118,6 +118,9 @@ func runPrint(t *testing.T, sc *scenarios.Scenario, args []string, stdin string,
 	}
 	var stdout, stderr bytes.Buffer
 	opts.Scenario, opts.Flags, opts.Stderr = sc, flags, &stderr
+	if opts.Home == "" {
+		opts.Home = t.TempDir() // a getenv of the test's own has no CLAUDE_CONFIG_DIR: keep out of ~/.claude
+	}
 	if opts.Timeout == 0 {
 		opts.Timeout = 10 * time.Second
 	}

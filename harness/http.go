@@ -259,7 +259,10 @@ func fromBridgeEvent(e bridgeapi.Event) SurfaceEvent {
 	case bridgeapi.EventResumed:
 		se.Type = SurfResumed
 	case bridgeapi.EventStatus:
-		se.Type, se.Waiting = SurfStatus, e.WaitingForUser
+		se.Type, se.Waiting, se.Exit = SurfStatus, e.WaitingForUser, e.ExitCode
+		if e.Detail != "" {
+			se.Reason = e.Detail
+		}
 		if e.PendingQuestionID != nil {
 			se.PendingID = *e.PendingQuestionID
 		}

@@ -126,6 +126,7 @@ type SurfaceEvent struct {
 	Answers    map[string]string   `json:"answers,omitempty"`
 	Timeout    int                 `json:"timeout_seconds,omitempty"` // a question's time to answer
 	Status     string              `json:"status,omitempty"`          // a session's status
+	Exit       *int                `json:"exit_code,omitempty"`       // an ended session's agent's exit status
 	Waiting    *bool               `json:"waiting_for_user,omitempty"`
 	PendingID  string              `json:"pending_question_id,omitempty"`
 	Reason     string              `json:"reason,omitempty"`

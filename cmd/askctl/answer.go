@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -29,7 +30,9 @@ const (
 
 const bridgeExitHelp = `Exit status: 0 done, 1 nothing came in time (pending --wait), 2 usage,
 3 another error, 4 no such question or session, 5 already answered, skipped,
-expired or withdrawn, 6 answer rejected, 7 bridge unreachable or token refused.`
+expired or withdrawn (pending --wait --session: the session has ended, and
+why), 6 answer rejected, 7 bridge unreachable or token refused,
+130 interrupted (Ctrl-C, SIGTERM).`
 
 // ---- answer
 
@@ -358,7 +361,14 @@ The table marks the questions of a request already answered and held.
 
 func runPending(ctx context.Context, o *pendingOptions) error {
 	changed := make(chan struct{}, 1)
+	var mu sync.Mutex
+	var ended *harness.SurfaceEvent // the session's end, when --session names one that ended
 	p, err := o.conn.open(ctx, o.io, o.session, func(e harness.SurfaceEvent) {
+		if o.session != "" && e.Type == harness.SurfStatus && e.Session == o.session && (e.Status == bridgeapi.StatusExited || e.Status == bridgeapi.StatusLost) {
+			mu.Lock()
+			ended = &e
+			mu.Unlock()
+		}
 		select {
 		case changed <- struct{}{}:
 		default:
@@ -376,6 +386,20 @@ func runPending(ctx context.Context, o *pendingOptions) error {
 		deadline := time.NewTimer(o.timeout)
 		defer deadline.Stop()
 		for len(ps) == 0 {
+			mu.Lock()
+			e := ended
+			mu.Unlock()
+			if e != nil {
+				// Nothing more will come: say why, at once.
+				why := "it has ended"
+				if e.Exit != nil {
+					why = fmt.Sprintf("its agent exited with status %d", *e.Exit)
+				}
+				if e.Reason != "" && (e.Exit == nil || *e.Exit != 0) {
+					why = clip.Printable(e.Reason)
+				}
+				return exitWithMessage{exitResolved, fmt.Sprintf("session %s will ask nothing more: %s", o.session, why)}
+			}
 			select {
 			case <-changed:
 			case <-deadline.C:
@@ -553,8 +577,14 @@ func describeEvent(ev harness.SurfaceEvent) string {
 		return fmt.Sprintf("%s %s %s: %s", t, ev.QuestionID, ev.Type, clip.Printable(ev.Reason))
 	case harness.SurfStatus:
 		s := fmt.Sprintf("%s session %s %s", t, ev.Session, ev.Status)
+		if ev.Exit != nil {
+			s += fmt.Sprintf(" (exit %d)", *ev.Exit)
+		}
 		if ev.PendingID != "" {
 			s += ", waiting for the user on " + ev.PendingID
+		}
+		if ev.Reason != "" {
+			s += ": " + clip.Printable(ev.Reason)
 		}
 		return s
 	case harness.SurfTaken:

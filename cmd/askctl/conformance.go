@@ -58,7 +58,8 @@ or a profile file. See conformance/README.md to write a profile.
 Output: a line per case as it ends (stderr), then a table by requirement with
 measured latencies; --junit and --json write reports for CI. Exit status 0
 when every case that ran passed (expected failures aside), 1 when one failed,
-2 for bad flags or an invalid profile, 3 when the suite could not run.
+2 for bad flags or an invalid profile, 3 when the suite could not run,
+130 when it was interrupted (the cases that had not run are listed so).
 
 Examples:
   askctl conformance
@@ -215,7 +216,7 @@ func runConformance(ctx context.Context, o *conformanceOptions) error {
 	}
 	switch {
 	case errors.Is(err, conformance.ErrInterrupted):
-		return fmt.Errorf("interrupted: the cases that had not run are skipped")
+		return err // exit 130, as every command interrupted
 	case err != nil:
 		return err // the bridge would not start: exit 3
 	case rep.Failed():

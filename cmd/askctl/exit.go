@@ -22,6 +22,10 @@ const (
 	exitMismatch = 1 // replay, fidelity: a session differs from what it should be
 	exitUsage    = 2 // bad flags or arguments, an unreadable or invalid scenario
 	exitError    = 3 // something failed to run (an agent would not start, …)
+	// exitInterrupted: SIGINT or SIGTERM stopped the command before it was
+	// done (128 + SIGINT, as a shell reports it); what it printed covers
+	// what had finished.
+	exitInterrupted = 130
 )
 
 // usageError is a mistake in how askctl was called.
@@ -75,6 +79,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	var es exitStatus
 	var em exitWithMessage
 	switch {
+	case ctx.Err() != nil && err != nil:
+		// Interrupted before it was done, whatever the command made of it
+		// (a wait cut short is not a timeout; a replay cut short found no
+		// difference). A command that runs until interrupted (serve,
+		// model, mcp, watch) returns nil then, and exits 0.
+		fmt.Fprintf(stderr, "askctl: interrupted\n")
+		return exitInterrupted
 	case err == nil:
 		return exitOK
 	case errors.Is(err, errMismatch):

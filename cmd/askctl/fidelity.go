@@ -100,6 +100,12 @@ func runFidelity(ctx context.Context, o *fidelityOptions) error {
 	equal := 0
 	for i, sc := range scs {
 		fr := replay.Fidelity(ctx, sc, agent.Fake{RunAs: fakeclaude.RoleFake}, real, replay.Options{Timeout: o.timeout})
+		if ctx.Err() != nil {
+			// Cut short: its differences are the interrupt's, not the
+			// agents'.
+			fmt.Fprintf(ew, "[%d/%d] %s: interrupted\n", i+1, len(scs), sc.Name)
+			break
+		}
 		reps = append(reps, fr)
 		status := "equal"
 		if fr.ResumedReal != nil {
@@ -116,9 +122,6 @@ func runFidelity(ctx context.Context, o *fidelityOptions) error {
 		if !o.json {
 			fmt.Fprintf(ew, "[%d/%d] %s: %s (fake %d messages in %v, real %d in %v%s)\n", i+1, len(scs), sc.Name, status,
 				fr.Fake.Messages, fr.Fake.Duration.Round(time.Millisecond), fr.Real.Messages, fr.Real.Duration.Round(time.Millisecond), leftOutNote(fr))
-		}
-		if ctx.Err() != nil {
-			break
 		}
 	}
 	if o.json {
@@ -140,6 +143,9 @@ func runFidelity(ctx context.Context, o *fidelityOptions) error {
 			v = reps[0].RealVersion
 		}
 		fmt.Fprintf(w, "fidelity: %d of %d scenarios equal between fakeclaude and claude %s\n", equal, len(reps), v)
+	}
+	if err := ctx.Err(); err != nil {
+		return err // interrupted: exit 130
 	}
 	if equal != len(reps) {
 		return errMismatch

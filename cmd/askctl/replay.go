@@ -129,12 +129,14 @@ func runReplay(ctx context.Context, o *replayOptions) error {
 	var reports []replay.Report
 	for i, sc := range scs {
 		rep := replay.Replay(ctx, sc, ag, replay.Options{Timeout: o.timeout})
+		if ctx.Err() != nil {
+			// Cut short: what it found is the interrupt's doing.
+			fmt.Fprintf(stderr, "[%d/%d] %s: interrupted\n", i+1, len(scs), sc.Name)
+			break
+		}
 		reports = append(reports, rep)
 		if len(scs) > 1 && !o.json {
 			fmt.Fprintf(stderr, "[%d/%d] %s: %s (%v)\n", i+1, len(scs), sc.Name, verdict(rep), rep.Duration.Round(time.Millisecond))
-		}
-		if ctx.Err() != nil {
-			break
 		}
 	}
 	if o.json {
@@ -143,6 +145,9 @@ func runReplay(ctx context.Context, o *replayOptions) error {
 		}
 	} else {
 		printReports(stdout, reports, o.verbose)
+	}
+	if err := ctx.Err(); err != nil {
+		return err // interrupted: exit 130
 	}
 	for _, r := range reports {
 		switch {

@@ -35,6 +35,7 @@ type serveOptions struct {
 	timeoutInterrupt bool
 	otherTools       string
 	env              []string
+	envFile          string
 	origins          []string
 	hosts            []string
 	io               *stdio
@@ -86,6 +87,7 @@ Examples:
 			&cli.BoolFlag{Name: "timeout-interrupt", Usage: "a timed-out question's deny also aborts the agent's turn", Destination: &o.timeoutInterrupt},
 			&cli.StringFlag{Name: "other-tools", Value: "allow", Usage: "policy for can_use_tool of other tools: allow or deny", Destination: &o.otherTools},
 			&cli.StringSliceFlag{Name: "env", Usage: "KEY=VALUE added to every agent's environment (repeatable)", Destination: &o.env},
+			&cli.StringFlag{Name: "env-file", Usage: "a `FILE` of KEY=VALUE lines added to every agent's environment, such as askctl model prints", Destination: &o.envFile},
 			&cli.StringSliceFlag{Name: "origin", Usage: "extra host whose pages may open the WebSocket (repeatable)", Destination: &o.origins},
 			&cli.StringSliceFlag{Name: "host", Usage: "a name the bridge answers to besides loopback ones, as requests give it in Host (repeatable); --allow-remote answers every name", Destination: &o.hosts},
 		},
@@ -112,6 +114,22 @@ func (o *serveOptions) validate() error {
 	}
 	if o.otherTools != "allow" && o.otherTools != "deny" {
 		return usagef("--other-tools: want allow or deny, got %q", o.otherTools)
+	}
+	if o.envFile != "" {
+		data, err := os.ReadFile(o.envFile)
+		if err != nil {
+			return usagef("--env-file: %v", err)
+		}
+		for i, line := range strings.Split(string(data), "\n") {
+			line = strings.TrimSpace(line)
+			if line == "" || strings.HasPrefix(line, "#") {
+				continue
+			}
+			if k, _, ok := strings.Cut(line, "="); !ok || k == "" {
+				return usagef("--env-file %s:%d: %q: want KEY=VALUE", o.envFile, i+1, line)
+			}
+			o.env = append(o.env, line)
+		}
 	}
 	for _, kv := range o.env {
 		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {

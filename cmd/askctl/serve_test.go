@@ -735,7 +735,7 @@ func TestWatchAndTerminalEscapes(t *testing.T) {
 	}
 	cancel()
 	if code := <-done; code != 0 {
-		t.Errorf("watch: exit %d", code)
+		t.Errorf("watch, which runs until interrupted: exit %d, want 0", code)
 	}
 	out := watched.String()
 	for _, want := range []string{id + " asked", id + " answered", "exited"} {
@@ -866,5 +866,76 @@ func TestUnknownNamesExit(t *testing.T) {
 	}
 	if code, _, errOut := s.askctl("anwser", "--id", "q_1", "x"); code != exitUsage || !strings.Contains(errOut, `did you mean "answer"`) {
 		t.Errorf("a typo with flags: exit %d, %s", code, errOut)
+	}
+}
+
+// TestInterruptedWaitIsNoTimeout: Ctrl-C on pending --wait is reported as
+// an interruption (exit 130), not as nothing having come in time.
+func TestInterruptedWaitIsNoTimeout(t *testing.T) {
+	s := serve(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	env := map[string]string{bridgeapi.EnvStateDir: s.state}
+	var stderr syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"askctl", "pending", "--wait", "--timeout", "1m"}, func(k string) string { return env[k] }, strings.NewReader(""), io.Discard, &stderr)
+	}()
+	// Give the wait a moment to be under way (the verdict is the same if
+	// the interrupt comes sooner: it is never a timeout).
+	select {
+	case code := <-done:
+		t.Fatalf("pending --wait returned %d before the interrupt: %s", code, stderr.String())
+	case <-time.After(300 * time.Millisecond):
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != exitInterrupted || strings.Contains(stderr.String(), "no question within") || !strings.Contains(stderr.String(), "interrupted") {
+			t.Errorf("interrupted pending --wait: exit %d, %q; want %d, interrupted", code, stderr.String(), exitInterrupted)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("pending --wait did not stop when interrupted")
+	}
+}
+
+// TestAgentFailureIsTold: an agent that fails at start with an error
+// result (the real CLI's "Not logged in") has its reason in session ls, on
+// watch (with its exit status), and pending --wait on its session returns
+// at once with it instead of waiting out its timeout.
+func TestAgentFailureIsTold(t *testing.T) {
+	cli := filepath.Join(t.TempDir(), "claude")
+	script := "#!/bin/sh\necho '{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":true,\"result\":\"Not logged in · Please run /login\"}'\nexit 1\n"
+	if err := os.WriteFile(cli, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := serve(t, "--claude", cli)
+	id := strings.TrimSpace(s.must("session", "start", "--prompt", "hi"))
+	ls := s.sessionsEnded(1)
+	if ls[0].ID != id || ls[0].ExitCode == nil || *ls[0].ExitCode != 1 || !strings.Contains(ls[0].Detail, "Not logged in") {
+		t.Errorf("session ls: %+v, want exit 1 with the agent's reason", ls[0])
+	}
+	start := time.Now()
+	code, _, errOut := s.askctl("pending", "--session", id, "--wait", "--timeout", "1m")
+	if code != exitResolved || !strings.Contains(errOut, "Not logged in") {
+		t.Errorf("pending --wait on an ended session: exit %d, %s", code, errOut)
+	}
+	if waited := time.Since(start); waited > 30*time.Second {
+		t.Errorf("pending --wait waited %v for a session that had ended", waited)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var watched syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		env := map[string]string{bridgeapi.EnvStateDir: s.state}
+		done <- run(ctx, []string{"askctl", "watch", "--session", id}, func(k string) string { return env[k] }, strings.NewReader(""), &watched, io.Discard)
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(watched.String(), "Not logged in") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	if out := watched.String(); !strings.Contains(out, "exited (exit 1)") || !strings.Contains(out, "Not logged in") {
+		t.Errorf("watch: %q, want the exit status and the reason", out)
 	}
 }

@@ -60,11 +60,37 @@ var isolated string
 // after.
 func Main(m *testing.M) {
 	RunAsFakeclaude()
+	before := userSessions()
 	code := m.Run()
 	if isolated != "" {
 		os.RemoveAll(isolated)
 	}
+	// No test writes outside its temporary directories: a session file that
+	// appeared in the user's own ~/.claude is a failure.
+	for f := range userSessions() {
+		if !before[f] {
+			fmt.Fprintf(os.Stderr, "testenv: a test wrote %s, in the user's own ~/.claude: give it a CLAUDE_CONFIG_DIR or a Home of its own\n", f)
+			code = 1
+		}
+	}
 	os.Exit(code)
+}
+
+// userSessions are the session files of the user's own ~/.claude kept for
+// this package's directory, where an in-process fakeclaude with no config
+// directory of its own would write (the user's other sessions are none of
+// the tests' business).
+func userSessions() map[string]bool {
+	out := map[string]bool{}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return out
+	}
+	files, _ := filepath.Glob(filepath.Join(claudecli.ProjectDir(filepath.Join(home, ".claude"), claudecli.RealCwd()), "*.jsonl"))
+	for _, f := range files {
+		out[f] = true
+	}
+	return out
 }
 
 // SDKDir is the repository's testdata/sdk: the pinned npm packages.
