@@ -713,3 +713,49 @@ func TestCloseStopsHungAgentsTogether(t *testing.T) {
 		t.Errorf("closing with %d hung agents took %v: they were stopped one after another (grace %v)", n, took, grace)
 	}
 }
+
+// TestWriteErrorsStrandNothing: the database refuses writes (a full disk)
+// while an agent with a pending question exits. Once writes work again,
+// the state is consistent without a restart: the session has exited, its
+// question is withdrawn, and the surfaces were told.
+func TestWriteErrorsStrandNothing(t *testing.T) {
+	e := newEnv(t, bridge.Config{})
+	sub := e.b.Subscribe("")
+	defer sub.Close()
+	s := e.start("exit-pending", "Set up storage for the app.")
+	q := e.pending(s.ID, 1)[0]
+	var mu sync.Mutex
+	failed := 0
+	full := errors.New("database or disk is full")
+	e.b.FailWrites(func(op string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if failed < 6 {
+			failed++
+			return full
+		}
+		return nil
+	})
+	deadline := time.After(20 * time.Second)
+	withdrawn := false
+	for !withdrawn {
+		select {
+		case ev := <-sub.C:
+			withdrawn = ev.Type == bridgeapi.EventWithdrawn && ev.QuestionID == q.ID
+		case <-deadline:
+			t.Fatalf("question %s was never withdrawn after its agent exited (writes failed %d times)", q.ID, failed)
+		}
+	}
+	ss := e.ended(s.ID)
+	if ss.Status != bridgeapi.StatusExited {
+		t.Errorf("session %s: %s, want exited", s.ID, ss.Status)
+	}
+	if now, err := e.c.Question(bg, q.ID); err != nil || now.Status != bridgeapi.QuestionWithdrawn {
+		t.Errorf("question %s: %+v, %v; want withdrawn", q.ID, now, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if failed < 6 {
+		t.Errorf("only %d writes failed: the fault was not exercised", failed)
+	}
+}

@@ -337,11 +337,12 @@ func (b *Bridge) watch(id string, l *live) {
 		// questions pending, for the next bridge to resume.
 		return
 	}
-	ctx := context.Background()
-	ss, err := b.st.session(ctx, id)
-	if err != nil {
-		b.cfg.Logf("session %s: %v", id, err)
-		return
+	var ss *bridgeapi.Session
+	if b.durably("session "+id+": reading it after its agent exited", func(ctx context.Context) (err error) {
+		ss, err = b.st.session(ctx, id)
+		return err
+	}) != nil {
+		return // the bridge is closing: the next one finds the session lost
 	}
 	ss.Status, ss.ExitCode, ss.EndedAt = bridgeapi.StatusExited, &code, time.Now()
 	switch {
@@ -357,10 +358,19 @@ func (b *Bridge) watch(id string, l *live) {
 			ss.Detail += ": " + lastLine(e)
 		}
 	}
-	if err := b.st.setStatus(ctx, ss); err != nil {
-		b.cfg.Logf("session %s: %v", id, err)
+	// Every change of an ended session reaches the database, or the
+	// session would stay "running" with its question pending until a
+	// restart: a failed write (a full disk) is retried until it is made.
+	if b.durably("session "+id+": marking it exited", func(ctx context.Context) error { return b.st.setStatus(ctx, ss) }) != nil {
+		return
 	}
-	qs, _ := b.st.questions(ctx, bridgeapi.QuestionPending, id)
+	var qs []*bridgeapi.Question
+	if b.durably("session "+id+": listing its pending questions", func(ctx context.Context) (err error) {
+		qs, err = b.st.questions(ctx, bridgeapi.QuestionPending, id)
+		return err
+	}) != nil {
+		return
+	}
 	for _, q := range qs {
 		b.withdraw(q, bridgeapi.QuestionWithdrawn, "the agent exited")
 	}
@@ -701,8 +711,11 @@ func (b *Bridge) agentCancelled(sessionID, requestID string) {
 func (b *Bridge) withdraw(q *bridgeapi.Question, status, reason string) {
 	b.answerMu.Lock()
 	defer b.answerMu.Unlock()
-	won, err := b.st.resolve(context.Background(), q.ID, status, nil, reason, time.Now())
-	if err != nil || !won {
+	var won bool
+	if err := b.durably("question "+q.ID+": withdrawing it", func(ctx context.Context) (err error) {
+		won, err = b.st.resolve(ctx, q.ID, status, nil, reason, time.Now())
+		return err
+	}); err != nil || !won {
 		return
 	}
 	b.stopTimer(q.ID)
@@ -808,6 +821,35 @@ func (b *Bridge) fillTimeout(q *bridgeapi.Question) {
 // timeoutSeconds is a timeout in whole seconds, rounded up: a surface told
 // 0 would show no time at all.
 func timeoutSeconds(d time.Duration) int { return int((d + time.Second - 1) / time.Second) }
+
+// durably runs a state change until it reaches the database: a write
+// that fails (a full disk, a locked file) is logged once and retried, with
+// a growing pause, until it is made or the bridge closes (then the next
+// bridge finds the session lost, and its questions pending, as after a
+// crash). Nothing is left half-changed in memory.
+func (b *Bridge) durably(what string, f func(ctx context.Context) error) error {
+	delay := 20 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := f(b.ctx)
+		if err == nil {
+			if attempt > 1 {
+				b.cfg.Logf("%s: written after %d attempts", what, attempt)
+			}
+			return nil
+		}
+		if attempt == 1 {
+			b.cfg.Logf("%s: %v; retrying until it is written", what, err)
+		}
+		select {
+		case <-b.ctx.Done():
+			return err
+		case <-time.After(delay):
+		}
+		if delay < time.Second {
+			delay *= 2
+		}
+	}
+}
 
 // publishStatus tells the surfaces a session's state.
 func (b *Bridge) publishStatus(id string) {

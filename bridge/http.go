@@ -37,6 +37,10 @@ type Server struct {
 	// (askctl serve --allow-remote).
 	Hosts   []string
 	AnyHost bool
+	// WriteTimeout bounds each write to a surface client (an SSE event, a
+	// WebSocket message); a client that does not read within it is
+	// dropped, and reconnects where it left off. Default 10s.
+	WriteTimeout time.Duration
 
 	wsMu   sync.Mutex
 	wsConn map[string]*wsClient // the active connection of each session (dashboards, on every session, are not kept)
@@ -63,6 +67,13 @@ func (s *Server) Handler() http.Handler {
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no route %s %s (see the bridge package docs)", r.Method, r.URL.Path))
 	})
 	return s.checkHost(mux)
+}
+
+func (s *Server) writeTimeout() time.Duration {
+	if s.WriteTimeout > 0 {
+		return s.WriteTimeout
+	}
+	return 10 * time.Second
 }
 
 // checkHost refuses a request whose Host the bridge does not answer to.
@@ -404,16 +415,21 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	fl.Flush() // the client knows it is connected before the first event
+	rc := http.NewResponseController(w)
 	send := func(e bridgeapi.Event, withID bool) error {
+		// A client that stops reading is dropped, not held: the same bound
+		// as on the WebSocket.
+		_ = rc.SetWriteDeadline(time.Now().Add(s.writeTimeout()))
 		data, _ := json.Marshal(e)
 		var b strings.Builder
 		if withID {
 			fmt.Fprintf(&b, "id: %d\n", e.Seq)
 		}
 		fmt.Fprintf(&b, "event: %s\ndata: %s\n\n", e.Type, data)
-		_, err := io.WriteString(w, b.String())
-		fl.Flush()
-		return err
+		if _, err := io.WriteString(w, b.String()); err != nil {
+			return err
+		}
+		return rc.Flush()
 	}
 	ctx := r.Context()
 	if after >= 0 {
@@ -453,10 +469,13 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+			_ = rc.SetWriteDeadline(time.Now().Add(s.writeTimeout()))
 			if _, err := io.WriteString(w, ": keepalive\n\n"); err != nil {
 				return
 			}
-			fl.Flush()
+			if rc.Flush() != nil {
+				return
+			}
 		case e, ok := <-sub.C:
 			if !ok {
 				return // fell behind: the client reconnects with Last-Event-ID

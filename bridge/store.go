@@ -55,7 +55,18 @@ CREATE TABLE IF NOT EXISTS events (
 );
 `
 
-type store struct{ db *sql.DB }
+type store struct {
+	db *sql.DB
+	// fault, when set (tests), fails a write as a full disk would.
+	fault func(op string) error
+}
+
+func (s *store) injected(op string) error {
+	if s.fault != nil {
+		return s.fault(op)
+	}
+	return nil
+}
 
 func openStore(path string) (*store, error) {
 	// The database holds people's answers: readable by the user only.
@@ -102,6 +113,9 @@ func (s *store) insertSession(ctx context.Context, ss *bridgeapi.Session) error 
 // setStatus records how a session runs or ended; the CLI's session id is
 // kept, whatever the caller's copy holds.
 func (s *store) setStatus(ctx context.Context, ss *bridgeapi.Session) error {
+	if err := s.injected("setStatus"); err != nil {
+		return err
+	}
 	var ended any
 	if !ss.EndedAt.IsZero() {
 		ended = ts(ss.EndedAt)
@@ -196,6 +210,9 @@ func (s *store) insertQuestion(ctx context.Context, q *bridgeapi.Question) error
 // resolve moves a pending question to status, if it is still pending: the
 // first resolution wins, in the database as on the wire.
 func (s *store) resolve(ctx context.Context, id, status string, answers map[string]string, reason string, now time.Time) (bool, error) {
+	if err := s.injected("resolve"); err != nil {
+		return false, err
+	}
 	var a any
 	if answers != nil {
 		b, _ := json.Marshal(answers)

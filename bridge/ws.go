@@ -17,13 +17,14 @@ type wsClient struct {
 	session string
 	mu      sync.Mutex // one writer at a time
 	taken   bool
+	timeout time.Duration // each write's bound: a client that does not read is dropped
 }
 
 func (c *wsClient) send(ctx context.Context, v any) error {
 	data, _ := json.Marshal(v)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	return c.conn.Write(ctx, websocket.MessageText, data)
 }
@@ -56,7 +57,7 @@ func (s *Server) socket(w http.ResponseWriter, r *http.Request, d dialect) {
 		return // Accept has answered (403 for a foreign Origin)
 	}
 	conn.SetReadLimit(bridgeapi.MaxBody)
-	c := &wsClient{conn: conn, session: session}
+	c := &wsClient{conn: conn, session: session, timeout: s.writeTimeout()}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	defer conn.CloseNow()
