@@ -18,6 +18,7 @@ import (
 
 	"github.com/askctl/askctl/bridge"
 	"github.com/askctl/askctl/bridgeapi"
+	"github.com/askctl/askctl/fakeclaude"
 	"github.com/coder/websocket"
 	"github.com/tidwall/gjson"
 )
@@ -757,5 +758,77 @@ func TestWriteErrorsStrandNothing(t *testing.T) {
 	defer mu.Unlock()
 	if failed < 6 {
 		t.Errorf("only %d writes failed: the fault was not exercised", failed)
+	}
+}
+
+// TestStalledAgentDelaysNoOne: an agent that stops reading its stdin, with
+// an answer too big for the pipe on its way to it, stalls that answer only:
+// another session's question is answered at once, and the bridge still
+// stops (the stalled agent is killed after the grace).
+func TestStalledAgentDelaysNoOne(t *testing.T) {
+	dir := t.TempDir()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The stalled agent asks, then never reads; the other is fakeclaude.
+	ask := `{"type":"control_request","request_id":"r1","request":{"subtype":"can_use_tool","tool_name":"AskUserQuestion","tool_use_id":"tu1","input":{"questions":[{"question":"Stall?","header":"Stall","options":[{"label":"A","description":"a"},{"label":"B","description":"b"}],"multiSelect":false}]}}}`
+	cli := filepath.Join(dir, "claude")
+	script := "#!/bin/sh\nif [ -n \"$STALL\" ]; then printf '%s\\n' '" + ask + "'; exec sleep 600; fi\nexec '" + self + "' \"$@\"\n"
+	if err := os.WriteFile(cli, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, err := bridge.New(bridge.Config{DB: filepath.Join(dir, "bridge.db"), Claude: cli, StopGrace: time.Second,
+		Env: fakeclaude.Env{RunAs: fakeclaude.RoleFake, Timeout: time.Minute, Linger: 2 * time.Second}.Environ(),
+		SessionEnv: func(name, text string) ([]string, string, error) {
+			if name == "stall" {
+				return []string{"STALL=1"}, name, nil
+			}
+			return fakeclaude.Env{Scenario: name}.Environ(), name, nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stalled, err := b.StartSession(bg, bridgeapi.StartOptions{Prompt: "x", Scenario: "stall"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pendingOf := func(session string) *bridgeapi.Question {
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			if qs, _ := b.Pending(bg, session); len(qs) > 0 {
+				return qs[0]
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Fatalf("session %s asked nothing within 10s", session)
+		return nil
+	}
+	sq := pendingOf(stalled.ID)
+	go b.Answer(bg, sq.ID, map[string]bridgeapi.Answer{"1": {strings.Repeat("much text ", 50000)}}) // 500 KB: blocks on the full pipe
+	other, err := b.StartSession(bg, bridgeapi.StartOptions{Prompt: "Set up storage for the app.", Scenario: "ask-single"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	oq := pendingOf(other.ID)
+	answered := make(chan error, 1)
+	go func() {
+		_, err := b.Answer(bg, oq.ID, map[string]bridgeapi.Answer{"1": {"Postgres"}})
+		answered <- err
+	}()
+	select {
+	case err := <-answered:
+		if err != nil {
+			t.Errorf("the other session's answer: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("an answer to another session waited 15s behind the stalled agent's")
+	}
+	closed := make(chan struct{})
+	go func() { b.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the bridge did not stop within 15s with a stalled agent (grace 1s)")
 	}
 }

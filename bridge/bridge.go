@@ -79,7 +79,7 @@ type Bridge struct {
 	timer map[string]*time.Timer // pending questions' deadlines, by question id
 	subs  map[*Subscription]bool
 
-	answerMu sync.Mutex // serializes answers, skips and expiries: first wins
+	qlocks keyedLocks // one per question: its pose, answers, skips, expiry and withdrawal in turn (the first wins)
 	pubMu    sync.Mutex // events are logged and delivered in one order
 }
 
@@ -419,7 +419,9 @@ func (b *Bridge) StopSession(ctx context.Context, id string) error {
 		delete(b.stopping, id)
 		b.mu.Unlock()
 	}()
-	l.s.CloseInput()
+	// Closing stdin waits for a write under way: an agent that stopped
+	// reading holds it until it is killed, so the grace runs meanwhile.
+	go l.s.CloseInput()
 	select {
 	case <-l.done:
 	case <-time.After(b.cfg.StopGrace):
@@ -463,9 +465,9 @@ func (b *Bridge) ask(sessionID string, s *sdk.Session, r sdk.Request) {
 // surfaces, in one step: no answer can come between, so the surfaces hear
 // of the question before of its answer.
 func (b *Bridge) pose(q *bridgeapi.Question) error {
-	b.answerMu.Lock()
+	unlock := b.qlocks.lock(q.ID)
 	if err := b.st.insertQuestion(b.ctx, q); err != nil {
-		b.answerMu.Unlock()
+		unlock()
 		return err
 	}
 	b.mu.Lock()
@@ -474,7 +476,7 @@ func (b *Bridge) pose(q *bridgeapi.Question) error {
 	}
 	b.mu.Unlock()
 	b.publish(bridgeapi.Event{Type: bridgeapi.EventQuestion, SessionID: q.SessionID, QuestionID: q.ID, Questions: shown(q.Questions), TimeoutSeconds: q.TimeoutSeconds})
-	b.answerMu.Unlock()
+	unlock()
 	b.publishStatus(q.SessionID)
 	return nil
 }
@@ -494,7 +496,7 @@ func (b *Bridge) liveSession(id string) *live {
 	return b.live[id]
 }
 
-// pending loads question id, if it is still pending; with answerMu held.
+// pending loads question id, if it is still pending; with its lock held.
 func (b *Bridge) pending(ctx context.Context, id string) (*bridgeapi.Question, error) {
 	q, err := b.st.question(ctx, id)
 	if err != nil {
@@ -528,8 +530,7 @@ func (b *Bridge) claim(ctx context.Context, q *bridgeapi.Question, status string
 // has an answer. The first complete answer wins; any later one gets
 // ErrResolved, and a malformed one ErrInvalid, leaving the question pending.
 func (b *Bridge) Answer(ctx context.Context, id string, given map[string]bridgeapi.Answer) (*bridgeapi.AnswerResult, error) {
-	b.answerMu.Lock()
-	defer b.answerMu.Unlock()
+	defer b.qlocks.lock(id)()
 	q, err := b.pending(ctx, id)
 	if err != nil {
 		if (defect("late-forwarded") || defect("double-answer")) && errors.Is(err, bridgeapi.ErrResolved) {
@@ -608,8 +609,7 @@ func (b *Bridge) Answer(ctx context.Context, id string, given map[string]bridgea
 // Skip declines question id: the agent gets a deny with reason (never an
 // allow), and interrupt also aborts its turn.
 func (b *Bridge) Skip(ctx context.Context, id, reason string, interrupt bool) (*bridgeapi.Question, error) {
-	b.answerMu.Lock()
-	defer b.answerMu.Unlock()
+	defer b.qlocks.lock(id)()
 	q, err := b.pending(ctx, id)
 	if err != nil {
 		return nil, err
@@ -646,8 +646,7 @@ func TimeoutMessage(d time.Duration) string {
 
 // expire answers a question nobody answered in time with a deny.
 func (b *Bridge) expire(id string) {
-	b.answerMu.Lock()
-	defer b.answerMu.Unlock()
+	defer b.qlocks.lock(id)()
 	ctx := context.Background()
 	b.stopTimer(id)
 	q, err := b.st.question(ctx, id)
@@ -709,8 +708,7 @@ func (b *Bridge) agentCancelled(sessionID, requestID string) {
 // withdraw takes a pending question off the surfaces; nothing is sent to
 // the agent, which withdrew it or is gone.
 func (b *Bridge) withdraw(q *bridgeapi.Question, status, reason string) {
-	b.answerMu.Lock()
-	defer b.answerMu.Unlock()
+	defer b.qlocks.lock(q.ID)()
 	var won bool
 	if err := b.durably("question "+q.ID+": withdrawing it", func(ctx context.Context) (err error) {
 		won, err = b.st.resolve(ctx, q.ID, status, nil, reason, time.Now())
@@ -913,4 +911,42 @@ func sent(qs []protocol.Question, answers map[string]string) map[string]string {
 		return misjoin(qs, answers)
 	}
 	return answers
+}
+
+// keyedLocks is a mutex per key, made when first locked and dropped when
+// nobody holds or waits for it: what happens to one question never waits
+// for another's (an agent that stops reading its stdin stalls only the
+// answer to its own question).
+type keyedLocks struct {
+	mu sync.Mutex
+	m  map[string]*keyedLock
+}
+
+type keyedLock struct {
+	sync.Mutex
+	refs int
+}
+
+// lock locks key's mutex and returns its unlock.
+func (k *keyedLocks) lock(key string) func() {
+	k.mu.Lock()
+	if k.m == nil {
+		k.m = map[string]*keyedLock{}
+	}
+	l := k.m[key]
+	if l == nil {
+		l = &keyedLock{}
+		k.m[key] = l
+	}
+	l.refs++
+	k.mu.Unlock()
+	l.Lock()
+	return func() {
+		l.Unlock()
+		k.mu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(k.m, key)
+		}
+		k.mu.Unlock()
+	}
 }

@@ -56,7 +56,8 @@ CREATE TABLE IF NOT EXISTS events (
 `
 
 type store struct {
-	db *sql.DB
+	db *sql.DB // the one writer
+	rd *sql.DB // readers: in WAL mode they read what is committed while a write goes on, so a listing never waits behind session starts
 	// fault, when set (tests), fails a write as a full disk would.
 	fault func(op string) error
 }
@@ -87,10 +88,22 @@ func openStore(path string) (*store, error) {
 		db.Close()
 		return nil, fmt.Errorf("database %s: %w", path, err)
 	}
-	return &store{db: db}, nil
+	rd, err := sql.Open("sqlite", dsn+"&_pragma=query_only(1)")
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	rd.SetMaxOpenConns(4)
+	return &store{db: db, rd: rd}, nil
 }
 
-func (s *store) Close() error { return s.db.Close() }
+func (s *store) Close() error {
+	rerr := s.rd.Close()
+	if err := s.db.Close(); err != nil {
+		return err
+	}
+	return rerr
+}
 
 const timeFormat = time.RFC3339Nano
 
@@ -149,7 +162,7 @@ func scanSession(sc interface{ Scan(...any) error }) (*bridgeapi.Session, error)
 }
 
 func (s *store) session(ctx context.Context, id string) (*bridgeapi.Session, error) {
-	ss, err := scanSession(s.db.QueryRowContext(ctx, `SELECT `+sessionCols+` FROM sessions WHERE id=?`, id))
+	ss, err := scanSession(s.rd.QueryRowContext(ctx, `SELECT `+sessionCols+` FROM sessions WHERE id=?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, bridgeapi.ErrNotFound
 	}
@@ -157,7 +170,7 @@ func (s *store) session(ctx context.Context, id string) (*bridgeapi.Session, err
 }
 
 func (s *store) sessions(ctx context.Context) ([]*bridgeapi.Session, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+sessionCols+` FROM sessions ORDER BY created_at`)
+	rows, err := s.rd.QueryContext(ctx, `SELECT `+sessionCols+` FROM sessions ORDER BY created_at`)
 	if err != nil {
 		return nil, err
 	}
@@ -268,7 +281,7 @@ func scanQuestion(sc interface{ Scan(...any) error }) (*bridgeapi.Question, erro
 }
 
 func (s *store) question(ctx context.Context, id string) (*bridgeapi.Question, error) {
-	q, err := scanQuestion(s.db.QueryRowContext(ctx, `SELECT `+questionCols+` FROM questions WHERE id=?`, id))
+	q, err := scanQuestion(s.rd.QueryRowContext(ctx, `SELECT `+questionCols+` FROM questions WHERE id=?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, bridgeapi.ErrNotFound
 	}
@@ -277,7 +290,7 @@ func (s *store) question(ctx context.Context, id string) (*bridgeapi.Question, e
 
 // questions lists questions, oldest first; status and session filter when set.
 func (s *store) questions(ctx context.Context, status, session string) ([]*bridgeapi.Question, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+questionCols+` FROM questions WHERE (?='' OR status=?) AND (?='' OR session_id=?) ORDER BY created_at, id`, status, status, session, session)
+	rows, err := s.rd.QueryContext(ctx, `SELECT `+questionCols+` FROM questions WHERE (?='' OR status=?) AND (?='' OR session_id=?) ORDER BY created_at, id`, status, status, session, session)
 	if err != nil {
 		return nil, err
 	}
@@ -304,7 +317,7 @@ func (s *store) appendEvent(ctx context.Context, session string, data []byte, no
 // eventsAfter returns the logged events after seq, for a stream that
 // resumes (SSE Last-Event-ID), at most limit of them.
 func (s *store) eventsAfter(ctx context.Context, seq int64, session string, limit int) ([]bridgeapi.Event, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT seq, data FROM events WHERE seq > ? AND (?='' OR session_id=? OR session_id='') ORDER BY seq LIMIT ?`, seq, session, session, limit)
+	rows, err := s.rd.QueryContext(ctx, `SELECT seq, data FROM events WHERE seq > ? AND (?='' OR session_id=? OR session_id='') ORDER BY seq LIMIT ?`, seq, session, session, limit)
 	if err != nil {
 		return nil, err
 	}
