@@ -80,7 +80,7 @@ type Bridge struct {
 	subs  map[*Subscription]bool
 
 	qlocks keyedLocks // one per question: its pose, answers, skips, expiry and withdrawal in turn (the first wins)
-	pubMu    sync.Mutex // events are logged and delivered in one order
+	pubMu  sync.Mutex // events are logged and delivered in one order
 }
 
 type live struct {
