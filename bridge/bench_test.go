@@ -115,6 +115,20 @@ func BenchmarkLatency(b *testing.B) {
 // answered over the HTTP API as soon as it asks, and checks every agent got
 // exactly its answer and exited 0.
 func concurrentSessions(tb testing.TB, n int) (time.Duration, error) {
+	d, _, err := concurrentSessionsTimed(tb, n)
+	return d, err
+}
+
+// loadTimes are what a person waits for while sessions start: reading a
+// question (GET /api/questions/ID) and answering it (the answer is in the
+// agent's stdin when the call returns).
+type loadTimes struct {
+	mu           sync.Mutex
+	read, answer []time.Duration
+}
+
+func concurrentSessionsTimed(tb testing.TB, n int) (time.Duration, *loadTimes, error) {
+	lt := &loadTimes{}
 	e := newEnvTB(tb, bridge.Config{}, false)
 	sub := e.b.Subscribe("")
 	defer sub.Close()
@@ -142,7 +156,7 @@ func concurrentSessions(tb testing.TB, n int) (time.Duration, error) {
 		select {
 		case ev, ok := <-sub.C:
 			if !ok {
-				return 0, fmt.Errorf("the event subscription fell behind")
+				return 0, nil, fmt.Errorf("the event subscription fell behind")
 			}
 			switch {
 			case ev.Type == bridgeapi.EventQuestion:
@@ -150,9 +164,18 @@ func concurrentSessions(tb testing.TB, n int) (time.Duration, error) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
+					t0 := time.Now()
+					if _, err := e.c.Question(bg, qid); err != nil {
+						errs <- fmt.Errorf("question %s: %w", qid, err)
+						return
+					}
+					t1 := time.Now()
 					if _, err := e.c.Answer(bg, qid, map[string]bridgeapi.Answer{"Which database should I use?": {"Postgres"}}); err != nil {
 						errs <- fmt.Errorf("answer %s: %w", qid, err)
 					}
+					lt.mu.Lock()
+					lt.read, lt.answer = append(lt.read, t1.Sub(t0)), append(lt.answer, time.Since(t1))
+					lt.mu.Unlock()
 				}()
 				answered++
 			case ev.Type == bridgeapi.EventStatus && ev.Status == bridgeapi.StatusExited:
@@ -162,16 +185,16 @@ func concurrentSessions(tb testing.TB, n int) (time.Duration, error) {
 				}
 			}
 		case err := <-errs:
-			return 0, err
+			return 0, nil, err
 		case <-deadline:
-			return 0, fmt.Errorf("%d of %d sessions ended after 5 minutes", ended, n)
+			return 0, nil, fmt.Errorf("%d of %d sessions ended after 5 minutes", ended, n)
 		}
 	}
 	elapsed := time.Since(start)
 	wg.Wait()
 	close(errs)
 	for err := range errs {
-		return 0, err
+		return 0, nil, err
 	}
 	all, _ := e.b.Sessions(bg)
 	var bad []string
@@ -181,15 +204,15 @@ func concurrentSessions(tb testing.TB, n int) (time.Duration, error) {
 		}
 	}
 	if len(all) != n || len(bad) > 0 || answered != n {
-		return 0, fmt.Errorf("%d sessions, %d questions answered, failed: %s", len(all), answered, strings.Join(bad, "; "))
+		return 0, nil, fmt.Errorf("%d sessions, %d questions answered, failed: %s", len(all), answered, strings.Join(bad, "; "))
 	}
 	// Each agent checked its own answer (fakeclaude exits 4 otherwise); and
 	// the database holds exactly n answered questions.
 	qs, _ := e.b.Questions(bg, bridgeapi.QuestionAnswered, "")
 	if len(qs) != n {
-		return 0, fmt.Errorf("%d answered questions in the database, want %d", len(qs), n)
+		return 0, nil, fmt.Errorf("%d answered questions in the database, want %d", len(qs), n)
 	}
-	return elapsed, nil
+	return elapsed, lt, nil
 }
 
 // TestConcurrentSessions: 50 sessions at once, no error, no lost answer.
@@ -205,11 +228,15 @@ func TestConcurrentSessions(t *testing.T) {
 // their own).
 func BenchmarkSessions500(b *testing.B) {
 	for i := 0; i < b.N; i++ {
-		d, err := concurrentSessions(b, 500)
+		d, lt, err := concurrentSessionsTimed(b, 500)
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.ReportMetric(500/d.Seconds(), "sessions/s")
+		// What a person waits for while the other sessions start.
+		b.ReportMetric(float64(percentile(lt.read, 0.99).Microseconds())/1000, "ms-read-question-p99")
+		b.ReportMetric(float64(percentile(lt.answer, 0.5).Microseconds())/1000, "ms-answer-p50")
+		b.ReportMetric(float64(percentile(lt.answer, 0.99).Microseconds())/1000, "ms-answer-p99")
 	}
 	if s, err := os.ReadFile("/proc/self/status"); err == nil {
 		for _, l := range strings.Split(string(s), "\n") {

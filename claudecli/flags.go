@@ -2,6 +2,7 @@ package claudecli
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -40,6 +41,22 @@ type Flags struct {
 // PrintMode reports whether the flags ask for a one-shot print session
 // (claude -p "prompt"): -p without --input-format stream-json.
 func (f Flags) PrintMode() bool { return f.Print && f.InputFormat != "stream-json" }
+
+// Subcommands are the CLI's own commands (claude doctor, claude mcp list,
+// …): none of them starts a session with the model.
+var Subcommands = []string{"agents", "attach", "auth", "auto-mode", "doctor", "gateway", "import", "install", "logs", "mcp",
+	"plugin", "plugins", "purge", "respawn", "rm", "setup-token", "stop", "kill", "ultrareview", "update", "upgrade"}
+
+// Session reports whether the flags start a session with the model: not
+// --version, --help, nor one of the CLI's own subcommands (a bridge's
+// install check, `claude doctor`), which a harness must not count as a
+// session.
+func (f Flags) Session() bool {
+	if f.Version || f.Help {
+		return false
+	}
+	return f.Print || !slices.Contains(Subcommands, f.Prompt)
+}
 
 // Resumes reports whether the flags continue an earlier session (--resume
 // or --continue): the CLI then sends the whole conversation again.

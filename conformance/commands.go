@@ -32,7 +32,7 @@ type command struct {
 func commands() map[string]command {
 	return map[string]command{
 		"answer":      {"[!] answer [-conn C] [-qid ID] [-code CODE] [-partial] ALIAS [QUESTION=ANSWER…]  answer the current question (default: as the scenario's user part); ! expects a rejection; -partial expects it held or refused", cmdAnswer},
-		"await":       {"[!] await [-timeout D] [-for D] [-conn C] [-same] [-alive] ALIAS question|answered [N]|surface TYPE|turn [N]|exit [CODE]|asked [N]|resumed  wait until it holds; ! checks it does not happen for D (500ms)", cmdAwait},
+		"await":       {"[!] await [-timeout D] [-for D] [-conn C] [-same] [-alive] ALIAS question|answered [N]|allowed|surface TYPE|turn [N]|exit [CODE]|asked [N]|resumed  wait until it holds (allowed: an answer, an allow, reached the agent); ! checks it does not happen for D (500ms)", cmdAwait},
 		"check":       {"check ALIAS  the agent reported no failure: every answer as the scenario expects, one control_response per request, no protocol error", cmdCheck},
 		"connect":     {"connect ALIAS CONN  open another surface connection to the session", cmdConnect},
 		"delivered":   {"delivered [-conn C] ALIAS  the current question as shown equals what the agent asked: every question, header, option label and description, multiSelect, in order", cmdDelivered},
@@ -310,6 +310,11 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 		if s.IsMCP() {
 			exp = harness.ToolResulted(alias, qid)
 		}
+	case "allowed":
+		if qid == "" {
+			ts.Fatalf("await allowed: no current question (await question first)")
+		}
+		exp = harness.Allowed(alias, qid)
 	case "surface":
 		if len(rest) != 1 {
 			ts.Fatalf("usage: await ALIAS surface TYPE")

@@ -78,6 +78,20 @@ func TestHelpAndVersion(t *testing.T) {
 	if code := fakeclaude.Command(nil, func(string) string { return "" }, strings.NewReader(""), &out, &errOut); code != fakeclaude.ExitUsage || !strings.Contains(errOut.String(), "no scenario given") {
 		t.Errorf("no scenario: exit %d stderr %q", code, errOut.String())
 	}
+	// The CLI's own commands start no session: nothing to play, and no
+	// harness is asked (none listens here).
+	noHarness := func(k string) string {
+		if k == fakeclaude.EnvEvents {
+			return "unix:/nonexistent/events.sock"
+		}
+		return ""
+	}
+	for _, sub := range [][]string{{"doctor"}, {"mcp", "list"}, {"update"}} {
+		errOut.Reset()
+		if code := fakeclaude.Command(sub, noHarness, strings.NewReader(""), &out, &errOut); code != 0 || !strings.Contains(errOut.String(), "starts no session") {
+			t.Errorf("claude %v: exit %d, %q", sub, code, errOut.String())
+		}
+	}
 }
 
 // TestCLIFlagsAreKnown: every flag claude 2.1.330's --help lists (and the

@@ -120,6 +120,12 @@ func Command(args []string, getenv func(string) string, stdin io.Reader, stdout,
 		fmt.Fprintf(stdout, "%s (Claude Code)\n", protocol.CLIVersion)
 		return ExitOK
 	}
+	if !flags.Session() {
+		// claude doctor, mcp list, update …: the CLI's own commands start
+		// no session, so fakeclaude plays nothing (and asks no harness).
+		fmt.Fprintf(stderr, "fakeclaude: claude %s starts no session; fakeclaude does nothing for it\n", flags.Prompt)
+		return ExitOK
+	}
 	name := flags.Scenario
 	if name == "" {
 		name = getenv(EnvScenario)

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/askctl/askctl/protocol"
+	"github.com/tidwall/gjson"
 )
 
 // The expectations cases await, in one place. Each reads the typed state
@@ -128,6 +131,23 @@ func Responses(alias, qid string, n int) Expectation {
 	return onSession(alias, fmt.Sprintf("the agent of session %s receives %d control_response(s) for question %s", alias, n, qid), func(s *SessionState) (Verdict, string) {
 		if req, ok := s.RequestOf(qid); ok && len(req.Responses) >= n {
 			return Met, ""
+		}
+		return exited(s)
+	})
+}
+
+// Allowed is met when the agent of alias's session has received an allow
+// for the request behind question qid: a person's answer reached it. A
+// deny does not count: after the agent withdraws a request, an SDK may deny
+// it on its own ("Permission request cancelled"), which is no answer.
+func Allowed(alias, qid string) Expectation {
+	return onSession(alias, fmt.Sprintf("the agent of session %s receives an allow (an answer) for question %s", alias, qid), func(s *SessionState) (Verdict, string) {
+		if req, ok := s.RequestOf(qid); ok {
+			for _, r := range req.Responses {
+				if gjson.GetBytes(r.Result, "behavior").String() == protocol.BehaviorAllow {
+					return Met, ""
+				}
+			}
 		}
 		return exited(s)
 	})

@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -50,6 +52,27 @@ const (
 	EnvAgentHomes = "ASKCTL_AGENT_HOMES"
 )
 
+// passThrough runs the real CLI with args and this process's standard
+// streams, and returns its exit status.
+func passThrough(claude string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	cmd := exec.Command(claude, args...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
+	for _, kv := range os.Environ() {
+		if !fakeclaude.IsEnv(kv) {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	if err := cmd.Run(); err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode()
+		}
+		fmt.Fprintf(stderr, "askctl (real agent shim): %v\n", err)
+		return 2
+	}
+	return 0
+}
+
 // RealShim is the shim's main: it returns the exit status.
 func RealShim(args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fail := func(format string, a ...any) int {
@@ -60,6 +83,11 @@ func RealShim(args []string, getenv func(string) string, stdin io.Reader, stdout
 	claude := getenv(EnvRealClaude)
 	if addr == "" || claude == "" {
 		return fail("%s and %s must be set", fakeclaude.EnvEvents, EnvRealClaude)
+	}
+	if flags, err := claudecli.ParseArgs(args); err == nil && !flags.Session() {
+		// claude --version, --help, doctor, mcp …: no session, so no slot
+		// of the harness's; the real CLI answers it as it is.
+		return passThrough(claude, args, stdin, stdout, stderr)
 	}
 	network, address, _ := strings.Cut(addr, ":")
 	conn, err := net.DialTimeout(network, address, 5*time.Second)
