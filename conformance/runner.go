@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -361,3 +362,74 @@ func (t *caseT) Run(_ string, f func(testscript.T)) {
 }
 
 func (t *caseT) Verbose() bool { return false }
+
+// Shard selects shard k of n (1 ≤ k ≤ n) of the cases: the cases in name
+// order, dealt round-robin, so that n CI jobs each run one shard and
+// together run every case once.
+func Shard(k, n int) func(string) bool {
+	names := CaseNames()
+	sort.Strings(names)
+	mine := map[string]bool{}
+	for i, name := range names {
+		if i%n == k-1 {
+			mine[name] = true
+		}
+	}
+	return func(name string) bool { return mine[name] }
+}
+
+// ReadReport reads a JSON report (askctl conformance --json).
+func ReadReport(path string) (*Report, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r Report
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if r.Profile == "" && len(r.Results) == 0 {
+		return nil, fmt.Errorf("%s: not a conformance report (no profile, no results)", path)
+	}
+	return &r, nil
+}
+
+// Merge joins the reports of the shards of one run (the same bridge and
+// agent) into one: every case's result, the earliest start, the longest
+// shard's duration. A case run by two shards, or reports of different
+// bridges or agents, are an error.
+func Merge(reps ...*Report) (*Report, error) {
+	if len(reps) == 0 {
+		return nil, errors.New("no reports to merge")
+	}
+	out := &Report{Profile: reps[0].Profile, Bridge: reps[0].Bridge, Agent: reps[0].Agent, Started: reps[0].Started}
+	seen := map[string]int{}
+	stale := map[string]bool{}
+	for i, r := range reps {
+		if r.Profile != out.Profile || r.Agent != out.Agent {
+			return nil, fmt.Errorf("report %d is of %s with the %s agent, report 1 of %s with the %s agent: merge the shards of one run", i+1, r.Profile, r.Agent, out.Profile, out.Agent)
+		}
+		if r.Started.Before(out.Started) {
+			out.Started = r.Started
+		}
+		if r.Duration > out.Duration {
+			out.Duration = r.Duration
+		}
+		for _, res := range r.Results {
+			if j, dup := seen[res.Case]; dup {
+				return nil, fmt.Errorf("case %s is in reports %d and %d: each case belongs to one shard", res.Case, j, i+1)
+			}
+			seen[res.Case] = i + 1
+			out.Results = append(out.Results, res)
+		}
+		for _, s := range r.Stale {
+			stale[s] = true
+		}
+	}
+	sort.Slice(out.Results, func(i, j int) bool { return out.Results[i].Case < out.Results[j].Case })
+	for s := range stale {
+		out.Stale = append(out.Stale, s)
+	}
+	sort.Strings(out.Stale)
+	return out, nil
+}

@@ -28,9 +28,11 @@ type conformanceOptions struct {
 	claude   string
 	keep     bool
 	list     bool
+	shard    string
 	io       *stdio
 
-	match *regexp.Regexp
+	match   *regexp.Regexp
+	inShard func(string) bool
 }
 
 // defaultProfile is the embedded profile of the reference bridge, checked
@@ -76,9 +78,14 @@ Examples:
 			&cli.IntFlag{Name: "parallel", Usage: "cases run at once; 0 means the number of CPUs, at least 2", Destination: &o.parallel},
 			&cli.BoolFlag{Name: "keep", Usage: "keep the work directory (bridge logs, agent transcripts) and print where it is", Destination: &o.keep},
 			&cli.BoolFlag{Name: "list", Usage: "list the cases and their requirements, and exit", Destination: &o.list},
+			&cli.StringFlag{Name: "shard", Usage: "run shard `K/N` of the cases (N CI jobs, K = 1…N, each a share; join their --json reports with askctl conformance merge)", Destination: &o.shard},
 		},
+		Commands: []*cli.Command{newConformanceMergeCmd(s)},
 		Before: func(ctx context.Context, cmd *cli.Command) (context.Context, error) {
 			if cmd.Args().Len() > 0 {
+				if cmd.Args().First() == "merge" {
+					return ctx, nil // the subcommand's own
+				}
 				return ctx, usagef("unexpected argument %q (select cases with --run)", cmd.Args().First())
 			}
 			return ctx, o.validate()
@@ -100,6 +107,13 @@ func (o *conformanceOptions) validate() error {
 	}
 	if o.parallel < 0 {
 		return usagef("--parallel: want a positive number, got %d", o.parallel)
+	}
+	if o.shard != "" {
+		var k, n int
+		if _, err := fmt.Sscanf(o.shard, "%d/%d", &k, &n); err != nil || n < 1 || k < 1 || k > n || fmt.Sprintf("%d/%d", k, n) != o.shard {
+			return usagef("--shard %q: want K/N with 1 ≤ K ≤ N, such as 2/4", o.shard)
+		}
+		o.inShard = conformance.Shard(k, n)
 	}
 	return nil
 }
@@ -169,8 +183,13 @@ func runConformance(ctx context.Context, o *conformanceOptions) error {
 		defer os.RemoveAll(work)
 	}
 	var match func(string) bool
-	if o.match != nil {
+	switch {
+	case o.match != nil && o.inShard != nil:
+		match = func(n string) bool { return o.match.MatchString(n) && o.inShard(n) }
+	case o.match != nil:
 		match = o.match.MatchString
+	case o.inShard != nil:
+		match = o.inShard
 	}
 	total := 0
 	for _, n := range conformance.CaseNames() {
@@ -178,7 +197,9 @@ func runConformance(ctx context.Context, o *conformanceOptions) error {
 			total++
 		}
 	}
-	if total == 0 {
+	if total == 0 && o.inShard != nil {
+		fmt.Fprintf(ew, "shard %s holds none of the cases selected\n", o.shard)
+	} else if total == 0 {
 		return usagef("--run %q matches no case (askctl conformance --list lists them)", o.run)
 	}
 	fmt.Fprintf(ew, "checking %s with the %s agent: %d cases\n", p.Name, o.agent, total)
@@ -200,19 +221,8 @@ func runConformance(ctx context.Context, o *conformanceOptions) error {
 	if o.keep {
 		fmt.Fprintf(ew, "kept: %s (each case's bridge.log and agent transcripts under run/)\n", work)
 	}
-	if o.json != "" {
-		if err := writeFileWith(o.json, func(f *os.File) error {
-			enc := json.NewEncoder(f)
-			enc.SetIndent("", "  ")
-			return enc.Encode(rep)
-		}); err != nil {
-			return err
-		}
-	}
-	if o.junit != "" {
-		if err := writeFileWith(o.junit, func(f *os.File) error { return conformance.WriteJUnit(f, rep) }); err != nil {
-			return err
-		}
+	if err := writeReports(rep, o.json, o.junit); err != nil {
+		return err
 	}
 	switch {
 	case errors.Is(err, conformance.ErrInterrupted):
@@ -258,4 +268,72 @@ func selfPath() (string, error) {
 		}
 	}
 	return os.Executable()
+}
+
+// writeReports writes rep as JSON and as JUnit XML where asked.
+func writeReports(rep *conformance.Report, jsonPath, junitPath string) error {
+	if jsonPath != "" {
+		if err := writeFileWith(jsonPath, func(f *os.File) error {
+			enc := json.NewEncoder(f)
+			enc.SetIndent("", "  ")
+			return enc.Encode(rep)
+		}); err != nil {
+			return err
+		}
+	}
+	if junitPath != "" {
+		if err := writeFileWith(junitPath, func(f *os.File) error { return conformance.WriteJUnit(f, rep) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func newConformanceMergeCmd(s *stdio) *cli.Command {
+	var jsonPath, junitPath string
+	return &cli.Command{
+		Name:      "merge",
+		Usage:     "join the JSON reports of a sharded run (--shard K/N) into one report",
+		ArgsUsage: "REPORT.json…",
+		Description: `Reads the --json reports of the shards of one run (the same bridge and agent),
+prints the table of the whole run, and writes it as JSON and JUnit XML where
+asked. A case in two reports, or reports of different bridges, is an error.
+Exit status as askctl conformance's: 0 every case passed, 1 one failed.
+
+Example (a CI matrix of 4 jobs, then one job that joins them):
+  askctl conformance --shard 2/4 --json shard-2.json
+  askctl conformance merge --junit conformance.xml shard-*.json`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "json", Usage: "write the merged JSON report to `FILE`", Destination: &jsonPath},
+			&cli.StringFlag{Name: "junit", Usage: "write the merged JUnit XML report to `FILE`", Destination: &junitPath},
+		},
+		Before: func(ctx context.Context, cmd *cli.Command) (context.Context, error) {
+			if cmd.Args().Len() == 0 {
+				return ctx, usagef("merge: name the shards' JSON reports")
+			}
+			return ctx, nil
+		},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			var reps []*conformance.Report
+			for _, path := range cmd.Args().Slice() {
+				r, err := conformance.ReadReport(path)
+				if err != nil {
+					return usageError{err}
+				}
+				reps = append(reps, r)
+			}
+			rep, err := conformance.Merge(reps...)
+			if err != nil {
+				return usageError{err}
+			}
+			conformance.WriteTable(s.out, rep)
+			if err := writeReports(rep, jsonPath, junitPath); err != nil {
+				return err
+			}
+			if rep.Failed() {
+				return errMismatch
+			}
+			return nil
+		},
+	}
 }
