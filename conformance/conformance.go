@@ -58,6 +58,9 @@ type Config struct {
 	ctx context.Context // RunSuite's: interrupting it ends the cases' waits
 	// setupFailed hears of a case whose bridge could not be set up.
 	setupFailed func(*harness.SetupError)
+	// blocked hears of a precondition of the case that another
+	// requirement owns and that failed; nil (go test) fails the case.
+	blocked func(by, why string)
 }
 
 func (c *Config) defaults() {

@@ -29,6 +29,8 @@ func WriteTable(w io.Writer, r *Report) {
 			fmt.Fprintf(w, "\n%s FAILED: %s\n  requirement: %s\n  observed: %s\n", res.Case, res.Requirement.Level, res.Requirement.Text, res.Detail)
 		case XFail:
 			fmt.Fprintf(w, "\n%s failed, as expected (%s): %s\n", res.Case, res.Expected, res.Detail)
+		case Blocked:
+			fmt.Fprintf(w, "\n%s %s (what it checks itself held)\n", res.Case, res.Detail)
 		}
 	}
 	if len(r.Stale) > 0 {
@@ -40,6 +42,9 @@ func WriteTable(w io.Writer, r *Report) {
 	}
 	all := Latencies(r)
 	fmt.Fprintf(w, "\n%s: %d passed, %d failed, %d skipped", plural(len(r.Results), "case"), n[Pass], n[Fail], n[Skip])
+	if n[Blocked] > 0 {
+		fmt.Fprintf(w, ", %d blocked by another requirement's failure", n[Blocked])
+	}
 	if n[XFail] > 0 {
 		fmt.Fprintf(w, ", %d failed as expected (counted as passed)", n[XFail])
 	}
@@ -135,7 +140,7 @@ func WriteJUnit(w io.Writer, r *Report) error {
 	for _, res := range r.Results {
 		tc := testcase{Name: res.Case, Classname: "conformance." + res.Requirement.Level, Time: secs(res.Duration)}
 		switch res.Status {
-		case Fail:
+		case Fail, Blocked:
 			s.Failures++
 			tc.Failure = &failure{Message: res.Detail, Text: res.Requirement.Text + "\n\n" + res.Log}
 		case Skip:

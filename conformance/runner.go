@@ -24,6 +24,10 @@ const (
 	Skip = "SKIP"
 	// XFail: failed, and listed as an expected failure: counts as passed.
 	XFail = "XFAIL"
+	// Blocked: what the case checks held, but a precondition of it that
+	// another requirement owns did not (Detail: "BLOCKED by ID: …"); that
+	// requirement's own case fails for it. Counts as a failure.
+	Blocked = "BLOCKED"
 )
 
 // Result is how one case went.
@@ -53,7 +57,7 @@ type Report struct {
 // Failed reports whether any case failed (expected failures aside).
 func (r *Report) Failed() bool {
 	for _, res := range r.Results {
-		if res.Status == Fail {
+		if res.Status == Fail || res.Status == Blocked {
 			return true
 		}
 	}
@@ -178,9 +182,22 @@ func RunSuite(ctx context.Context, cfg Config, o RunOptions) (*Report, error) {
 			defer func() { <-sem }()
 			var setupErr *harness.SetupError
 			var once sync.Once
+			var blocked []string // "ID: observed" of preconditions owned by other requirements
+			var bmu sync.Mutex
 			ccfg := cfg
 			ccfg.setupFailed = func(se *harness.SetupError) { once.Do(func() { setupErr = se }) }
+			ccfg.blocked = func(by, why string) {
+				bmu.Lock()
+				blocked = append(blocked, by+": "+why)
+				bmu.Unlock()
+			}
 			r := runCase(ccfg, f, filepath.Join(work, "run"))
+			switch {
+			case len(blocked) > 0 && r.Status == Pass:
+				r.Status, r.Detail = Blocked, "BLOCKED by "+strings.Join(blocked, "; BLOCKED by ")
+			case len(blocked) > 0 && r.Status == Fail:
+				r.Detail += " (also BLOCKED by " + strings.Join(blocked, "; ") + ")"
+			}
 			if r.Status == Fail && ctx.Err() != nil {
 				// Cut short by the interrupt: nothing is known of the bridge.
 				r.Status, r.Detail, r.Log = Skip, "interrupted", ""
