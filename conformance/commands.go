@@ -92,14 +92,20 @@ type lazyEnv struct {
 func envOf(ts *testscript.TestScript) *harness.Env {
 	l := ts.Value(keyEnv).(*lazyEnv)
 	l.once.Do(func() {
-		ctx, cancel := context.WithTimeout(baseCtx(ts), 30*time.Second)
+		ctx, cancel := waitCtx(ts, 30*time.Second)
 		defer cancel()
-		l.env, l.err = harness.NewEnv(ctx, l.cfg.Profile, harness.Options{Work: l.work, Askctl: l.cfg.Askctl, AgentTimeout: l.cfg.AgentTimeout, RealClaude: l.cfg.RealClaude, ClaimTimeout: l.cfg.ClaimTimeout})
+		l.env, l.err = harness.NewEnv(ctx, l.cfg.Profile, harness.Options{Work: l.work, Askctl: l.cfg.Askctl, Slow: l.cfg.Slow, AgentTimeout: l.cfg.AgentTimeout, RealClaude: l.cfg.RealClaude, ClaimTimeout: l.cfg.ClaimTimeout})
 	})
 	if l.err != nil {
 		fail(ts, "%v", l.err)
 	}
 	return l.env
+}
+
+// waitCtx is a wait of d, times the slow factor (Config.Slow), under the
+// run's context.
+func waitCtx(ts *testscript.TestScript, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(baseCtx(ts), ts.Value(keyCfg).(*Config).scaled(d))
 }
 
 // baseCtx is the run's context: cancelled when askctl is interrupted.
@@ -222,7 +228,7 @@ func cmdStart(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	sc := loadScenario(ts, args[1])
 	e := envOf(ts)
-	ctx, cancel := context.WithTimeout(baseCtx(ts), 30*time.Second)
+	ctx, cancel := waitCtx(ts, 30*time.Second)
 	defer cancel()
 	cfg := ts.Value(keyCfg).(*Config)
 	var err error
@@ -266,7 +272,7 @@ func cmdConnect(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 2 {
 		ts.Fatalf("usage: connect ALIAS CONN")
 	}
-	ctx, cancel := context.WithTimeout(baseCtx(ts), 15*time.Second)
+	ctx, cancel := waitCtx(ts, 15*time.Second)
 	defer cancel()
 	if err := envOf(ts).Open(ctx, args[0], args[1]); err != nil {
 		fail(ts, "%v", err)
@@ -285,7 +291,7 @@ func cmdRestart(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 0 {
 		ts.Fatalf("usage: restart [-kill]")
 	}
-	ctx, cancel := context.WithTimeout(baseCtx(ts), 30*time.Second)
+	ctx, cancel := waitCtx(ts, 30*time.Second)
 	defer cancel()
 	if err := envOf(ts).Restart(ctx, f["kill"] != ""); err != nil {
 		fail(ts, "%v", err)
@@ -352,14 +358,14 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	if neg {
 		d := duration(ts, f["for"], "500ms")
-		ctx, cancel := context.WithTimeout(baseCtx(ts), d+5*time.Second)
+		ctx, cancel := waitCtx(ts, d+5*time.Second)
 		defer cancel()
 		if err := e.Hold(ctx, d, harness.Not(exp)); err != nil {
 			fail(ts, "%v\n%s", err, summary(e, alias))
 		}
 		return
 	}
-	ctx, cancel := context.WithTimeout(baseCtx(ts), duration(ts, f["timeout"], "10s"))
+	ctx, cancel := waitCtx(ts, duration(ts, f["timeout"], "10s"))
 	defer cancel()
 	if what == "question" {
 		got, err := s.AwaitQuestion(ctx, conn, f["same"] != "")
@@ -422,7 +428,7 @@ func cmdAnswer(ts *testscript.TestScript, neg bool, args []string) {
 			answers[q] = append(answers[q], a)
 		}
 	}
-	ctx, cancel := context.WithTimeout(baseCtx(ts), 15*time.Second)
+	ctx, cancel := waitCtx(ts, 15*time.Second)
 	defer cancel()
 	ack, err := s.Answer(ctx, connFlag(f), qid, answers)
 	what := fmt.Sprintf("the answer %v to %s", answers, qid)
@@ -460,7 +466,7 @@ func cmdSkip(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) == 2 {
 		reason = args[1]
 	}
-	ctx, cancel := context.WithTimeout(baseCtx(ts), 15*time.Second)
+	ctx, cancel := waitCtx(ts, 15*time.Second)
 	defer cancel()
 	rejected(ts, neg, f["code"], s.Skip(ctx, connFlag(f), qid, reason), "skipping "+qid, e, args[0])
 }
@@ -472,7 +478,7 @@ func cmdRaw(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	e := envOf(ts)
 	s, _ := current(ts, e, args[0])
-	ctx, cancel := context.WithTimeout(baseCtx(ts), 15*time.Second)
+	ctx, cancel := waitCtx(ts, 15*time.Second)
 	defer cancel()
 	rejected(ts, true, "", s.SendRaw(ctx, connFlag(f), []byte(args[1])), fmt.Sprintf("the malformed answer %q", args[1]), e, args[0])
 }
@@ -489,7 +495,7 @@ func cmdRace(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("race: question %s was not shown", qid)
 	}
 	text := shown[0].Question
-	ctx, cancel := context.WithTimeout(baseCtx(ts), 15*time.Second)
+	ctx, cancel := waitCtx(ts, 15*time.Second)
 	defer cancel()
 	// The two answers go on two connections where the surface has a view
 	// of every session besides the session's own (ws, control-ws), so the
@@ -542,7 +548,7 @@ func cmdCheck(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	e := envOf(ts)
 	s, _ := current(ts, e, args[0])
-	ctx, cancel := context.WithTimeout(baseCtx(ts), 15*time.Second)
+	ctx, cancel := waitCtx(ts, 15*time.Second)
 	defer cancel()
 	problems, err := s.Check(ctx)
 	if err != nil {
@@ -638,7 +644,7 @@ func cmdPending(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(err)
 	e := envOf(ts)
 	s, qid := current(ts, e, args[0])
-	ctx, cancel := context.WithTimeout(baseCtx(ts), 15*time.Second)
+	ctx, cancel := waitCtx(ts, 15*time.Second)
 	defer cancel()
 	ps, err := s.Pending(ctx, connFlag(f))
 	if err != nil {
@@ -665,7 +671,7 @@ func cmdStatus(ts *testscript.TestScript, neg bool, args []string) {
 	_, qid := current(ts, e, alias)
 	conn := connFlag(f)
 	exp := harness.WaitingFor(alias, conn, qid)
-	ctx, cancel := context.WithTimeout(baseCtx(ts), duration(ts, f["timeout"], "5s"))
+	ctx, cancel := waitCtx(ts, duration(ts, f["timeout"], "5s"))
 	defer cancel()
 	if err := e.Await(ctx, exp); err != nil {
 		fail(ts, "%v\n%s", err, summary(e, alias))

@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -52,6 +53,10 @@ type Config struct {
 	// ClaimTimeout bounds the wait for the bridge to spawn a session's
 	// agent (default 15s).
 	ClaimTimeout time.Duration
+	// Slow scales every wait of the suite and the harness (not a
+	// requirement's own bounds): 2 doubles them, for a busy machine. 0
+	// means ASKCTL_SLOW, else 1.
+	Slow float64
 	// OnCase receives each case's measured latencies when it ends.
 	OnCase func(name string, lat []harness.Latency)
 
@@ -64,8 +69,14 @@ type Config struct {
 }
 
 func (c *Config) defaults() {
+	if c.Slow <= 0 {
+		c.Slow, _ = strconv.ParseFloat(os.Getenv(EnvSlow), 64)
+	}
+	if c.Slow < 1 {
+		c.Slow = 1
+	}
 	if c.AgentTimeout <= 0 {
-		c.AgentTimeout = 20 * time.Second
+		c.AgentTimeout = c.scaled(20 * time.Second)
 	}
 	// An agent must outlast the bridge's timeout: SDK-TIMEOUT waits for it.
 	if c.Profile != nil {
@@ -154,6 +165,18 @@ func Setup(p *testscript.Params, cfg Config) error {
 		return false, fmt.Errorf("unknown condition %q", cond)
 	}
 	return nil
+}
+
+// EnvSlow is the slow factor (Config.Slow) when none is given: what a busy
+// CI machine sets once for every run.
+const EnvSlow = "ASKCTL_SLOW"
+
+// scaled is d times the slow factor: a wait of the suite's own.
+func (c *Config) scaled(d time.Duration) time.Duration {
+	if c.Slow <= 1 {
+		return d
+	}
+	return time.Duration(float64(d) * c.Slow)
 }
 
 // caseName is the case a work directory belongs to (testscript names it

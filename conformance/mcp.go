@@ -1,7 +1,6 @@
 package conformance
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -28,7 +27,7 @@ func cmdToolResult(ts *testscript.TestScript, neg bool, args []string) {
 	e := envOf(ts)
 	alias, wants := args[0], args[1:]
 	s, _ := mustCurrent(ts, e, "tool-result", alias)
-	ctx, cancel := context.WithTimeout(baseCtx(ts), duration(ts, f["timeout"], "10s"))
+	ctx, cancel := waitCtx(ts, duration(ts, f["timeout"], "10s"))
 	defer cancel()
 	text, isErr, err := s.ToolResult(ctx)
 	if err != nil {
@@ -86,7 +85,7 @@ func cmdMCPList(ts *testscript.TestScript, neg bool, args []string) {
 	if srv == nil {
 		fail(ts, "mcp.config has no server %s", spec.Server)
 	}
-	ctx, cancel := context.WithTimeout(baseCtx(ts), 20*time.Second)
+	ctx, cancel := waitCtx(ts, 20*time.Second)
 	defer cancel()
 	cs, err := mcpclient.Connect(ctx, *srv, spec.Env, e.Bridge.Vars["WORK"])
 	if err != nil {

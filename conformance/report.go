@@ -45,6 +45,12 @@ func WriteTable(w io.Writer, r *Report) {
 	if n[Blocked] > 0 {
 		fmt.Fprintf(w, ", %d blocked by another requirement's failure", n[Blocked])
 	}
+	if n[NotRun] > 0 {
+		fmt.Fprintf(w, ", %d not run (the bridge could not be set up)", n[NotRun])
+	}
+	if n[Interrupted] > 0 {
+		fmt.Fprintf(w, ", %d interrupted", n[Interrupted])
+	}
 	if n[XFail] > 0 {
 		fmt.Fprintf(w, ", %d failed as expected (counted as passed)", n[XFail])
 	}
@@ -143,9 +149,9 @@ func WriteJUnit(w io.Writer, r *Report) error {
 		case Fail, Blocked:
 			s.Failures++
 			tc.Failure = &failure{Message: res.Detail, Text: res.Requirement.Text + "\n\n" + res.Log}
-		case Skip:
+		case Skip, NotRun, Interrupted:
 			s.Skipped++
-			tc.Skipped = &skipped{Message: res.Detail}
+			tc.Skipped = &skipped{Message: res.Status + ": " + res.Detail}
 		}
 		s.Cases = append(s.Cases, tc)
 	}

@@ -28,6 +28,11 @@ const (
 	// another requirement owns did not (Detail: "BLOCKED by ID: …"); that
 	// requirement's own case fails for it. Counts as a failure.
 	Blocked = "BLOCKED"
+	// NotRun: the case never ran, because the bridge could not be set up
+	// in another case (the run stopped there).
+	NotRun = "NOT-RUN"
+	// Interrupted: the run was interrupted before the case ended.
+	Interrupted = "INTERRUPTED"
 )
 
 // Result is how one case went.
@@ -168,12 +173,12 @@ func RunSuite(ctx context.Context, cfg Config, o RunOptions) (*Report, error) {
 		}
 		name := strings.TrimSuffix(filepath.Base(f), ".txtar")
 		if ctx.Err() != nil || setupFailed() != "" {
-			why := "interrupted"
+			status, why := Interrupted, "the run was interrupted before it started"
 			if ctx.Err() == nil {
-				why = "not run: the bridge could not be set up"
+				status, why = NotRun, "the bridge could not be set up in case "+setupFailed()
 				<-sem
 			}
-			results[i] = Result{Case: name, Requirement: Requirements[name], Status: Skip, Detail: why}
+			results[i] = Result{Case: name, Requirement: Requirements[name], Status: status, Detail: why}
 			wg.Done()
 			continue
 		}
@@ -200,7 +205,7 @@ func RunSuite(ctx context.Context, cfg Config, o RunOptions) (*Report, error) {
 			}
 			if r.Status == Fail && ctx.Err() != nil {
 				// Cut short by the interrupt: nothing is known of the bridge.
-				r.Status, r.Detail, r.Log = Skip, "interrupted", ""
+				r.Status, r.Detail, r.Log = Interrupted, "the run was interrupted while it ran", ""
 			}
 			if r.Status == Fail && setupErr != nil {
 				select {

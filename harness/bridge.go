@@ -40,6 +40,10 @@ type Options struct {
 	AgentTimeout time.Duration
 	// Logf receives what the harness does, a line at a time; nil discards.
 	Logf func(format string, args ...any)
+	// Slow scales every wait the harness makes on the bridge by its own
+	// defaults (readiness, an agent claimed, an agent's waits, a surface's
+	// replies): 2 doubles them, for a busy machine. 0 means 1.
+	Slow float64
 }
 
 // Bridge is a bridge under test: the process the profile starts (none for a
@@ -69,10 +73,10 @@ func StartBridge(ctx context.Context, p *Profile, opts Options) (*Bridge, error)
 		return nil, errors.New("harness: Options.Work is empty")
 	}
 	if opts.AgentTimeout <= 0 {
-		opts.AgentTimeout = 30 * time.Second
+		opts.AgentTimeout = scale(30*time.Second, opts.Slow)
 	}
 	if opts.ClaimTimeout <= 0 {
-		opts.ClaimTimeout = 15 * time.Second
+		opts.ClaimTimeout = scale(15*time.Second, opts.Slow)
 	}
 	if opts.Logf == nil {
 		opts.Logf = func(string, ...any) {}
@@ -225,6 +229,7 @@ func (b *Bridge) waitReady(ctx context.Context, exited <-chan struct{}) error {
 	if timeout <= 0 {
 		timeout = 15 * time.Second
 	}
+	timeout = scale(timeout, b.opts.Slow)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	client := &http.Client{Timeout: time.Second}

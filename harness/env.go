@@ -41,7 +41,9 @@ func NewEnv(ctx context.Context, p *Profile, opts Options) (*Env, error) {
 	if err != nil {
 		return nil, &SetupError{Op: "starting the bridge", Err: err}
 	}
-	s, err := NewSurface(b.Profile.Surface)
+	spec := b.Profile.Surface
+	spec.Slow = opts.Slow
+	s, err := NewSurface(spec)
 	if err != nil {
 		b.Close()
 		return nil, &SetupError{Op: "starting the bridge", Err: err}

@@ -37,6 +37,7 @@ import (
 // Each reply must come within 10 s.
 
 type execSurface struct {
+	reply  time.Duration // how long an operation's reply may take
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	stderr *tailBuffer
@@ -77,7 +78,7 @@ func startExecSurface(s SurfaceSpec) (*execSurface, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &execSurface{cmd: cmd, stdin: stdin, stderr: &tailBuffer{max: 8 << 10}, waiting: map[int]chan execReply{},
+	e := &execSurface{reply: s.scaled(replyTimeout), cmd: cmd, stdin: stdin, stderr: &tailBuffer{max: 8 << 10}, waiting: map[int]chan execReply{},
 		sinks: map[string]func(SurfaceEvent){}, done: make(chan struct{})}
 	cmd.Stderr = e.stderr
 	// Its own process group, so Close ends whatever it started; and Wait
@@ -182,7 +183,7 @@ func (e *execSurface) call(ctx context.Context, req map[string]any) (execReply, 
 		}
 		return execReply{}, fmt.Errorf("writing to the exec surface: %w", err)
 	}
-	t := time.NewTimer(replyTimeout)
+	t := time.NewTimer(e.reply)
 	defer t.Stop()
 	select {
 	case rep, ok := <-ch:
@@ -199,7 +200,7 @@ func (e *execSurface) call(ctx context.Context, req map[string]any) (execReply, 
 		e.mu.Lock()
 		delete(e.waiting, id)
 		e.mu.Unlock()
-		return execReply{}, fmt.Errorf("the exec surface did not reply to %s (id %d) within %v", req["op"], id, replyTimeout)
+		return execReply{}, fmt.Errorf("the exec surface did not reply to %s (id %d) within %v", req["op"], id, e.reply)
 	case <-ctx.Done():
 		e.mu.Lock()
 		delete(e.waiting, id)
@@ -247,8 +248,8 @@ func (e *execSurface) write(line []byte) error {
 	select {
 	case err := <-done:
 		return err
-	case <-time.After(replyTimeout):
-		return fmt.Errorf("the exec surface has not read its stdin for %v", replyTimeout)
+	case <-time.After(e.reply):
+		return fmt.Errorf("the exec surface has not read its stdin for %v", e.reply)
 	}
 }
 

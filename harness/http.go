@@ -27,7 +27,7 @@ type httpSurface struct {
 }
 
 func newHTTPSurface(s SurfaceSpec, token func() (string, error)) *httpSurface {
-	return &httpSurface{url: strings.TrimRight(s.URL, "/"), token: token, http: &http.Client{Timeout: 10 * time.Second}}
+	return &httpSurface{url: strings.TrimRight(s.URL, "/"), token: token, http: &http.Client{Timeout: s.scaled(10 * time.Second)}}
 }
 
 // client is the API client with the token as it is now.

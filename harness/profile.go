@@ -92,6 +92,20 @@ type SurfaceSpec struct {
 	Command string            `json:"command,omitempty"`
 	Args    []string          `json:"args,omitempty"`
 	Env     map[string]string `json:"env,omitempty"`
+	// Slow scales the adapter's own waits (a reply to an operation, a
+	// connection): 2 doubles them, for a busy machine. 0 means 1.
+	Slow float64 `json:"-"`
+}
+
+// scaled is d times the slow factor.
+func (s SurfaceSpec) scaled(d time.Duration) time.Duration { return scale(d, s.Slow) }
+
+// scale is d times factor (at least 1).
+func scale(d time.Duration, factor float64) time.Duration {
+	if factor <= 1 {
+		return d
+	}
+	return time.Duration(float64(d) * factor)
 }
 
 // MCPSpec is how the CLI reaches the bridge's MCP ask_user server: the

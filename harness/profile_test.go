@@ -67,3 +67,16 @@ func TestProfileMCP(t *testing.T) {
 		t.Errorf("config %s", got)
 	}
 }
+
+// TestSlowScalesWaits: the slow factor multiplies the harness's own waits;
+// below 1 it changes nothing.
+func TestSlowScalesWaits(t *testing.T) {
+	for _, tt := range []struct {
+		factor float64
+		want   time.Duration
+	}{{0, 10 * time.Second}, {0.5, 10 * time.Second}, {1, 10 * time.Second}, {2.5, 25 * time.Second}} {
+		if got := (SurfaceSpec{Slow: tt.factor}).scaled(10 * time.Second); got != tt.want {
+			t.Errorf("slow %v: %v, want %v", tt.factor, got, tt.want)
+		}
+	}
+}

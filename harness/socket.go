@@ -23,6 +23,7 @@ import (
 // what they send as ask_user_ack or error messages.
 
 type socketSurface struct {
+	spec  SurfaceSpec
 	kind  string
 	url   string
 	token func() (string, error)
@@ -30,7 +31,7 @@ type socketSurface struct {
 }
 
 func newSocketSurface(s SurfaceSpec, token func() (string, error)) *socketSurface {
-	return &socketSurface{kind: s.Kind, url: s.URL, token: token, api: newHTTPSurface(SurfaceSpec{URL: s.API}, token)}
+	return &socketSurface{spec: s, kind: s.Kind, url: s.URL, token: token, api: newHTTPSurface(SurfaceSpec{URL: s.API, Slow: s.Slow}, token)}
 }
 
 func (s *socketSurface) Kind() string { return s.kind }
@@ -41,7 +42,8 @@ func (s *socketSurface) Start(ctx context.Context, prompt string) (string, error
 
 func (s *socketSurface) Close() error { return nil }
 
-// replyTimeout bounds the wait for the bridge's reply to a message.
+// replyTimeout bounds the wait for the bridge's reply to a message (times
+// SurfaceSpec.Slow).
 const replyTimeout = 10 * time.Second
 
 func (s *socketSurface) Open(ctx context.Context, session string, sink func(SurfaceEvent)) (Conn, error) {
@@ -62,7 +64,7 @@ func (s *socketSurface) Open(ctx context.Context, session string, sink func(Surf
 	if tok != "" {
 		hdr.Set("Authorization", "Bearer "+tok)
 	}
-	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	dctx, cancel := context.WithTimeout(ctx, s.spec.scaled(10*time.Second))
 	defer cancel()
 	ws, resp, err := websocket.Dial(dctx, u.String(), &websocket.DialOptions{HTTPHeader: hdr})
 	if err != nil {
@@ -210,7 +212,7 @@ func (c *socketConn) roundTrip(ctx context.Context, qid string, msg []byte) (bri
 			drained = true
 		}
 	}
-	wctx, cancel := context.WithTimeout(ctx, replyTimeout)
+	wctx, cancel := context.WithTimeout(ctx, c.s.spec.scaled(replyTimeout))
 	defer cancel()
 	if err := c.ws.Write(wctx, websocket.MessageText, msg); err != nil {
 		return bridgeapi.WSReply{}, fmt.Errorf("sending: %w", err)
@@ -230,7 +232,7 @@ func (c *socketConn) roundTrip(ctx context.Context, qid string, msg []byte) (bri
 		case <-c.done:
 			return bridgeapi.WSReply{}, errClosed
 		case <-wctx.Done():
-			return bridgeapi.WSReply{}, fmt.Errorf("no reply from the bridge within %v", replyTimeout)
+			return bridgeapi.WSReply{}, fmt.Errorf("no reply from the bridge within %v", c.s.spec.scaled(replyTimeout))
 		}
 	}
 }

@@ -29,6 +29,7 @@ type conformanceOptions struct {
 	keep     bool
 	list     bool
 	shard    string
+	slow     float64
 	io       *stdio
 
 	match   *regexp.Regexp
@@ -78,6 +79,7 @@ Examples:
 			&cli.IntFlag{Name: "parallel", Usage: "cases run at once; 0 means the number of CPUs, at least 2", Destination: &o.parallel},
 			&cli.BoolFlag{Name: "keep", Usage: "keep the work directory (bridge logs, agent transcripts) and print where it is", Destination: &o.keep},
 			&cli.BoolFlag{Name: "list", Usage: "list the cases and their requirements, and exit", Destination: &o.list},
+			&cli.FloatFlag{Name: "slow", Usage: "scale every wait of the suite and the harness by `FACTOR` (2 doubles them), for a busy machine; never a requirement's own bounds", Destination: &o.slow, Sources: cli.EnvVars(conformance.EnvSlow)},
 			&cli.StringFlag{Name: "shard", Usage: "run shard `K/N` of the cases (N CI jobs, K = 1…N, each a share; join their --json reports with askctl conformance merge)", Destination: &o.shard},
 		},
 		Commands: []*cli.Command{newConformanceMergeCmd(s)},
@@ -107,6 +109,9 @@ func (o *conformanceOptions) validate() error {
 	}
 	if o.parallel < 0 {
 		return usagef("--parallel: want a positive number, got %d", o.parallel)
+	}
+	if o.slow != 0 && o.slow < 1 {
+		return usagef("--slow: want a factor of 1 or more, got %v", o.slow)
 	}
 	if o.shard != "" {
 		var k, n int
@@ -203,7 +208,7 @@ func runConformance(ctx context.Context, o *conformanceOptions) error {
 		return usagef("--run %q matches no case (askctl conformance --list lists them)", o.run)
 	}
 	fmt.Fprintf(ew, "checking %s with the %s agent: %d cases\n", p.Name, o.agent, total)
-	rep, err := conformance.RunSuite(ctx, conformance.Config{Profile: p, Askctl: self, RealClaude: real}, conformance.RunOptions{
+	rep, err := conformance.RunSuite(ctx, conformance.Config{Profile: p, Askctl: self, RealClaude: real, Slow: o.slow}, conformance.RunOptions{
 		Match: match, Parallel: o.parallel, ExpectedFailures: expected, Work: work,
 		Progress: func(done, total int, r conformance.Result) {
 			line := fmt.Sprintf("[%d/%d] %-5s %s (%s)", done, total, r.Status, r.Case, r.Duration.Round(time.Millisecond))
