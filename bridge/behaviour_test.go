@@ -723,20 +723,22 @@ func TestWriteErrorsStrandNothing(t *testing.T) {
 	e := newEnv(t, bridge.Config{})
 	sub := e.b.Subscribe("")
 	defer sub.Close()
-	s := e.start("exit-pending", "Set up storage for the app.")
-	q := e.pending(s.ID, 1)[0]
+	// The writes of the agent's end fail, six times: the session's exit and
+	// its question's withdrawal.
 	var mu sync.Mutex
 	failed := 0
 	full := errors.New("database or disk is full")
 	e.b.FailWrites(func(op string) error {
 		mu.Lock()
 		defer mu.Unlock()
-		if failed < 6 {
+		if (op == "setStatus "+bridgeapi.StatusExited || op == "resolve "+bridgeapi.QuestionWithdrawn) && failed < 6 {
 			failed++
 			return full
 		}
 		return nil
 	})
+	s := e.start("exit-pending", "Set up storage for the app.")
+	q := e.pending(s.ID, 1)[0]
 	deadline := time.After(20 * time.Second)
 	withdrawn := false
 	for !withdrawn {

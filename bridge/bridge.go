@@ -15,6 +15,7 @@ import (
 
 	"github.com/askctl/askctl/bridgeapi"
 	"github.com/askctl/askctl/claudecli"
+	"github.com/askctl/askctl/internal/clip"
 	"github.com/askctl/askctl/protocol"
 	"github.com/askctl/askctl/sdk"
 )
@@ -383,9 +384,7 @@ func lastLine(s string) string {
 	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
 		s = s[i+1:]
 	}
-	if len(s) > 300 {
-		s = s[:300] + "…"
-	}
+	s = clip.String(s, 300)
 	return s
 }
 

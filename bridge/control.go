@@ -58,17 +58,17 @@ type controlIn struct {
 func (s *Server) controlHandle(ctx context.Context, c *wsClient, data []byte) bridgeapi.WSReply {
 	var m controlIn
 	if err := json.Unmarshal(data, &m); err != nil {
-		return bridgeapi.WSReply{Type: "error", Code: "bad_request", Error: err.Error()}
+		return bridgeapi.WSReply{Type: bridgeapi.MsgError, Code: "bad_request", Error: err.Error()}
 	}
 	if m.Type != protocol.TypeControlResponse {
-		return bridgeapi.WSReply{Type: "error", Code: "bad_request", Error: fmt.Sprintf("unknown message type %q (want control_response)", m.Type)}
+		return bridgeapi.WSReply{Type: bridgeapi.MsgError, Code: "bad_request", Error: fmt.Sprintf("unknown message type %q (want control_response)", m.Type)}
 	}
 	qid := m.Response.RequestID
 	if qid == "" {
 		qid = m.RequestID
 	}
 	if qid == "" {
-		return bridgeapi.WSReply{Type: "error", Code: "bad_request", Error: "request_id is missing"}
+		return bridgeapi.WSReply{Type: bridgeapi.MsgError, Code: "bad_request", Error: "request_id is missing"}
 	}
 	if r, ok := s.mayAnswer(ctx, c, qid); !ok {
 		return r
@@ -76,16 +76,16 @@ func (s *Server) controlHandle(ctx context.Context, c *wsClient, data []byte) br
 	res := m.Response.Response
 	switch {
 	case m.Response.Subtype == "error":
-		return bridgeapi.WSReply{Type: "error", QuestionID: qid, Code: "invalid", Error: "an error response does not answer a question: send a deny to skip it"}
+		return bridgeapi.WSReply{Type: bridgeapi.MsgError, QuestionID: qid, Code: "invalid", Error: "an error response does not answer a question: send a deny to skip it"}
 	case m.Response.Subtype != "success":
-		return bridgeapi.WSReply{Type: "error", QuestionID: qid, Code: "bad_request", Error: fmt.Sprintf("response.subtype %q: want success", m.Response.Subtype)}
+		return bridgeapi.WSReply{Type: bridgeapi.MsgError, QuestionID: qid, Code: "bad_request", Error: fmt.Sprintf("response.subtype %q: want success", m.Response.Subtype)}
 	case res.Behavior == "deny":
 		if _, err := s.B.Skip(ctx, qid, res.Message, res.Interrupt); err != nil {
 			return wsError(qid, err)
 		}
-		return bridgeapi.WSReply{Type: "ask_user_ack", QuestionID: qid, Status: bridgeapi.QuestionSkipped}
+		return bridgeapi.WSReply{Type: bridgeapi.MsgAck, QuestionID: qid, Status: bridgeapi.QuestionSkipped}
 	case res.Behavior != "allow":
-		return bridgeapi.WSReply{Type: "error", QuestionID: qid, Code: "bad_request", Error: fmt.Sprintf("response.response.behavior %q: want allow or deny", res.Behavior)}
+		return bridgeapi.WSReply{Type: bridgeapi.MsgError, QuestionID: qid, Code: "bad_request", Error: fmt.Sprintf("response.response.behavior %q: want allow or deny", res.Behavior)}
 	}
 	in := res.UpdatedInput
 	if len(in) == 0 {
@@ -96,18 +96,18 @@ func (s *Server) controlHandle(ctx context.Context, c *wsClient, data []byte) br
 	}
 	if len(in) > 0 {
 		if err := json.Unmarshal(in, &ui); err != nil {
-			return bridgeapi.WSReply{Type: "error", QuestionID: qid, Code: "bad_request", Error: "updatedInput: " + err.Error()}
+			return bridgeapi.WSReply{Type: bridgeapi.MsgError, QuestionID: qid, Code: "bad_request", Error: "updatedInput: " + err.Error()}
 		}
 	}
 	if len(ui.Answers) == 0 {
-		return bridgeapi.WSReply{Type: "error", QuestionID: qid, Code: "invalid", Error: "an allow must carry updatedInput.answers with an answer to every question; send a deny to skip"}
+		return bridgeapi.WSReply{Type: bridgeapi.MsgError, QuestionID: qid, Code: "invalid", Error: "an allow must carry updatedInput.answers with an answer to every question; send a deny to skip"}
 	}
 	r, err := s.B.Answer(ctx, qid, ui.Answers)
 	if err != nil {
 		return wsError(qid, err)
 	}
 	if r.Held {
-		return bridgeapi.WSReply{Type: "ask_user_ack", QuestionID: qid, Status: "held", Missing: r.Missing}
+		return bridgeapi.WSReply{Type: bridgeapi.MsgAck, QuestionID: qid, Status: bridgeapi.AckHeld, Missing: r.Missing}
 	}
-	return bridgeapi.WSReply{Type: "ask_user_ack", QuestionID: qid, Status: bridgeapi.QuestionAnswered}
+	return bridgeapi.WSReply{Type: bridgeapi.MsgAck, QuestionID: qid, Status: bridgeapi.QuestionAnswered}
 }

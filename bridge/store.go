@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/askctl/askctl/bridgeapi"
@@ -58,13 +59,14 @@ CREATE TABLE IF NOT EXISTS events (
 type store struct {
 	db *sql.DB // the one writer
 	rd *sql.DB // readers: in WAL mode they read what is committed while a write goes on, so a listing never waits behind session starts
-	// fault, when set (tests), fails a write as a full disk would.
-	fault func(op string) error
+	// fault, when set (tests), fails a write as a full disk would; op names
+	// the write and the status it writes ("setStatus exited").
+	fault atomic.Pointer[func(op string) error]
 }
 
 func (s *store) injected(op string) error {
-	if s.fault != nil {
-		return s.fault(op)
+	if f := s.fault.Load(); f != nil {
+		return (*f)(op)
 	}
 	return nil
 }
@@ -126,7 +128,7 @@ func (s *store) insertSession(ctx context.Context, ss *bridgeapi.Session) error 
 // setStatus records how a session runs or ended; the CLI's session id is
 // kept, whatever the caller's copy holds.
 func (s *store) setStatus(ctx context.Context, ss *bridgeapi.Session) error {
-	if err := s.injected("setStatus"); err != nil {
+	if err := s.injected("setStatus " + ss.Status); err != nil {
 		return err
 	}
 	var ended any
@@ -223,7 +225,7 @@ func (s *store) insertQuestion(ctx context.Context, q *bridgeapi.Question) error
 // resolve moves a pending question to status, if it is still pending: the
 // first resolution wins, in the database as on the wire.
 func (s *store) resolve(ctx context.Context, id, status string, answers map[string]string, reason string, now time.Time) (bool, error) {
-	if err := s.injected("resolve"); err != nil {
+	if err := s.injected("resolve " + status); err != nil {
 		return false, err
 	}
 	var a any

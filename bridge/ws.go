@@ -79,7 +79,7 @@ func (s *Server) socket(w http.ResponseWriter, r *http.Request, d dialect) {
 		old.mu.Lock()
 		old.taken = true
 		old.mu.Unlock()
-		_ = old.send(ctx, bridgeapi.WSReply{Type: "session_taken", SessionID: session})
+		_ = old.send(ctx, bridgeapi.WSReply{Type: bridgeapi.MsgSessionTaken, SessionID: session})
 	}
 	defer func() {
 		s.wsMu.Lock()
@@ -123,12 +123,24 @@ func (s *Server) socket(w http.ResponseWriter, r *http.Request, d dialect) {
 			}
 		}
 	}()
+	// Each message is handled on its own, a few at a time: an answer that
+	// waits (its agent stopped reading) holds up no other question's on
+	// the same connection. Every reply names its question.
+	inflight := make(chan struct{}, 16)
 	for {
 		_, data, err := conn.Read(ctx)
 		if err != nil {
 			return // closed, or a message over the limit (closed with 1009)
 		}
-		_ = c.send(ctx, d.handle(ctx, c, data))
+		select {
+		case inflight <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		go func() {
+			defer func() { <-inflight }()
+			_ = c.send(ctx, d.handle(ctx, c, data))
+		}()
 	}
 }
 
@@ -136,17 +148,17 @@ func (s *Server) socket(w http.ResponseWriter, r *http.Request, d dialect) {
 func (s *Server) wsHandle(ctx context.Context, c *wsClient, data []byte) bridgeapi.WSReply {
 	var m bridgeapi.WSMessage
 	if err := decodeStrict(data, &m); err != nil {
-		return bridgeapi.WSReply{Type: "error", Code: "bad_request", Error: err.Error()}
+		return bridgeapi.WSReply{Type: bridgeapi.MsgError, Code: "bad_request", Error: err.Error()}
 	}
-	if m.Type != "ask_user_response" {
-		return bridgeapi.WSReply{Type: "error", Code: "bad_request", Error: fmt.Sprintf("unknown message type %q (want ask_user_response)", m.Type)}
+	if m.Type != bridgeapi.MsgAskResponse {
+		return bridgeapi.WSReply{Type: bridgeapi.MsgError, Code: "bad_request", Error: fmt.Sprintf("unknown message type %q (want ask_user_response)", m.Type)}
 	}
 	resp := m.WSResponse
 	if m.Data != nil {
 		resp = *m.Data
 	}
 	if resp.QuestionID == "" {
-		return bridgeapi.WSReply{Type: "error", Code: "bad_request", Error: "question_id is missing"}
+		return bridgeapi.WSReply{Type: bridgeapi.MsgError, Code: "bad_request", Error: "question_id is missing"}
 	}
 	if r, ok := s.mayAnswer(ctx, c, resp.QuestionID); !ok {
 		return r
@@ -155,21 +167,21 @@ func (s *Server) wsHandle(ctx context.Context, c *wsClient, data []byte) bridgea
 		if _, err := s.B.Skip(ctx, resp.QuestionID, resp.Reason, false); err != nil {
 			return wsError(resp.QuestionID, err)
 		}
-		return bridgeapi.WSReply{Type: "ask_user_ack", QuestionID: resp.QuestionID, Status: bridgeapi.QuestionSkipped}
+		return bridgeapi.WSReply{Type: bridgeapi.MsgAck, QuestionID: resp.QuestionID, Status: bridgeapi.QuestionSkipped}
 	}
 	res, err := s.B.Answer(ctx, resp.QuestionID, resp.Answers)
 	if err != nil {
 		return wsError(resp.QuestionID, err)
 	}
 	if res.Held {
-		return bridgeapi.WSReply{Type: "ask_user_ack", QuestionID: resp.QuestionID, Status: "held", Missing: res.Missing}
+		return bridgeapi.WSReply{Type: bridgeapi.MsgAck, QuestionID: resp.QuestionID, Status: bridgeapi.AckHeld, Missing: res.Missing}
 	}
-	return bridgeapi.WSReply{Type: "ask_user_ack", QuestionID: resp.QuestionID, Status: bridgeapi.QuestionAnswered}
+	return bridgeapi.WSReply{Type: bridgeapi.MsgAck, QuestionID: resp.QuestionID, Status: bridgeapi.QuestionAnswered}
 }
 
 func wsError(qid string, err error) bridgeapi.WSReply {
 	_, code := errorCode(err)
-	return bridgeapi.WSReply{Type: "error", QuestionID: qid, Code: code, Error: err.Error()}
+	return bridgeapi.WSReply{Type: bridgeapi.MsgError, QuestionID: qid, Code: code, Error: err.Error()}
 }
 
 // mayAnswer refuses answers from a connection that was taken over, and to
@@ -179,7 +191,7 @@ func (s *Server) mayAnswer(ctx context.Context, c *wsClient, qid string) (bridge
 	taken := c.taken
 	c.mu.Unlock()
 	if taken && !defect("takeover-ignored") {
-		return bridgeapi.WSReply{Type: "error", QuestionID: qid, Code: "session_taken", Error: "another connection took this session over: its answers count, this one's do not"}, false
+		return bridgeapi.WSReply{Type: bridgeapi.MsgError, QuestionID: qid, Code: "session_taken", Error: "another connection took this session over: its answers count, this one's do not"}, false
 	}
 	if err := s.questionIn(ctx, qid, c.session); err != nil {
 		return wsError(qid, err), false

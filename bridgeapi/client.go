@@ -41,17 +41,25 @@ func (e *RemoteError) Error() string { return e.APIError.Error }
 
 // Is maps the bridge's error codes to the package's errors.
 func (e *RemoteError) Is(target error) bool {
-	switch e.Code {
+	t := ErrorOf(e.Code)
+	return t != nil && t == target
+}
+
+// ErrorOf is the package error a bridge's error code names (on any surface:
+// an HTTP error body, a WebSocket error message), or nil for a code that
+// names none (internal, or one this package does not know).
+func ErrorOf(code string) error {
+	switch code {
 	case "not_found":
-		return target == ErrNotFound
-	case "resolved":
-		return target == ErrResolved
+		return ErrNotFound
+	case "resolved", "session_taken":
+		return ErrResolved
 	case "invalid", "bad_request", "too_large":
-		return target == ErrInvalid
+		return ErrInvalid
 	case "unauthorized", "forbidden_host":
-		return target == ErrUnauthorized
+		return ErrUnauthorized
 	}
-	return false
+	return nil
 }
 
 // remoteError reads an error response's body; a body that is not the

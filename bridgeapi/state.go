@@ -47,8 +47,13 @@ func EnsureToken(dir string) (string, error) {
 		return "", err
 	}
 	// A directory made before (by hand, or with a looser umask) is closed
-	// to others too: it holds the database of people's answers.
+	// to others too: it holds the database of people's answers. One that
+	// holds more than askctl's own files (a home, /tmp) is not askctl's to
+	// change: it is refused.
 	if fi, err := os.Stat(dir); err == nil && fi.Mode().Perm()&0o077 != 0 {
+		if !onlyOurs(dir) {
+			return "", fmt.Errorf("state directory %s is open to others (mode %v) and holds other files: give askctl a directory of its own (%s)", dir, fi.Mode().Perm(), EnvStateDir)
+		}
 		if err := os.Chmod(dir, fi.Mode().Perm()&0o700); err != nil {
 			return "", fmt.Errorf("state directory %s is open to others (mode %v) and cannot be closed: %w", dir, fi.Mode().Perm(), err)
 		}
@@ -73,6 +78,24 @@ func EnsureToken(dir string) (string, error) {
 		return "", err
 	}
 	return tok, nil
+}
+
+// onlyOurs reports whether dir holds nothing but a state directory's own
+// files.
+func onlyOurs(dir string) bool {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range ents {
+		name := e.Name()
+		switch {
+		case name == "token", name == "serve.json", name == "serve.json.tmp", name == "scenarios", strings.HasPrefix(name, "bridge.db"):
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // ReadToken reads the token file in dir.

@@ -36,3 +36,22 @@ func TestEnsureTokenClosesTheStateDir(t *testing.T) {
 		t.Errorf("a second EnsureToken: %q, %v; want the same token", again, err)
 	}
 }
+
+// TestEnsureTokenRefusesAnOpenSharedDir: a loose directory that holds
+// other files (a home, /tmp) is not askctl's to close: it is refused, and
+// left as it was.
+func TestEnsureTokenRefusesAnOpenSharedDir(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bridgeapi.EnsureToken(dir); err == nil {
+		t.Fatal("a shared open directory was taken as the state directory")
+	}
+	if fi, _ := os.Stat(dir); fi.Mode().Perm() != 0o755 {
+		t.Errorf("its mode changed to %v", fi.Mode().Perm())
+	}
+}

@@ -108,7 +108,14 @@ func readSessions(dir string) map[string][]byte {
 
 // Kill ends the process at once, with what it started (it runs in a
 // process group of its own).
-func (p *Process) Kill() { killGroup(p.cmd) }
+func (p *Process) Kill() {
+	select {
+	case <-p.waited:
+		return // reaped: its process group id may be another's by now
+	default:
+		killGroup(p.cmd)
+	}
+}
 
 // PID is the process id.
 func (p *Process) PID() int { return p.cmd.Process.Pid }

@@ -94,6 +94,15 @@ type RunOptions struct {
 	// Work is where cases run; a temporary directory when empty (removed
 	// after).
 	Work string
+	// Retried hears of a case run again because the bridge could not be
+	// set up the first time.
+	Retried func(name string, err error)
+}
+
+func (o RunOptions) retried(name string, err error) {
+	if o.Retried != nil {
+		o.Retried(name, err)
+	}
 }
 
 // ErrInterrupted: ctx ended before every case ran.
@@ -185,23 +194,12 @@ func RunSuite(ctx context.Context, cfg Config, o RunOptions) (*Report, error) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			var setupErr *harness.SetupError
-			var once sync.Once
-			var blocked []string // "ID: observed" of preconditions owned by other requirements
-			var bmu sync.Mutex
-			ccfg := cfg
-			ccfg.setupFailed = func(se *harness.SetupError) { once.Do(func() { setupErr = se }) }
-			ccfg.blocked = func(by, why string) {
-				bmu.Lock()
-				blocked = append(blocked, by+": "+why)
-				bmu.Unlock()
-			}
-			r := runCase(ccfg, f, filepath.Join(work, "run"))
-			switch {
-			case len(blocked) > 0 && r.Status == Pass:
-				r.Status, r.Detail = Blocked, "BLOCKED by "+strings.Join(blocked, "; BLOCKED by ")
-			case len(blocked) > 0 && r.Status == Fail:
-				r.Detail += " (also BLOCKED by " + strings.Join(blocked, "; ") + ")"
+			r, setupErr := runCaseOnce(cfg, f, filepath.Join(work, "run"))
+			if r.Status == Fail && setupErr != nil && ctx.Err() == nil {
+				// A bridge can fail to start once on a busy machine: try the
+				// case again before the run is declared unable to set it up.
+				o.retried(r.Case, setupErr)
+				r, setupErr = runCaseOnce(cfg, f, filepath.Join(work, "run-again"))
 			}
 			if r.Status == Fail && ctx.Err() != nil {
 				// Cut short by the interrupt: nothing is known of the bridge.
@@ -258,6 +256,29 @@ func (c *collector) get(name string) []harness.Latency {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.lat[name]
+}
+
+// runCaseOnce runs one case, with BLOCKED for the preconditions other
+// requirements own, and says whether the bridge could not be set up.
+func runCaseOnce(cfg Config, file, root string) (Result, *harness.SetupError) {
+	var setupErr *harness.SetupError
+	var once sync.Once
+	var blocked []string // "ID: observed" of preconditions owned by other requirements
+	var bmu sync.Mutex
+	cfg.setupFailed = func(se *harness.SetupError) { once.Do(func() { setupErr = se }) }
+	cfg.blocked = func(by, why string) {
+		bmu.Lock()
+		blocked = append(blocked, by+": "+why)
+		bmu.Unlock()
+	}
+	r := runCase(cfg, file, root)
+	switch {
+	case len(blocked) > 0 && r.Status == Pass:
+		r.Status, r.Detail = Blocked, "BLOCKED by "+strings.Join(blocked, "; BLOCKED by ")
+	case len(blocked) > 0 && r.Status == Fail:
+		r.Detail += " (also BLOCKED by " + strings.Join(blocked, "; ") + ")"
+	}
+	return r, setupErr
 }
 
 // runCase runs one case file through testscript with a T of our own.

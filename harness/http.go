@@ -88,9 +88,9 @@ func (h *httpSurface) Open(ctx context.Context, session string, sink func(Surfac
 			if cctx.Err() != nil || !errors.Is(err, bridgeapi.ErrUnreachable) || !c.resume(cctx) {
 				break
 			}
-			if last < 0 {
-				last = 0
-			}
+			// With no event seen yet (last -1), it comes back as a new
+			// client (the pending questions again), not from the start of
+			// the log.
 		}
 		if cctx.Err() == nil {
 			sink(SurfaceEvent{T: time.Now(), Type: SurfClosed, Session: session, Reason: fmt.Sprint(err)})

@@ -81,25 +81,33 @@ func (s *Session) AwaitQuestion(ctx context.Context, conn string, same bool) (st
 	if err := s.e.Await(ctx, NewQuestion(s.alias, conn)); err != nil {
 		return "", err
 	}
+	// Choose and consume in one step: two waits on one connection never
+	// take the same question.
 	var qid, prev string
 	var n int
-	_ = s.read(func(ss *SessionState) {
-		qid, _ = ss.nextQuestion(conn)
-		prev = ss.current
-	})
-	if same && qid != prev {
-		return qid, fmt.Errorf("%w: connection %s shows question %s, want the same id as before, %s", ErrNotSame, conn, qid, prev)
-	}
 	s.e.mu.Lock()
 	ss := s.e.st.Sessions[s.alias]
-	if ss.consumed[conn] == nil {
-		ss.consumed[conn] = map[string]bool{}
+	ok := false
+	if ss != nil {
+		qid, ok = ss.nextQuestion(conn)
+		prev = ss.current
 	}
-	ss.consumed[conn][qid] = true
-	ss.current = qid
-	n = slices.Index(ss.Questions, qid) + 1
-	s.e.changedLocked()
+	if ok && (!same || qid == prev) {
+		if ss.consumed[conn] == nil {
+			ss.consumed[conn] = map[string]bool{}
+		}
+		ss.consumed[conn][qid] = true
+		ss.current = qid
+		n = slices.Index(ss.Questions, qid) + 1
+		s.e.changedLocked()
+	}
 	s.e.mu.Unlock()
+	switch {
+	case !ok:
+		return "", fmt.Errorf("connection %s of session %s shows no new question (another wait took it)", conn, s.alias)
+	case same && qid != prev:
+		return qid, fmt.Errorf("%w: connection %s shows question %s, want the same id as before, %s", ErrNotSame, conn, qid, prev)
+	}
 	if err := s.e.Await(ctx, Asked(s.alias, n)); err != nil {
 		return qid, fmt.Errorf("the surface shows question %s, but the agent did not ask %d question(s): %w", qid, n, err)
 	}
@@ -354,6 +362,11 @@ func (s *Session) ToolResult(ctx context.Context) (text string, isError bool, er
 	if err := s.e.Await(ctx, ToolResulted(s.alias, qid)); err != nil {
 		return "", false, err
 	}
-	req, _ := s.Request()
-	return ResultText(req.ToolResult), gjson.GetBytes(req.ToolResult, "is_error").Bool(), nil
+	var block []byte
+	_ = s.read(func(ss *SessionState) {
+		if req, ok := ss.RequestOf(qid); ok {
+			block = req.ToolResult
+		}
+	})
+	return ResultText(block), gjson.GetBytes(block, "is_error").Bool(), nil
 }

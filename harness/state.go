@@ -270,7 +270,7 @@ func (s *SessionState) Summary() string {
 		case r.Event == transcript.EventError || r.Event == transcript.EventExit || (r.Event == transcript.EventExpect && r.OK != nil && !*r.OK):
 			line = fmt.Sprintf("%s %s %s", r.Event, r.Kind, r.Text)
 			if r.Code != nil {
-				line += fmt.Sprintf("code %d", *r.Code)
+				line += fmt.Sprintf(" code %d", *r.Code)
 			}
 		default:
 			continue

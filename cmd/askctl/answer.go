@@ -32,7 +32,8 @@ const bridgeExitHelp = `Exit status: 0 done, 1 nothing came in time (pending --w
 3 another error, 4 no such question or session, 5 already answered, skipped,
 expired or withdrawn (pending --wait --session: the session has ended, and
 why), 6 answer rejected, 7 bridge unreachable or token refused,
-130 interrupted (Ctrl-C, SIGTERM).`
+130 interrupted (Ctrl-C, SIGTERM) before done; watch, which runs until
+interrupted, exits 0 then.`
 
 // ---- answer
 
@@ -257,7 +258,7 @@ func newSkipCmd(s *stdio, runF func(context.Context, *skipOptions) error) *cli.C
 			&cli.StringFlag{Name: "id", Usage: "the question's id (q_…)", Destination: &o.id},
 			&cli.StringFlag{Name: "reason", Usage: "what the agent is told", Destination: &o.reason},
 			&cli.BoolFlag{Name: "interrupt", Usage: "also abort the agent's turn", Destination: &o.interrupt},
-			&cli.BoolFlag{Name: "json", Usage: "print the question as JSON", Destination: &o.json},
+			&cli.BoolFlag{Name: "json", Usage: `print {"question_id","status","reason"} as JSON`, Destination: &o.json},
 		}, o.conn.flags()...),
 		Before: func(ctx context.Context, cmd *cli.Command) (context.Context, error) {
 			if cmd.Args().Len() > 0 {

@@ -173,17 +173,19 @@ func surfaceErr(err error) error {
 		}
 		return err
 	}
-	wrap := func(sentinel error) error {
-		// The bridge's message may already start with the sentinel's words.
-		return fmt.Errorf("%w: %s", sentinel, strings.TrimPrefix(rj.Message, sentinel.Error()+": "))
+	code := rj.Code
+	switch code { // a refused WebSocket upgrade says its HTTP status
+	case "404":
+		code = "not_found"
+	case "401", "403":
+		code = "unauthorized"
 	}
-	switch rj.Code {
-	case "not_found", "404":
-		return wrap(bridgeapi.ErrNotFound)
-	case "resolved", "session_taken":
-		return wrap(bridgeapi.ErrResolved)
-	case "unauthorized", "401":
-		return wrap(bridgeapi.ErrUnauthorized)
+	sentinel := bridgeapi.ErrorOf(code)
+	if sentinel == nil {
+		// The bridge failed (internal) or said something this askctl does
+		// not know: an error, not a rejected answer.
+		return fmt.Errorf("the bridge refused (%s): %s", rj.Code, rj.Message)
 	}
-	return wrap(bridgeapi.ErrInvalid)
+	// The bridge's message may already start with the sentinel's words.
+	return fmt.Errorf("%w: %s", sentinel, strings.TrimPrefix(rj.Message, sentinel.Error()+": "))
 }

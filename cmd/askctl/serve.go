@@ -189,11 +189,27 @@ func (s scenarioStore) env(name, text string) ([]string, string, error) {
 		sum := sha256.Sum256([]byte(text))
 		ref := fmt.Sprintf("sent-%x.txtar", sum[:8])
 		path := filepath.Join(s.dir, ref)
-		if err := os.MkdirAll(s.dir, 0o700); err != nil {
-			return nil, "", err
-		}
-		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
-			return nil, "", err
+		if _, err := os.Stat(path); err != nil {
+			// Written whole, then named: a session with the same text
+			// never reads a half-written file.
+			if err := os.MkdirAll(s.dir, 0o700); err != nil {
+				return nil, "", err
+			}
+			tmp, err := os.CreateTemp(s.dir, ".sent-*")
+			if err != nil {
+				return nil, "", err
+			}
+			_, werr := tmp.WriteString(text)
+			if cerr := tmp.Close(); werr == nil {
+				werr = cerr
+			}
+			if werr == nil {
+				werr = os.Rename(tmp.Name(), path)
+			}
+			if werr != nil {
+				os.Remove(tmp.Name())
+				return nil, "", werr
+			}
 		}
 		return fakeclaude.Env{Scenario: path}.Environ(), ref, nil
 	case name == "" && s.fake:
