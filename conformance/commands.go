@@ -382,7 +382,23 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 
 func rejected(ts *testscript.TestScript, neg bool, code string, err error, what string, e *harness.Env, alias string) {
 	var rj *harness.Rejected
+	var un *harness.Unsupported
 	switch {
+	case errors.As(err, &un):
+		// The surface has no such operation: what the case checks cannot
+		// be reached through it. Neither a pass nor a failure: the run
+		// reports a SKIP naming the operation (go test, which has no such
+		// outcome here, a failure).
+		if c := ts.Value(keyCfg).(*Config); c.unsupported != nil {
+			c.unsupported(un.Error())
+		}
+		ts.Fatalf("SKIP: %v", un)
+	case neg && errors.Is(err, harness.ErrIgnored) && code == "":
+		// Taken and dropped (an empty chat message): it is not an answer,
+		// which is what the case checks next (nothing reaches the agent).
+		ts.Logf("ignored by the surface, as it may be: %v", err)
+	case !neg && errors.Is(err, harness.ErrIgnored):
+		fail(ts, "%s was ignored by the surface; it must be taken\n%s", what, summary(e, alias))
 	case neg && err == nil:
 		fail(ts, "%s was accepted; it must be rejected\n%s", what, summary(e, alias))
 	case neg && !errors.As(err, &rj):

@@ -66,6 +66,8 @@ type Config struct {
 	// blocked hears of a precondition of the case that another
 	// requirement owns and that failed; nil (go test) fails the case.
 	blocked func(by, why string)
+	// unsupported hears that the surface has no operation the case needs.
+	unsupported func(why string)
 }
 
 func (c *Config) defaults() {

@@ -178,3 +178,34 @@ func TestInterruptedRun(t *testing.T) {
 		t.Errorf("the run took %v to stop", d)
 	}
 }
+
+// TestUnsupportedIsSkip: a surface with no such operation (a chat with no
+// skip button) says so, and the case that needs it is a SKIP naming the
+// operation: never a FAIL, never a PASS.
+func TestUnsupportedIsSkip(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("the exec example needs python3")
+	}
+	p, err := harness.LoadProfile(filepath.Join("profiles", "reference-exec.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Surface.Args = append(p.Surface.Args, "--no-skip")
+	rep, err := conformance.RunSuite(context.Background(), conformance.Config{Profile: p, Askctl: askctlBin},
+		conformance.RunOptions{Match: func(n string) bool { return n == "SDK-SKIP-DENY" || n == "SDK-ANSWER-SINGLE" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Results {
+		switch r.Case {
+		case "SDK-SKIP-DENY":
+			if r.Status != conformance.Skip || !strings.Contains(r.Detail, "no skip operation") || !strings.Contains(r.Detail, "no skip button") {
+				t.Errorf("SDK-SKIP-DENY on a surface with no skip: %s %q", r.Status, r.Detail)
+			}
+		case "SDK-ANSWER-SINGLE":
+			if r.Status != conformance.Pass {
+				t.Errorf("SDK-ANSWER-SINGLE: %s %s", r.Status, r.Detail)
+			}
+		}
+	}
+}

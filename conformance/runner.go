@@ -271,8 +271,18 @@ func runCaseOnce(cfg Config, file, root string) (Result, *harness.SetupError) {
 		blocked = append(blocked, by+": "+why)
 		bmu.Unlock()
 	}
+	var unsupported string
+	cfg.unsupported = func(why string) {
+		bmu.Lock()
+		unsupported = why
+		bmu.Unlock()
+	}
 	r := runCase(cfg, file, root)
+	bmu.Lock()
+	defer bmu.Unlock()
 	switch {
+	case unsupported != "" && r.Status == Fail:
+		r.Status, r.Detail, r.Log = Skip, unsupported, ""
 	case len(blocked) > 0 && r.Status == Pass:
 		r.Status, r.Detail = Blocked, "BLOCKED by "+strings.Join(blocked, "; BLOCKED by ")
 	case len(blocked) > 0 && r.Status == Fail:

@@ -28,7 +28,15 @@ import (
 //	→ {"id":6,"op":"raw","conn":"c1","question_id":"q_1","data":"<bytes as the surface would send them>"} ← {"id":6}
 //	→ {"id":7,"op":"close","conn":"c1"}                         ← {"id":7}
 //	← {"id":N,"error":"…","code":"resolved"}                      any request the bridge refused
+//	← {"id":N,"unsupported":true,"error":"why"}                    the surface has no such operation (no skip in a chat): the case is skipped, naming it
+//	← {"id":N,"ignored":true}                                     the surface took it and did nothing (an empty message a chat drops)
 //	← {"event":{"type":"question","question_id","session_id","questions":[…]},"conn":"c1"}
+//
+// raw sends data as the surface itself would carry an answer (the body of
+// a chat message, an HTTP body): the bytes a malformed answer would be,
+// which the bridge must refuse (error), or take and drop (ignored). Cards
+// 2..N of one request (several questions shown one at a time) share the
+// request's one question_id: the harness answers a request, never a card.
 //
 // Event types are the Surf* constants (question, expired, answered, held,
 // skipped, withdrawn, resumed, status, taken, closed). answers hold the
@@ -62,6 +70,11 @@ type execReply struct {
 	Pending []Pending       `json:"pending,omitempty"`
 	Event   json.RawMessage `json:"event,omitempty"`
 	Conn    string          `json:"conn,omitempty"`
+	// Unsupported: the surface has no such operation (a chat with no
+	// skip); Ignored: it took the operation and did nothing with it (an
+	// empty message a chat drops).
+	Unsupported bool `json:"unsupported,omitempty"`
+	Ignored     bool `json:"ignored,omitempty"`
 }
 
 func startExecSurface(s SurfaceSpec) (*execSurface, error) {
@@ -192,8 +205,14 @@ func (e *execSurface) call(ctx context.Context, req map[string]any) (execReply, 
 			defer e.mu.Unlock()
 			return execReply{}, e.dead
 		}
-		if rep.Error != "" {
+		switch {
+		case rep.Unsupported:
+			op, _ := req["op"].(string)
+			return rep, &Unsupported{Op: op, Message: rep.Error}
+		case rep.Error != "":
 			return rep, &Rejected{Code: rep.Code, Message: rep.Error}
+		case rep.Ignored:
+			return rep, ErrIgnored
 		}
 		return rep, nil
 	case <-t.C:

@@ -86,6 +86,26 @@ type Ack struct {
 	Resumed bool `json:"resumed,omitempty"`
 }
 
+// Unsupported is a surface's word that it has no such operation (a chat
+// with no skip): a case that needs it is skipped, naming the operation,
+// never failed or passed.
+type Unsupported struct {
+	Op      string
+	Message string
+}
+
+func (u *Unsupported) Error() string {
+	if u.Message == "" {
+		return fmt.Sprintf("the surface has no %s operation", u.Op)
+	}
+	return fmt.Sprintf("the surface has no %s operation: %s", u.Op, u.Message)
+}
+
+// ErrIgnored is a surface's word that it took an operation and did nothing
+// with it (an empty message a chat drops): not an answer, and not a refusal
+// with a message either.
+var ErrIgnored = errors.New("the surface took it and did nothing with it")
+
 // Rejected is a bridge's refusal of an answer or skip.
 type Rejected struct {
 	Code    string // resolved, invalid, not_found, session_taken, bad_request, … as the bridge says

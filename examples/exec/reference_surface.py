@@ -139,6 +139,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--url", required=True, help="the bridge, e.g. http://127.0.0.1:7474")
     ap.add_argument("--token-file", required=True, help="the bridge's token file")
+    ap.add_argument("--no-skip", action="store_true", help="play a chat surface with no skip button: the skip op is unsupported")
     args = ap.parse_args()
     with open(args.token_file) as f:
         bridge = Bridge(args.url, f.read().strip())
@@ -174,6 +175,8 @@ def main():
                     emit({"id": rid, "status": "held", "missing": res.get("missing", [])})
                 else:
                     emit({"id": rid, "status": "answered"})
+            elif op == "skip" and args.no_skip:
+                emit({"id": rid, "unsupported": True, "error": "this chat has no skip button"})
             elif op == "skip":
                 session = conns[req["conn"]][0]
                 bridge.request("POST", q(req["question_id"], session, "skip"), {"reason": req.get("reason", "")})
