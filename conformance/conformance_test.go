@@ -181,7 +181,8 @@ func TestInterruptedRun(t *testing.T) {
 
 // TestUnsupportedIsSkip: a surface with no such operation (a chat with no
 // skip button) says so, and the case that needs it is a SKIP naming the
-// operation: never a FAIL, never a PASS.
+// operation: never a FAIL, never a PASS. A blank answer the chat drops
+// (ignored) passes as refused, and the case goes on.
 func TestUnsupportedIsSkip(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("the exec example needs python3")
@@ -190,9 +191,9 @@ func TestUnsupportedIsSkip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.Surface.Args = append(p.Surface.Args, "--no-skip")
+	p.Surface.Args = append(p.Surface.Args, "--no-skip", "--drop-empty")
 	rep, err := conformance.RunSuite(context.Background(), conformance.Config{Profile: p, Askctl: askctlBin},
-		conformance.RunOptions{Match: func(n string) bool { return n == "SDK-SKIP-DENY" || n == "SDK-ANSWER-SINGLE" }})
+		conformance.RunOptions{Match: func(n string) bool { return n == "SDK-SKIP-DENY" || n == "SDK-ANSWER-SINGLE" || n == "SDK-NO-EMPTY" }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,6 +202,12 @@ func TestUnsupportedIsSkip(t *testing.T) {
 		case "SDK-SKIP-DENY":
 			if r.Status != conformance.Skip || !strings.Contains(r.Detail, "no skip operation") || !strings.Contains(r.Detail, "no skip button") {
 				t.Errorf("SDK-SKIP-DENY on a surface with no skip: %s %q", r.Status, r.Detail)
+			}
+		case "SDK-NO-EMPTY":
+			// A blank answer dropped by the chat is as good as refused; the
+			// skip half of the case then needs the skip it lacks.
+			if r.Status != conformance.Skip || !strings.Contains(r.Detail, "no skip operation") {
+				t.Errorf("SDK-NO-EMPTY on a chat that drops blanks and has no skip: %s %q", r.Status, r.Detail)
 			}
 		case "SDK-ANSWER-SINGLE":
 			if r.Status != conformance.Pass {

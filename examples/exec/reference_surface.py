@@ -140,6 +140,7 @@ def main():
     ap.add_argument("--url", required=True, help="the bridge, e.g. http://127.0.0.1:7474")
     ap.add_argument("--token-file", required=True, help="the bridge's token file")
     ap.add_argument("--no-skip", action="store_true", help="play a chat surface with no skip button: the skip op is unsupported")
+    ap.add_argument("--drop-empty", action="store_true", help="play a chat that drops an empty message: a blank answer is ignored")
     args = ap.parse_args()
     with open(args.token_file) as f:
         bridge = Bridge(args.url, f.read().strip())
@@ -167,6 +168,8 @@ def main():
                 session = conns[req["conn"]][0]
                 _, qs = bridge.request("GET", "/api/questions?" + urllib.parse.urlencode({"session": session}))
                 emit({"id": rid, "pending": [{"question_id": x["question_id"], "session_id": x["session_id"], "questions": x["questions"]} for x in qs]})
+            elif op == "answer" and args.drop_empty and any(not "".join(v).strip() for v in req["answers"].values()):
+                emit({"id": rid, "ignored": True})
             elif op == "answer":
                 session = conns[req["conn"]][0]
                 answers = {k: (v[0] if len(v) == 1 else v) for k, v in req["answers"].items()}
