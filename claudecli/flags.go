@@ -63,14 +63,7 @@ func (f Flags) Session() bool {
 func (f Flags) Resumes() bool { return f.Resume != "" || f.Continue }
 
 // Denied reports whether --disallowedTools names tool t.
-func (f Flags) Denied(t string) bool {
-	for _, d := range f.DisallowedTools {
-		if d == t {
-			return true
-		}
-	}
-	return false
-}
+func (f Flags) Denied(t string) bool { return slices.Contains(f.DisallowedTools, t) }
 
 // The flags of claude 2.1.330 (its --help, and the ones the SDKs pass that
 // it does not list), so that none is reported as unknown.
@@ -209,20 +202,10 @@ func splitTools(s string) []string {
 
 // ToolAllowed reports whether tool t is in the session's tool set.
 func (f Flags) ToolAllowed(t string) bool {
-	for _, d := range f.DisallowedTools {
-		if d == t {
-			return false
-		}
+	if f.Denied(t) {
+		return false
 	}
-	if f.Tools == nil || (len(f.Tools) == 1 && f.Tools[0] == "default") {
-		return true
-	}
-	for _, x := range f.Tools {
-		if x == t {
-			return true
-		}
-	}
-	return false
+	return f.Tools == nil || (len(f.Tools) == 1 && f.Tools[0] == "default") || slices.Contains(f.Tools, t)
 }
 
 // Validate applies the CLI's own checks on the stream-json flags; the
