@@ -186,6 +186,17 @@ func surfaceErr(err error) error {
 		// not know: an error, not a rejected answer.
 		return fmt.Errorf("the bridge refused (%s): %s", rj.Code, rj.Message)
 	}
-	// The bridge's message may already start with the sentinel's words.
-	return fmt.Errorf("%w: %s", sentinel, strings.TrimPrefix(rj.Message, sentinel.Error()+": "))
+	if strings.Contains(rj.Message, sentinel.Error()) {
+		return refusal{msg: rj.Message, err: sentinel} // says it already
+	}
+	return fmt.Errorf("%w: %s", sentinel, rj.Message)
 }
+
+// refusal is a bridge's message as it is, that is also sentinel err.
+type refusal struct {
+	msg string
+	err error
+}
+
+func (r refusal) Error() string { return r.msg }
+func (r refusal) Unwrap() error { return r.err }
