@@ -33,7 +33,7 @@ func commands() map[string]command {
 	return map[string]command{
 		"answer":      {"[!] answer [-conn C] [-qid ID] [-code CODE] [-partial] ALIAS [QUESTION=ANSWER…]  answer the current question (default: as the scenario's user part); ! expects a rejection; -partial expects it held or refused", cmdAnswer},
 		"await":       {"[!] await [-timeout D] [-for D] [-conn C] [-same] [-alive] ALIAS question|answered [N]|allowed|surface TYPE|turn [N]|exit [CODE]|asked [N]|resumed  wait until it holds (allowed: an answer, an allow, reached the agent); ! checks it does not happen for D (500ms)", cmdAwait},
-		"check":       {"check ALIAS  the agent reported no failure: every answer as the scenario expects, one control_response per request, no protocol error", cmdCheck},
+		"check":       {"check ALIAS  once the agent has given its own verdict on every answer it got: it reported no failure (every answer as the scenario expects, one control_response per request, no protocol error)", cmdCheck},
 		"connect":     {"connect ALIAS CONN  open another surface connection to the session", cmdConnect},
 		"delivered":   {"delivered [-conn C] ALIAS  the current question as shown equals what the agent asked: every question, header, option label and description, multiSelect, in order", cmdDelivered},
 		"disconnect":  {"disconnect ALIAS CONN  close a surface connection", cmdDisconnect},
