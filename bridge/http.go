@@ -76,6 +76,16 @@ func (s *Server) writeTimeout() time.Duration {
 	return 10 * time.Second
 }
 
+// IsLoopback reports whether host (a name or an address, no port) is this
+// machine's loopback: localhost, 127.0.0.0/8 or ::1.
+func IsLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
 // checkHost refuses a request whose Host the bridge does not answer to.
 func (s *Server) checkHost(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -93,10 +103,7 @@ func (s *Server) hostAllowed(hostport string) bool {
 		host = h
 	}
 	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+	if IsLoopback(host) {
 		return true
 	}
 	for _, h := range s.Hosts {

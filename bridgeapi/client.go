@@ -80,13 +80,22 @@ func (c *Client) httpClient() *http.Client {
 }
 
 func (c *Client) do(ctx context.Context, method, path string, body, out any) (int, error) {
-	var rd io.Reader
+	var raw []byte
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
 			return 0, err
 		}
-		rd = bytes.NewReader(b)
+		raw = b
+	}
+	return c.doRaw(ctx, method, path, raw, out)
+}
+
+// doRaw sends body as it is (nil: none).
+func (c *Client) doRaw(ctx context.Context, method, path string, body []byte, out any) (int, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(c.URL, "/")+path, rd)
 	if err != nil {
@@ -162,6 +171,14 @@ func (c *Client) AnswerIn(ctx context.Context, session, id string, answers map[s
 	var out AnswerResult
 	_, err := c.do(ctx, http.MethodPost, "/api/questions/"+url.PathEscape(id)+"/answer"+sessionQuery(session), AnswerRequest{Answers: answers}, &out)
 	return &out, err
+}
+
+// AnswerRaw posts body as it is to question id's answer endpoint, from the
+// view of session (when set): for a test of what the bridge makes of a
+// malformed answer.
+func (c *Client) AnswerRaw(ctx context.Context, session, id string, body []byte) error {
+	_, err := c.doRaw(ctx, http.MethodPost, "/api/questions/"+url.PathEscape(id)+"/answer"+sessionQuery(session), body, nil)
+	return err
 }
 
 // Skip declines a question.

@@ -1,14 +1,11 @@
 package harness
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -193,31 +190,7 @@ func (c *httpConn) SkipInterrupt(ctx context.Context, qid, reason string) error 
 }
 
 func (c *httpConn) SendRaw(ctx context.Context, qid string, raw []byte) error {
-	u := c.c.URL + "/api/questions/" + url.PathEscape(qid) + "/answer"
-	if c.session != "" {
-		u += "?session=" + url.QueryEscape(c.session)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(raw))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+c.c.Token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := c.c.HTTP.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if resp.StatusCode/100 == 2 {
-		return nil
-	}
-	var e struct{ Code, Error string }
-	_ = json.Unmarshal(body, &e)
-	if e.Error == "" {
-		e.Error = fmt.Sprintf("%s: %s", resp.Status, bytes.TrimSpace(body))
-	}
-	return &Rejected{Code: e.Code, Message: e.Error}
+	return rejection(c.c.AnswerRaw(ctx, c.session, qid, raw))
 }
 
 func (c *httpConn) Close() error {

@@ -106,7 +106,7 @@ func (o *serveOptions) validate() error {
 	if err != nil {
 		return usagef("--addr: %v", err)
 	}
-	if !o.allowRemote && !isLoopback(host) {
+	if !o.allowRemote && !bridge.IsLoopback(host) {
 		return usagef("--addr %s is not a loopback address: the bridge holds people's answers; pass --allow-remote to listen there", o.addr)
 	}
 	if o.timeout <= 0 {
@@ -137,14 +137,6 @@ func (o *serveOptions) validate() error {
 		}
 	}
 	return nil
-}
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // agentCLI resolves --claude: a path, "fakeclaude" (on PATH, else askctl
