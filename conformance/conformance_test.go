@@ -216,3 +216,44 @@ func TestUnsupportedIsSkip(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryCaseHearsTheAgentsVerdict: every session a case starts ends with
+// check (which waits for the agent's own verdict on every answer it got)
+// or is named in a "# no check: ALIAS — why" line: a case cannot pass
+// while an agent rejected what it was given.
+func TestEveryCaseHearsTheAgentsVerdict(t *testing.T) {
+	for _, name := range conformance.CaseNames() {
+		data, err := conformance.Cases.ReadFile("testdata/" + name + ".txtar")
+		if err != nil {
+			t.Fatal(err)
+		}
+		started, checked := map[string]bool{}, map[string]bool{}
+		for _, line := range strings.Split(string(data), "\n") {
+			if strings.HasPrefix(line, "-- ") {
+				break // the case's files
+			}
+			if why, ok := strings.CutPrefix(line, "# no check: "); ok {
+				checked[strings.Fields(why)[0]] = true
+				continue
+			}
+			if i := strings.Index(line, "] "); strings.HasPrefix(line, "[") && i > 0 {
+				line = line[i+2:] // a condition's prefix
+			}
+			f := strings.Fields(line)
+			for len(f) > 1 && strings.HasPrefix(f[1], "-") {
+				f = append(f[:1], f[2:]...) // flags
+			}
+			switch {
+			case len(f) >= 2 && f[0] == "start":
+				started[f[1]] = true
+			case len(f) >= 2 && f[0] == "check":
+				checked[f[1]] = true
+			}
+		}
+		for alias := range started {
+			if !checked[alias] {
+				t.Errorf("%s starts session %s and never checks it: end with check %s, or say why not (# no check: %s — …)", name, alias, alias, alias)
+			}
+		}
+	}
+}
