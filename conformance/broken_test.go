@@ -42,8 +42,9 @@ var defects = map[string]string{
 
 // TestBrokenBridges proves the suite can fail: askctl built with
 // -tags askctl_broken serves bridges with one defect each, and the suite
-// run against each must fail the case named for the defect. The other
-// cases that fail too are logged.
+// run against each must fail the case named for the defect. With
+// ASKCTL_BROKEN_TABLE=FILE the whole suite runs against each, and the
+// cases that fail too are written to FILE.
 func TestBrokenBridges(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds askctl with the broken bridges and runs the suite once per defect")
@@ -80,7 +81,15 @@ func TestBrokenBridges(t *testing.T) {
 			st.Env = map[string]string{"ASKCTL_DEFECT": d}
 			p.Start = &st
 			p.Name = "broken bridge: " + d
-			rep, err := conformance.RunSuite(context.Background(), conformance.Config{Profile: &p, Askctl: bin}, conformance.RunOptions{Parallel: 3})
+			// The case named for the defect; the whole suite for the defect
+			// whose BLOCKED attribution is checked, and for every defect
+			// when ASKCTL_BROKEN_TABLE asks for the table of what each one
+			// fails (make test runs in a minute less without it).
+			var match func(string) bool
+			if os.Getenv("ASKCTL_BROKEN_TABLE") == "" && d != "descriptions-dropped" {
+				match = func(n string) bool { return n == defects[d] }
+			}
+			rep, err := conformance.RunSuite(context.Background(), conformance.Config{Profile: &p, Askctl: bin}, conformance.RunOptions{Parallel: 3, Match: match})
 			if err != nil {
 				t.Fatal(err)
 			}
