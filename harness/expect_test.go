@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/askctl/askctl/scenarios"
 	"github.com/askctl/askctl/transcript"
 )
 
@@ -130,5 +131,31 @@ func TestRecordsAreTypedOnArrival(t *testing.T) {
 	}
 	if v, _ := Verdicts("s1").Check(&e.st); v != Met {
 		t.Errorf("Verdicts: %v", v)
+	}
+}
+
+// TestScenarioAnswers: the scenario's user part answers the n-th question
+// shown; a step with no user part, or a question no step matches, is an
+// error that says so.
+func TestScenarioAnswers(t *testing.T) {
+	sc, err := scenarios.Parse("t.txtar", []byte("Two asks.\n-- scenario.json --\n{\"name\":\"t\",\"route\":\"sdk\"}\n-- steps.jsonl --\n{\"prompt\":\"Go.\"}\n"+
+		`{"ask":{"questions":[{"question":"A?","header":"A","options":[{"label":"x","description":"x"},{"label":"y","description":"y"}],"multiSelect":false}]},"user":{"answers":{"A?":"y"}}}`+"\n"+
+		`{"ask":{"questions":[{"question":"B?","header":"B","options":[{"label":"x","description":"x"},{"label":"y","description":"y"}],"multiSelect":false}]},"expect":{"behavior":"deny"}}`+"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newTestEnv()
+	s := newSessionState("s1", "a1", sc, false)
+	s.Questions = []string{"q_1", "q_2"}
+	e.st.Sessions["s1"], e.st.byAgent["a1"] = s, s
+	h := e.Session("s1")
+	if got, err := h.ScenarioAnswers("q_1"); err != nil || len(got["A?"]) != 1 || got["A?"][0] != "y" {
+		t.Errorf("q_1: %v, %v", got, err)
+	}
+	if _, err := h.ScenarioAnswers("q_2"); err == nil || !strings.Contains(err.Error(), "no user part") {
+		t.Errorf("q_2 (no user part): %v", err)
+	}
+	if _, err := h.ScenarioAnswers("q_9"); err == nil || !strings.Contains(err.Error(), "no ask step") {
+		t.Errorf("q_9 (shown by no step): %v", err)
 	}
 }

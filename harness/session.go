@@ -196,21 +196,24 @@ func (s *Session) ScenarioAnswers(qid string) (map[string][]string, error) {
 		return nil, err
 	}
 	var out map[string][]string
-	err = s.read(func(ss *SessionState) {
+	var why error
+	if err := s.read(func(ss *SessionState) {
 		st := ss.askStep(qid)
 		switch {
 		case st == nil:
-			err = fmt.Errorf("question %s: no ask step of scenario %s matches it", qid, ss.Scenario.Name)
+			why = fmt.Errorf("question %s: no ask step of scenario %s matches it", qid, ss.Scenario.Name)
 		case st.User == nil:
-			err = fmt.Errorf("step %d of scenario %s has no user part: give the answers", st.N, ss.Scenario.Name)
+			why = fmt.Errorf("step %d of scenario %s has no user part: give the answers", st.N, ss.Scenario.Name)
 		default:
 			out = map[string][]string{}
 			for q, a := range st.User.Answers {
 				out[q] = a.Labels
 			}
 		}
-	})
-	return out, err
+	}); err != nil {
+		return nil, err
+	}
+	return out, why
 }
 
 // SkipReason is the scenario's reason for skipping question qid ("" the
