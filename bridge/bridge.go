@@ -220,7 +220,7 @@ func (b *Bridge) StartSession(ctx context.Context, o bridgeapi.StartOptions) (*b
 	if len(o.ScenarioText) > bridgeapi.MaxScenarioText {
 		return nil, fmt.Errorf("%w: scenario_text: %d bytes, over the %d a session's scenario may hold", bridgeapi.ErrInvalid, len(o.ScenarioText), bridgeapi.MaxScenarioText)
 	}
-	_, ref, err := b.sessionEnv(o.Scenario, o.ScenarioText)
+	env, ref, err := b.sessionEnv(o.Scenario, o.ScenarioText)
 	if err != nil {
 		return nil, err
 	}
@@ -228,7 +228,7 @@ func (b *Bridge) StartSession(ctx context.Context, o bridgeapi.StartOptions) (*b
 	if err := b.st.insertSession(ctx, ss); err != nil {
 		return nil, err
 	}
-	if err := b.spawn(ss, "", o.Prompt); err != nil {
+	if err := b.spawn(ss, env, "", o.Prompt); err != nil {
 		ss.Status, ss.Detail, ss.EndedAt = bridgeapi.StatusExited, err.Error(), time.Now()
 		_ = b.st.setStatus(context.Background(), ss)
 		return nil, err
@@ -252,16 +252,13 @@ func (b *Bridge) sessionEnv(name, text string) ([]string, string, error) {
 	return env, ref, nil
 }
 
-// spawn starts the agent of ss and its SDK side; resume, when set, is the
-// CLI session to continue (--resume).
-func (b *Bridge) spawn(ss *bridgeapi.Session, resume, prompt string) error {
+// spawn starts the agent of ss, with extra (what its scenario resolved to)
+// in its environment, and its SDK side; resume, when set, is the CLI
+// session to continue (--resume).
+func (b *Bridge) spawn(ss *bridgeapi.Session, extra []string, resume, prompt string) error {
 	args := append(append([]string(nil), claudecli.SDKArgs...), b.cfg.Args...)
 	if resume != "" {
 		args = append(args, "--resume", resume)
-	}
-	extra, _, err := b.sessionEnv(ss.Scenario, "")
-	if err != nil {
-		return err
 	}
 	env := append(append(os.Environ(), b.cfg.Env...), extra...)
 	proc, err := claudecli.Launch(b.ctx, claudecli.Command{Path: ss.Claude, Args: args, Env: env, Dir: b.cfg.Dir})
@@ -751,7 +748,11 @@ func (b *Bridge) resume(q *bridgeapi.Question, answers map[string]string) error 
 	// gone with the previous bridge's configuration.
 	ss.Claude = b.cfg.Claude
 	ss.Status, ss.ExitCode, ss.EndedAt, ss.Detail = bridgeapi.StatusStarting, nil, time.Time{}, "resumed by a late answer to "+q.ID
-	return b.spawn(ss, ss.ClaudeSessionID, LateAnswerPrompt(q.Questions, answers))
+	extra, _, err := b.sessionEnv(ss.Scenario, "")
+	if err != nil {
+		return err
+	}
+	return b.spawn(ss, extra, ss.ClaudeSessionID, LateAnswerPrompt(q.Questions, answers))
 }
 
 // Session returns a session with its waiting state.

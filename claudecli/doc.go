@@ -2,7 +2,7 @@
 // place: its flags ([ParseArgs], [SDKArgs]), where it keeps session files
 // ([SessionFile], [LatestSession]), its MCP configuration
 // ([ParseMCPConfig]; connecting as the CLI does is package mcpclient), how
-// a CLI process is launched and stopped ([Launch], [Process.Stop]), the
+// a CLI process is launched and ended ([Launch], [Process.Kill]), the
 // environment it runs in against a fake model API ([RealEnv]), and
 // finding or installing the pinned release ([Find], [Install]).
 //

@@ -182,24 +182,6 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// Stop ends the process as a bridge stops a session: its stdin closes, as
-// when the SDK side ends, and it is killed if it has not exited after
-// grace. It returns once the process has exited.
-func (p *Process) Stop(grace time.Duration) {
-	_ = p.Stdin.Close()
-	t := time.NewTimer(grace)
-	defer t.Stop()
-	select {
-	case <-p.waited:
-	case <-t.C:
-		p.Kill()
-		<-p.waited
-	}
-}
-
-// Exited is closed when the process has exited.
-func (p *Process) Exited() <-chan struct{} { return p.waited }
-
 // release frees what Launch was given for a process that never started.
 func (p *Process) release() {
 	for i := len(p.cleanup) - 1; i >= 0; i-- {
