@@ -17,8 +17,9 @@ import (
 	"github.com/askctl/askctl/internal/testenv"
 )
 
-// askctlBin is askctl built for this test run: the reference bridge the
-// profiles start, and the fakeclaude the claude shim runs.
+// askctlBin is askctl built for this test run, the reference bridge the
+// profiles start; fakeclaude and fakeclaude-mcp are built next to it, as
+// make build lays them out, and the claude shim runs that fakeclaude.
 var askctlBin string
 
 func TestMain(m *testing.M) {
@@ -28,8 +29,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	askctlBin = filepath.Join(dir, "askctl")
-	if out, err := exec.Command("go", "build", "-o", askctlBin, "../cmd/askctl").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building askctl: %v\n%s", err, out)
+	if out, err := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "../cmd/askctl", "../cmd/fakeclaude", "../cmd/fakeclaude-mcp").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building askctl, fakeclaude and fakeclaude-mcp: %v\n%s", err, out)
 		os.Exit(1)
 	}
 	code := m.Run()

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/askctl/askctl/claudecli"
+	"github.com/askctl/askctl/claudecli/mcpclient"
 	"github.com/askctl/askctl/fakeclaude"
 	"github.com/askctl/askctl/internal/replay"
 	"github.com/askctl/askctl/protocol"
@@ -60,6 +61,9 @@ func startScenario(t *testing.T, sc *scenarios.Scenario, args []string, opts fak
 	}
 	if opts.Linger == 0 {
 		opts.Linger = 2 * time.Second
+	}
+	if opts.MCP == nil {
+		opts.MCP = mcpclient.Dialer{}
 	}
 	go func() {
 		o := fakeclaude.Run(context.Background(), opts, inR, outW)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/askctl/askctl/claudecli/mcpclient"
 	"github.com/askctl/askctl/fakeclaude"
 	"github.com/askctl/askctl/internal/agent"
 	"github.com/askctl/askctl/internal/replay"
@@ -45,7 +46,7 @@ func runOnPipes(t testing.TB, sc *scenarios.Scenario, args []string, linger time
 	outR, outW := io.Pipe()
 	done := make(chan fakeclaude.Outcome, 1)
 	go func() {
-		o := fakeclaude.Run(context.Background(), fakeclaude.Options{Scenario: sc, Flags: flags, Timeout: 10 * time.Second, Linger: linger}, inR, outW)
+		o := fakeclaude.Run(context.Background(), fakeclaude.Options{Scenario: sc, Flags: flags, Timeout: 10 * time.Second, Linger: linger, MCP: mcpclient.Dialer{}}, inR, outW)
 		outW.Close()
 		inR.Close()
 		done <- o

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/askctl/askctl/fakeclaude/mcplink"
+
 	"github.com/askctl/askctl/claudecli"
 	"github.com/askctl/askctl/internal/clip"
 	"github.com/askctl/askctl/internal/uuid"
@@ -76,6 +78,11 @@ type Options struct {
 	// Getenv reads the CLI's own settings (CLAUDE_CONFIG_DIR, MCP_TIMEOUT,
 	// MCP_TOOL_TIMEOUT); nil reads the process's environment.
 	Getenv func(string) string
+	// MCP is the MCP client for --mcp-config's servers; nil: the helper
+	// program fakeclaude-mcp (mcplink.Helper), started only when a session
+	// has servers. A program that links the MCP SDK anyway passes
+	// mcpclient.Dialer{}.
+	MCP mcplink.Dialer
 }
 
 // Failure is one thing that went wrong.

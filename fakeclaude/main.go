@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/signal"
 	"strings"
@@ -12,8 +11,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/askctl/askctl/fakeclaude/mcplink"
+	"github.com/askctl/askctl/internal/agentlink"
+
 	"github.com/askctl/askctl/claudecli"
-	"github.com/askctl/askctl/internal/events"
 	"github.com/askctl/askctl/protocol"
 	"github.com/askctl/askctl/scenarios"
 	"github.com/askctl/askctl/transcript"
@@ -48,8 +49,9 @@ Print mode (claude -p "prompt", or the prompt on stdin) plays a route "mcp"
 scenario's one turn with --output-format text, json or stream-json, as the
 real CLI does; AskUserQuestion is not offered there. --mcp-config (a file or
 inline JSON; stdio, http and sse servers) is read in either mode: fakeclaude
-connects to each server before system/init with the official Go MCP SDK,
-lists them in mcp_servers, and plays each mcp step as a tools/call, writing
+connects to each server before system/init with the official Go MCP SDK
+(in its helper program fakeclaude-mcp, next to fakeclaude or on PATH, started
+only when there are servers), lists them in mcp_servers, and plays each mcp step as a tools/call, writing
 the tool_result the CLI writes for what came back. A tool not in
 --allowedTools is denied as the CLI denies it; a server that fails to start
 within MCP_TIMEOUT is "failed" in system/init and on stderr.
@@ -99,14 +101,26 @@ Failures are printed on stderr, one line each, and written to the transcript.
 `
 
 // Main is fakeclaude's entry point: it reads os.Args and the environment, runs,
-// and exits with the run's status.
-func Main() {
-	os.Exit(Command(os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr))
+// and exits with the run's status. MCP servers are reached through the
+// helper program fakeclaude-mcp.
+func Main() { MainWith(nil) }
+
+// MainWith is Main with mcp as the MCP client (nil: the helper program). A
+// program that links the MCP SDK anyway (askctl, a test binary) passes
+// mcpclient.Dialer{} and needs no helper.
+func MainWith(mcp mcplink.Dialer) {
+	os.Exit(CommandWith(mcp, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr))
 }
 
 // Command runs fakeclaude with the given arguments and environment and returns
 // the exit status.
 func Command(args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return CommandWith(nil, args, getenv, stdin, stdout, stderr)
+}
+
+// CommandWith is Command with mcp as the MCP client (nil: the helper
+// program).
+func CommandWith(mcp mcplink.Dialer, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
 	flags, err := ParseArgs(args)
 	if err != nil {
 		fmt.Fprintf(stderr, "fakeclaude: %v\n", err)
@@ -139,7 +153,7 @@ func Command(args []string, getenv func(string) string, stdin io.Reader, stdout,
 		}
 		defer es.Close()
 	}
-	opts := Options{Flags: flags, Stderr: stderr, Getenv: getenv}
+	opts := Options{Flags: flags, Stderr: stderr, Getenv: getenv, MCP: mcp}
 	if name == "" && es != nil {
 		// No scenario: the harness behind FAKECLAUDE_EVENTS assigns one.
 		cwd := claudecli.RealCwd()
@@ -149,7 +163,7 @@ func Command(args []string, getenv func(string) string, stdin io.Reader, stdout,
 			flags.Resume = claudecli.LatestSession(claudecli.ConfigDir(getenv, home), cwd)
 			opts.Flags = flags
 		}
-		a, err := events.Ask(es.conn, events.Hello{PID: os.Getpid(), Args: args, Cwd: cwd, Resume: flags.Resume}, 30*time.Second)
+		a, err := agentlink.Ask(es.conn, agentlink.Hello{PID: os.Getpid(), Args: args, Cwd: cwd, Resume: flags.Resume}, 30*time.Second)
 		if err != nil {
 			fmt.Fprintf(stderr, "fakeclaude: %s: %v\n", EnvEvents, err)
 			return ExitUsage
@@ -219,17 +233,13 @@ func Command(args []string, getenv func(string) string, stdin io.Reader, stdout,
 // write the sink goes quiet (the transcript file still has everything).
 type eventSink struct {
 	mu   sync.Mutex
-	conn net.Conn
+	conn agentlink.Conn
 	w    *transcript.Writer
 	dead bool
 }
 
 func dialEvents(addr string) (*eventSink, error) {
-	network, address := "unix", addr
-	if n, a, ok := strings.Cut(addr, ":"); ok && (n == "unix" || n == "tcp") {
-		network, address = n, a
-	}
-	conn, err := net.DialTimeout(network, address, 5*time.Second)
+	conn, err := agentlink.Dial(addr)
 	if err != nil {
 		return nil, err
 	}

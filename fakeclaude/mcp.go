@@ -5,18 +5,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/askctl/askctl/claudecli"
-	"github.com/askctl/askctl/claudecli/mcpclient"
+	"github.com/askctl/askctl/fakeclaude/mcplink"
 	"github.com/askctl/askctl/internal/clip"
 	"github.com/askctl/askctl/protocol"
 	"github.com/askctl/askctl/scenarios"
 	"github.com/askctl/askctl/transcript"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // This file is fakeclaude as an MCP client, as the real CLI is for
@@ -26,12 +26,16 @@ import (
 // as tools/call requests, writing the tool_result the CLI writes for what
 // came back. A server that fails to start or answer is reported in
 // system/init (status "failed") and in the transcript, never a hang.
+//
+// The MCP client itself is Options.MCP: by default the helper program
+// fakeclaude-mcp, started only for a session that has servers, so that
+// fakeclaude's own start links no MCP SDK (package mcplink).
 
 // mcpConn is one configured server and how connecting to it went.
 type mcpConn struct {
 	cfg     claudecli.MCPServer
-	session *mcp.ClientSession
-	tools   map[string]*mcp.Tool
+	session mcplink.Conn
+	tools   map[string]*mcplink.Tool
 	order   []string // tool names as listed
 	err     error    // why it failed
 }
@@ -45,6 +49,7 @@ func (c *mcpConn) status() string {
 
 // mcpClients are the session's servers.
 type mcpClients struct {
+	dialer mcplink.Dialer
 	conns  []*mcpConn
 	ready  chan struct{} // closed when every server connected or failed
 	cancel func()        // ends connection attempts still under way
@@ -54,7 +59,10 @@ type mcpClients struct {
 // each is connected or failed (by its start-up deadline).
 func (f *fake) connectMCP(servers []claudecli.MCPServer, getenv func(string) string) *mcpClients {
 	ctx, cancel := context.WithCancel(f.ctx)
-	m := &mcpClients{ready: make(chan struct{}), cancel: cancel}
+	m := &mcpClients{dialer: f.opts.MCP, ready: make(chan struct{}), cancel: cancel}
+	if m.dialer == nil {
+		m.dialer = &mcplink.Helper{Stderr: f.opts.Stderr}
+	}
 	timeout := msEnv(getenv, claudecli.EnvMCPTimeout, claudecli.DefaultMCPTimeout)
 	var wg sync.WaitGroup
 	for _, s := range servers {
@@ -65,7 +73,7 @@ func (f *fake) connectMCP(servers []claudecli.MCPServer, getenv func(string) str
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
-			c.connect(ctx, f.cwd)
+			c.connect(ctx, m.dialer, f.cwd)
 			if c.err != nil && ctx.Err() != nil && f.ctx.Err() == nil {
 				c.err = fmt.Errorf("no answer within %v (MCP_TIMEOUT): %w", timeout, c.err)
 			}
@@ -88,21 +96,21 @@ func msEnv(getenv func(string) string, name string, def time.Duration) time.Dura
 	return def
 }
 
-func (c *mcpConn) connect(ctx context.Context, cwd string) {
-	cs, err := mcpclient.Connect(ctx, c.cfg, nil, cwd)
+func (c *mcpConn) connect(ctx context.Context, d mcplink.Dialer, cwd string) {
+	cs, err := d.Dial(ctx, c.cfg, nil, cwd)
 	if err != nil {
 		c.err = err
 		return
 	}
-	res, err := cs.ListTools(ctx, nil)
+	tools, err := cs.Tools(ctx)
 	if err != nil {
 		_ = cs.Close()
 		c.err = fmt.Errorf("tools/list: %w", err)
 		return
 	}
-	c.tools = map[string]*mcp.Tool{}
-	for _, tl := range res.Tools {
-		c.tools[tl.Name] = tl
+	c.tools = map[string]*mcplink.Tool{}
+	for i, tl := range tools {
+		c.tools[tl.Name] = &tools[i]
 		c.order = append(c.order, tl.Name)
 	}
 	c.session = cs
@@ -131,7 +139,7 @@ func (f *fake) awaitMCP() {
 			continue
 		}
 		f.record(transcript.Record{Event: transcript.EventNote, Kind: "mcp", Text: fmt.Sprintf("MCP server %s connected (protocol %s), tools: %s",
-			c.cfg.Name, c.session.InitializeResult().ProtocolVersion, strings.Join(c.order, ", "))})
+			c.cfg.Name, c.session.Protocol(), strings.Join(c.order, ", "))})
 	}
 }
 
@@ -170,6 +178,11 @@ func (f *fake) closeMCP() {
 	case <-time.After(5 * time.Second):
 		f.note("MCP servers still closing after 5s; leaving them")
 	}
+	if c, ok := f.mcp.dialer.(io.Closer); ok {
+		if err := c.Close(); err != nil {
+			f.note("MCP client: %v", err)
+		}
+	}
 }
 
 // mcpServers is system/init's mcp_servers.
@@ -202,7 +215,7 @@ func (f *fake) mcpTools() []string {
 }
 
 // mcpTool finds a configured, connected server's tool.
-func (f *fake) mcpTool(server, tool string) (*mcpConn, *mcp.Tool) {
+func (f *fake) mcpTool(server, tool string) (*mcpConn, *mcplink.Tool) {
 	if f.mcp == nil {
 		return nil, nil
 	}
@@ -218,7 +231,7 @@ func (f *fake) mcpTool(server, tool string) (*mcpConn, *mcp.Tool) {
 
 // toolUseMeta is an assistant message's tool_use_meta for an MCP tool call:
 // the display name, and the server and tool when the tool exists.
-func toolUseMeta(id string, call *scenarios.MCPCall, t *mcp.Tool) []obj {
+func toolUseMeta(id string, call *scenarios.MCPCall, t *mcplink.Tool) []obj {
 	m := obj{{"id", id}, {"display_name", displayName(call.ToolOrDefault(), t)}}
 	if t != nil {
 		m = append(m, kv{"server_display_name", call.Server}, kv{"tool_name", t.Name})
@@ -228,7 +241,7 @@ func toolUseMeta(id string, call *scenarios.MCPCall, t *mcp.Tool) []obj {
 
 // displayName is the tool's title, or its name in words ("ask_user" → "Ask
 // User"), as the CLI shows it.
-func displayName(name string, t *mcp.Tool) string {
+func displayName(name string, t *mcplink.Tool) string {
 	if t != nil && t.Title != "" {
 		return t.Title
 	}
@@ -321,8 +334,17 @@ func (f *fake) playMCP(st *scenarios.Step) {
 		}
 		return
 	}
-	f.send(f.toolResultMessage(mcpToolResult(c, res, meta)))
-	raw, _ := json.Marshal(res)
+	tr, err := mcpToolResult(c, res, meta)
+	if err != nil {
+		text := fmt.Sprintf("Error calling tool %s: %v", c.tool, err)
+		f.send(f.toolResultMessage(toolResult{toolUseID: c.toolUseID, content: text, isError: ptr(true), useResult: "Error: " + text, resultMeta: meta}))
+		if exp != nil {
+			f.fail(ExitExpectation, "mcp", "tools/call %s: %v", c.tool, err)
+		}
+		return
+	}
+	f.send(f.toolResultMessage(tr))
+	raw := res
 	f.record(transcript.Record{Event: transcript.EventNote, Kind: "mcp-result", Step: f.step, Msg: raw, Text: "tools/call " + c.tool + " returned"})
 	if exp != nil {
 		f.expectation(exp.CheckMCP(raw), "result as expected", c.tool)
@@ -357,7 +379,7 @@ func (f *fake) toolTimeout(conn *mcpConn) time.Duration {
 // callMCP makes the tools/call and waits for its result, by the tool
 // timeout and the wait deadline. A signal ends the wait; the call is
 // cancelled.
-func (f *fake) callMCP(conn *mcpConn, tool string, c toolCall) (*mcp.CallToolResult, error) {
+func (f *fake) callMCP(conn *mcpConn, tool string, c toolCall) (json.RawMessage, error) {
 	ctx, cancel := context.WithTimeoutCause(f.ctx, f.timeout, errMCPDeadline)
 	defer cancel()
 	if tt := f.toolTimeout(conn); tt > 0 && tt < f.timeout {
@@ -365,10 +387,8 @@ func (f *fake) callMCP(conn *mcpConn, tool string, c toolCall) (*mcp.CallToolRes
 		ctx, cancelTool = context.WithTimeoutCause(ctx, tt, errMCPToolTimeout)
 		defer cancelTool()
 	}
-	var args any = c.input
-	params := &mcp.CallToolParams{Name: tool, Arguments: args, Meta: mcp.Meta{"claudecode/toolUseId": c.toolUseID}}
 	f.note("tools/call %s on server %s", tool, conn.cfg.Name)
-	res, err := conn.session.CallTool(ctx, params)
+	res, err := conn.session.Call(ctx, tool, c.input, map[string]any{"claudecode/toolUseId": c.toolUseID})
 	switch {
 	case err == nil:
 		return res, nil
@@ -394,32 +414,32 @@ func seconds(d time.Duration) string {
 // the content blocks as they came (or a note when there are none), or, for
 // an error result, its text with is_error; tool_use_result keeps the
 // result's _meta when it has one.
-func mcpToolResult(c toolCall, res *mcp.CallToolResult, meta []obj) toolResult {
+func mcpToolResult(c toolCall, raw json.RawMessage, meta []obj) (toolResult, error) {
+	var res mcplink.Result
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return toolResult{}, fmt.Errorf("a tools/call result that is not a CallToolResult: %w", err)
+	}
 	blocks := make([]json.RawMessage, 0, len(res.Content))
 	var texts []string
 	for _, b := range res.Content {
-		raw, err := json.Marshal(b)
-		if err != nil {
-			continue
-		}
-		blocks = append(blocks, raw)
-		if t, ok := b.(*mcp.TextContent); ok {
-			texts = append(texts, t.Text)
+		blocks = append(blocks, b)
+		if t, ok := mcplink.Text(b); ok {
+			texts = append(texts, t)
 		}
 	}
 	withMeta := func(content any) any {
-		if len(res.Meta) == 0 {
+		if len(res.Meta) == 0 || string(res.Meta) == "null" {
 			return content
 		}
 		return obj{{"content", content}, {"_meta", res.Meta}}
 	}
 	if res.IsError {
 		text := strings.Join(texts, "\n")
-		return toolResult{toolUseID: c.toolUseID, content: text, isError: ptr(true), useResult: withMeta("Error: " + text), resultMeta: meta}
+		return toolResult{toolUseID: c.toolUseID, content: text, isError: ptr(true), useResult: withMeta("Error: " + text), resultMeta: meta}, nil
 	}
 	var content any = blocks
 	if len(blocks) == 0 {
 		content = fmt.Sprintf("(%s completed with no output)", c.tool)
 	}
-	return toolResult{toolUseID: c.toolUseID, content: content, idFirst: true, useResult: withMeta(blocks), resultMeta: meta}
+	return toolResult{toolUseID: c.toolUseID, content: content, idFirst: true, useResult: withMeta(blocks), resultMeta: meta}, nil
 }

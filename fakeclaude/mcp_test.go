@@ -15,7 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/askctl/askctl/claudecli/mcpclient"
 	"github.com/askctl/askctl/fakeclaude"
+	"github.com/askctl/askctl/fakeclaude/mcplink"
 	"github.com/askctl/askctl/internal/mcpask"
 	"github.com/askctl/askctl/scenarios"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -27,9 +29,20 @@ import (
 // (a broken server), hang (never starts), never (never returns).
 const envMCPServer = "FAKECLAUDE_TEST_MCP_SERVER"
 
+// envMCPHelper makes the test binary fakeclaude's MCP helper program
+// (as cmd/fakeclaude-mcp).
+const envMCPHelper = "FAKECLAUDE_TEST_MCP_HELPER"
+
 func init() {
 	mode := os.Getenv(envMCPServer)
 	if mode == "" {
+		if os.Getenv(envMCPHelper) != "" {
+			if err := mcplink.Serve(context.Background(), mcpclient.Dialer{}, os.Stdin, os.Stdout); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+			os.Exit(0)
+		}
 		return
 	}
 	if f := os.Getenv("FAKECLAUDE_TEST_MCP_PIDFILE"); f != "" {
@@ -118,6 +131,9 @@ func runPrint(t *testing.T, sc *scenarios.Scenario, args []string, stdin string,
 	}
 	var stdout, stderr bytes.Buffer
 	opts.Scenario, opts.Flags, opts.Stderr = sc, flags, &stderr
+	if opts.MCP == nil {
+		opts.MCP = mcpclient.Dialer{}
+	}
 	if opts.Home == "" {
 		opts.Home = t.TempDir() // a getenv of the test's own has no CLAUDE_CONFIG_DIR: keep out of ~/.claude
 	}
@@ -151,8 +167,26 @@ const allowAsk = "mcp__askctl__ask_user"
 // connected before system/init, listed there, and called for the mcp step;
 // the tool_result carries the content as it came, and the answer is checked.
 func TestPrintModeMCPStdio(t *testing.T) {
+	forEachClient(t, testPrintModeMCPStdio)
+}
+
+// forEachClient runs test with fakeclaude's MCP client in process and
+// through the helper program (the test binary as fakeclaude-mcp), as
+// fakeclaude runs it.
+func forEachClient(t *testing.T, test func(*testing.T, func() mcplink.Dialer)) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("in-process", func(t *testing.T) { test(t, func() mcplink.Dialer { return mcpclient.Dialer{} }) })
+	t.Run("helper", func(t *testing.T) {
+		test(t, func() mcplink.Dialer { return &mcplink.Helper{Path: self, Env: []string{envMCPHelper + "=1"}} })
+	})
+}
+
+func testPrintModeMCPStdio(t *testing.T, client func() mcplink.Dialer) {
 	sc := builtin(t, "mcp-ask-single")
-	r := runPrint(t, sc, []string{"-p", "Ask me how to format.", "--output-format", "stream-json", "--verbose", "--mcp-config", mcpConfig(t, "askctl", "ok"), "--allowedTools", allowAsk}, "", fakeclaude.Options{})
+	r := runPrint(t, sc, []string{"-p", "Ask me how to format.", "--output-format", "stream-json", "--verbose", "--mcp-config", mcpConfig(t, "askctl", "ok"), "--allowedTools", allowAsk}, "", fakeclaude.Options{MCP: client()})
 	if r.out.Code != 0 {
 		t.Fatalf("exit %d: %v\n%s", r.out.Code, r.out.Failures, r.stdout)
 	}
@@ -209,6 +243,10 @@ func TestPrintModeOutputFormats(t *testing.T) {
 // TestPrintModeMCPFailures: each way an MCP call cannot happen gives the
 // CLI's tool_result and a clear failure, never a hang.
 func TestPrintModeMCPFailures(t *testing.T) {
+	forEachClient(t, testPrintModeMCPFailures)
+}
+
+func testPrintModeMCPFailures(t *testing.T, client func() mcplink.Dialer) {
 	base := []string{"-p", "Ask me.", "--output-format", "stream-json", "--verbose"}
 	tests := []struct {
 		name, scenario string
@@ -240,6 +278,7 @@ func TestPrintModeMCPFailures(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.opts.Getenv = func(k string) string { return tt.env[k] }
+			tt.opts.MCP = client()
 			start := time.Now()
 			r := runPrint(t, builtin(t, tt.scenario), append(append([]string(nil), base...), tt.args...), "", tt.opts)
 			if r.out.Code != tt.code || !strings.Contains(r.stderr, tt.stderr) {
@@ -304,6 +343,10 @@ func TestMCPToolTimeout(t *testing.T) {
 // TestMCPServerStoppedWhenTheSessionEnds: a session that ends before its
 // first turn (stdin closed) still stops the stdio server it started.
 func TestMCPServerStoppedWhenTheSessionEnds(t *testing.T) {
+	forEachClient(t, testMCPServerStopped)
+}
+
+func testMCPServerStopped(t *testing.T, client func() mcplink.Dialer) {
 	pidfile := filepath.Join(t.TempDir(), "pid")
 	t.Setenv("FAKECLAUDE_TEST_MCP_PIDFILE", pidfile)
 	sc := builtin(t, "ask-single")
@@ -311,13 +354,17 @@ func TestMCPServerStoppedWhenTheSessionEnds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := fakeclaude.Run(context.Background(), fakeclaude.Options{Scenario: sc, Flags: flags, Timeout: 5 * time.Second}, strings.NewReader(""), io.Discard)
+	// The session starts (the server is connected before system/init),
+	// asks, and its SDK side goes away.
+	in := `{"type":"control_request","request_id":"req_1","request":{"subtype":"initialize"}}` + "\n" +
+		`{"type":"user","message":{"role":"user","content":"Ask me."},"parent_tool_use_id":null,"session_id":""}` + "\n"
+	o := fakeclaude.Run(context.Background(), fakeclaude.Options{Scenario: sc, Flags: flags, Timeout: 5 * time.Second, Home: t.TempDir(), MCP: client()}, strings.NewReader(in), io.Discard)
 	if o.Code != fakeclaude.ExitEarlyEOF {
-		t.Errorf("exit %d, want %d", o.Code, fakeclaude.ExitEarlyEOF)
+		t.Errorf("exit %d, want %d: %v", o.Code, fakeclaude.ExitEarlyEOF, o.Failures)
 	}
 	b, err := os.ReadFile(pidfile)
 	if err != nil {
-		t.Skipf("the server had not started when the session ended: %v", err)
+		t.Fatalf("the server never started: %v", err)
 	}
 	pid, _ := strconv.Atoi(string(b))
 	deadline := time.Now().Add(5 * time.Second)

@@ -26,8 +26,9 @@ type Options struct {
 	// Work is the directory of this run: the bridge's state, logs, the
 	// claude shim, agents' transcripts. Created if missing.
 	Work string
-	// Askctl is the askctl executable the claude shim runs as fakeclaude;
-	// default this process's executable.
+	// Askctl is the askctl executable the claude shim runs as fakeclaude
+	// (or, when a fakeclaude executable sits next to it, that one, which
+	// starts faster); default this process's executable.
 	Askctl string
 	// RealClaude, when set, is the real claude CLI the bridge spawns
 	// (through askctl's real-agent shim) instead of fakeclaude.
@@ -139,11 +140,15 @@ func writeShim(path string, o Options, events, work string) error {
 	} else {
 		// Session files go to the bridge's CLAUDE_CONFIG_DIR if it sets
 		// one, else into the run's directory, never the user's ~/.claude.
-		env := fakeclaude.Env{RunAs: fakeclaude.RoleFake, Events: events, Transcript: filepath.Join(work, "agents.jsonl")}.Environ()
+		e := fakeclaude.Env{RunAs: fakeclaude.RoleFake, Events: events, Transcript: filepath.Join(work, "agents.jsonl")}
+		exe := o.Askctl
+		if fc := filepath.Join(filepath.Dir(o.Askctl), "fakeclaude"); isExecutable(fc) {
+			exe, e.RunAs = fc, ""
+		}
 		script = "#!/bin/sh\n# claude for the bridge under test: askctl's fakeclaude, told what to play by the harness.\n" +
 			"d=" + shellQuote(filepath.Join(work, "claude-config")) + "\n" +
 			": \"${" + claudecli.EnvConfigDir + ":=$d}\"; export " + claudecli.EnvConfigDir + "\n" +
-			"exec env " + shellWords(env) + " " + shellQuote(o.Askctl) + ` "$@"` + "\n"
+			"exec env " + shellWords(e.Environ()) + " " + shellQuote(exe) + ` "$@"` + "\n"
 	}
 	return os.WriteFile(path, []byte(script), 0o755)
 }
@@ -346,4 +351,10 @@ func (b *Bridge) LogTail(n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return "  " + strings.Join(lines, "\n  ")
+}
+
+// isExecutable reports whether path is a regular file someone may run.
+func isExecutable(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0
 }

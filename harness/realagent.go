@@ -21,7 +21,7 @@ import (
 	"github.com/askctl/askctl/claudecli"
 	"github.com/askctl/askctl/fakeclaude"
 	"github.com/askctl/askctl/fakeclaude/fakeapi"
-	"github.com/askctl/askctl/internal/events"
+	"github.com/askctl/askctl/internal/agentlink"
 	"github.com/askctl/askctl/protocol"
 	"github.com/askctl/askctl/scenarios"
 	"github.com/askctl/askctl/transcript"
@@ -89,8 +89,7 @@ func RealShim(args []string, getenv func(string) string, stdin io.Reader, stdout
 		// of the harness's; the real CLI answers it as it is.
 		return passThrough(claude, args, stdin, stdout, stderr)
 	}
-	network, address, _ := strings.Cut(addr, ":")
-	conn, err := net.DialTimeout(network, address, 5*time.Second)
+	conn, err := agentlink.Dial(addr)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -101,7 +100,7 @@ func RealShim(args []string, getenv func(string) string, stdin io.Reader, stdout
 	}
 	resume := flags.Resume
 	cwd, _ := os.Getwd()
-	a, err := events.Ask(conn, events.Hello{PID: os.Getpid(), Args: args, Cwd: cwd, Resume: resume}, 30*time.Second)
+	a, err := agentlink.Ask(conn, agentlink.Hello{PID: os.Getpid(), Args: args, Cwd: cwd, Resume: resume}, 30*time.Second)
 	if err != nil {
 		return fail("%v", err)
 	}

@@ -824,10 +824,10 @@ func (p *parser) validateMCP(sc *Scenario, st *Step) {
 	if sc.Route != RouteMCP {
 		p.errorf(st.Line, "mcp", `mcp steps belong to route "mcp" scenarios (set "route":"mcp" in scenario.json)`)
 	}
-	if !mcpName.MatchString(c.Server) {
+	if !isMCPName(c.Server) {
 		p.errorf(st.Line, "mcp.server", "want a server name of letters, digits and - (as in --mcp-config), got %q", c.Server)
 	}
-	if c.Tool != "" && !mcpName.MatchString(strings.ReplaceAll(c.Tool, "_", "-")) {
+	if c.Tool != "" && !isMCPName(strings.ReplaceAll(c.Tool, "_", "-")) {
 		p.errorf(st.Line, "mcp.tool", "want a tool name of letters, digits, - and _, got %q", c.Tool)
 	}
 	if len(c.Input) == 0 || !isObject(c.Input) {
@@ -863,8 +863,17 @@ func (p *parser) validateMCP(sc *Scenario, st *Step) {
 	}
 }
 
-// mcpName is a server name the CLI accepts in --mcp-config.
-var mcpName = regexp.MustCompile(`^[A-Za-z0-9-]+$`)
+// isMCPName reports whether name is a server name the CLI accepts in
+// --mcp-config: [A-Za-z0-9-]+. (By hand, not a regexp: compiling one at
+// init would cost every fakeclaude start.)
+func isMCPName(name string) bool {
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-') {
+			return false
+		}
+	}
+	return name != ""
+}
 
 func (p *parser) validateUser(st *Step) {
 	u := st.User
@@ -1044,8 +1053,6 @@ func strictUnmarshal(data []byte, v any) error {
 	return nil
 }
 
-var unknownField = regexp.MustCompile(`^json: unknown field "(.*)"$`)
-
 // describeJSONError splits an encoding/json error into a field path and a
 // message.
 func describeJSONError(err error) (field, msg string) {
@@ -1057,8 +1064,8 @@ func describeJSONError(err error) (field, msg string) {
 	case errors.As(err, &se):
 		return "", fmt.Sprintf("invalid JSON at byte %d: %v", se.Offset, se)
 	}
-	if m := unknownField.FindStringSubmatch(err.Error()); m != nil {
-		return m[1], "unknown field"
+	if f, ok := strings.CutPrefix(err.Error(), `json: unknown field "`); ok && strings.HasSuffix(f, `"`) {
+		return strings.TrimSuffix(f, `"`), "unknown field"
 	}
 	if errors.Is(err, io.ErrUnexpectedEOF) {
 		return "", "invalid JSON: unexpected end of line"

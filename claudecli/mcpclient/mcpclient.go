@@ -7,6 +7,7 @@ package mcpclient
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/askctl/askctl/claudecli"
+	"github.com/askctl/askctl/fakeclaude/mcplink"
 	"github.com/askctl/askctl/internal/clip"
 	"github.com/askctl/askctl/protocol"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -138,3 +140,43 @@ func HeaderClient(headers map[string]string) *http.Client {
 	}
 	return &http.Client{Transport: headerTransport{headers: headers, base: http.DefaultTransport}}
 }
+
+// Dialer is fakeclaude's MCP client in process (mcplink.Dialer): each
+// server connected with Connect. The helper program fakeclaude-mcp serves
+// it to a fakeclaude that links no SDK.
+type Dialer struct{}
+
+// Dial connects to srv as the CLI does (Connect).
+func (Dialer) Dial(ctx context.Context, srv claudecli.MCPServer, env map[string]string, dir string) (mcplink.Conn, error) {
+	cs, err := Connect(ctx, srv, env, dir)
+	if err != nil {
+		return nil, err
+	}
+	return sdkConn{cs}, nil
+}
+
+type sdkConn struct{ cs *mcp.ClientSession }
+
+func (c sdkConn) Protocol() string { return c.cs.InitializeResult().ProtocolVersion }
+
+func (c sdkConn) Tools(ctx context.Context) ([]mcplink.Tool, error) {
+	res, err := c.cs.ListTools(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	tools := make([]mcplink.Tool, 0, len(res.Tools))
+	for _, t := range res.Tools {
+		tools = append(tools, mcplink.Tool{Name: t.Name, Title: t.Title})
+	}
+	return tools, nil
+}
+
+func (c sdkConn) Call(ctx context.Context, tool string, args any, meta map[string]any) (json.RawMessage, error) {
+	res, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args, Meta: mcp.Meta(meta)})
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(res)
+}
+
+func (c sdkConn) Close() error { return c.cs.Close() }

@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/askctl/askctl/bridgeapi"
+	"github.com/askctl/askctl/claudecli/mcpclient"
 	"github.com/askctl/askctl/fakeclaude"
 	"github.com/askctl/askctl/harness"
 )
@@ -53,7 +54,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	// and a recording shim when installed as "claude".
 	switch getenv(fakeclaude.EnvRunAs) {
 	case fakeclaude.RoleFake:
-		return fakeclaude.Command(args[1:], getenv, stdin, stdout, stderr)
+		// askctl links the MCP SDK anyway: its fakeclaude needs no helper.
+		return fakeclaude.CommandWith(mcpclient.Dialer{}, args[1:], getenv, stdin, stdout, stderr)
 	case fakeclaude.RoleReal:
 		return harness.RealShim(args[1:], getenv, stdin, stdout, stderr)
 	}

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/askctl/askctl/claudecli"
-	"github.com/askctl/askctl/fakeclaude"
-	"github.com/askctl/askctl/internal/agent"
 	"github.com/askctl/askctl/internal/replay"
 	"github.com/urfave/cli/v3"
 )
@@ -99,7 +97,7 @@ func runFidelity(ctx context.Context, o *fidelityOptions) error {
 	var reps []replay.FidelityReport
 	equal := 0
 	for i, sc := range scs {
-		fr := replay.Fidelity(ctx, sc, agent.Fake{RunAs: fakeclaude.RoleFake}, real, replay.Options{Timeout: o.timeout})
+		fr := replay.Fidelity(ctx, sc, fakeAgent(), real, replay.Options{Timeout: o.timeout})
 		if ctx.Err() != nil {
 			// Cut short: its differences are the interrupt's, not the
 			// agents'.

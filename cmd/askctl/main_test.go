@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/askctl/askctl/claudecli/mcpclient"
 	"github.com/askctl/askctl/fakeclaude"
 	"github.com/askctl/askctl/internal/testenv"
 	"github.com/askctl/askctl/scenarios"
@@ -39,10 +40,10 @@ func TestMain(m *testing.M) {
 	}
 	testscript.Main(m, map[string]func(){
 		"askctl":     askctlMain,
-		"fakeclaude": fakeclaude.Main,
+		"fakeclaude": fakeclaudeMain,
 		// Scripts find fakeclaude first on PATH as claude, where a bridge
 		// under test looks for the CLI.
-		"claude": fakeclaude.Main,
+		"claude": fakeclaudeMain,
 	})
 }
 
@@ -272,3 +273,7 @@ func TestShowSeveralParsesBack(t *testing.T) {
 		}
 	}
 }
+
+// fakeclaudeMain is fakeclaude with its MCP client in process, as askctl
+// runs it (the test binary links the SDK anyway).
+func fakeclaudeMain() { fakeclaude.MainWith(mcpclient.Dialer{}) }

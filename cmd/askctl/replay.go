@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -98,7 +100,18 @@ func chooseAgent(ctx context.Context, name, claude string, warn io.Writer) (agen
 		}
 		return agent.Real{Claude: path}, nil
 	}
-	return agent.Fake{RunAs: fakeclaude.RoleFake}, nil
+	return fakeAgent(), nil
+}
+
+// fakeAgent is fakeclaude: the executable next to askctl when there is
+// one (make build puts it there; it starts faster), else askctl itself.
+func fakeAgent() agent.Fake {
+	if self, err := os.Executable(); err == nil {
+		if p := filepath.Join(filepath.Dir(self), "fakeclaude"); isExecutable(p) {
+			return agent.Fake{Exe: p}
+		}
+	}
+	return agent.Fake{RunAs: fakeclaude.RoleFake}
 }
 
 func loadScenarios(names []string) ([]*scenarios.Scenario, error) {

@@ -139,8 +139,9 @@ func (o *serveOptions) validate() error {
 	return nil
 }
 
-// agentCLI resolves --claude: a path, "fakeclaude" (on PATH, else askctl
-// itself as fakeclaude), or the real CLI askctl finds.
+// agentCLI resolves --claude: a path, "fakeclaude" (on PATH, else the
+// fakeclaude next to askctl, else askctl itself as fakeclaude, which starts
+// slower), or the real CLI askctl finds.
 func agentCLI(ctx context.Context, claude string, warn func(string, ...any)) (string, []string, error) {
 	if claude == "fakeclaude" {
 		if p, err := exec.LookPath("fakeclaude"); err == nil {
@@ -149,6 +150,9 @@ func agentCLI(ctx context.Context, claude string, warn func(string, ...any)) (st
 		self, err := os.Executable()
 		if err != nil {
 			return "", nil, err
+		}
+		if p := filepath.Join(filepath.Dir(self), "fakeclaude"); isExecutable(p) {
+			return p, nil, nil
 		}
 		return self, fakeclaude.Env{RunAs: fakeclaude.RoleFake}.Environ(), nil
 	}
@@ -279,4 +283,10 @@ func runServe(ctx context.Context, o *serveOptions) error {
 		_ = srv.Shutdown(sctx)
 	}
 	return nil
+}
+
+// isExecutable reports whether path is a regular file someone may run.
+func isExecutable(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0
 }

@@ -19,6 +19,7 @@ import (
 	"testing"
 
 	"github.com/askctl/askctl/claudecli"
+	"github.com/askctl/askctl/claudecli/mcpclient"
 	"github.com/askctl/askctl/fakeclaude"
 )
 
@@ -29,7 +30,7 @@ import (
 // ~/.claude.
 func RunAsFakeclaude() {
 	if os.Getenv(fakeclaude.EnvRunAs) == fakeclaude.RoleFake {
-		fakeclaude.Main()
+		fakeclaude.MainWith(mcpclient.Dialer{})
 	}
 	IsolateConfig()
 }
