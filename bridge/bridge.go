@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -52,9 +53,16 @@ type Config struct {
 	// StopGrace is how long a stopped session's agent has to exit after its
 	// stdin closes before it is killed. Default 5s.
 	StopGrace time.Duration
+	// MaxStarting bounds the agents starting at once (spawned, and not yet
+	// through system/init; at most startSlotHold each); more session starts
+	// wait their turn. Default the number of CPUs.
+	MaxStarting int
 	// Logf receives one line per thing worth knowing; nil discards.
 	Logf func(format string, args ...any)
 }
+
+// startSlotHold is the longest one agent's start holds its slot.
+const startSlotHold = 10 * time.Second
 
 // DefaultTimeout is how long a question waits for the person by default.
 const DefaultTimeout = 300 * time.Second
@@ -81,7 +89,9 @@ type Bridge struct {
 	subs  map[*Subscription]bool
 
 	qlocks keyedLocks // one per question: its pose, answers, skips, expiry and withdrawal in turn (the first wins)
-	pubMu  sync.Mutex // events are logged and delivered in one order
+	out    outbox     // events logged, in the log's order, for the subscriptions
+
+	starting chan struct{} // a slot per agent starting (Config.MaxStarting)
 }
 
 type live struct {
@@ -91,6 +101,7 @@ type live struct {
 	mcp  *mcpSession // an MCP server's session (askctl mcp): no agent process
 
 	failure atomic.Pointer[string] // the agent's last error result ("Not logged in · …")
+	started func()                 // frees the agent's start slot (Config.MaxStarting); idempotent
 }
 
 // respond sends a question's resolution to its asker: the agent's
@@ -122,6 +133,9 @@ func New(cfg Config) (*Bridge, error) {
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
+	if cfg.MaxStarting <= 0 {
+		cfg.MaxStarting = runtime.NumCPU()
+	}
 	unlock, err := lockDB(cfg.DB)
 	if err != nil {
 		return nil, err
@@ -136,6 +150,9 @@ func New(cfg Config) (*Bridge, error) {
 	}
 	ctx, end := context.WithCancel(context.Background())
 	b := &Bridge{cfg: cfg, st: st, unlock: unlock, ctx: ctx, end: end, live: map[string]*live{}, timer: map[string]*time.Timer{}, subs: map[*Subscription]bool{}, stopping: map[string]bool{}}
+	b.out.wake, b.out.exited = make(chan struct{}, 1), make(chan struct{})
+	b.starting = make(chan struct{}, cfg.MaxStarting)
+	go b.deliver()
 	if n, err := st.markLost(ctx, time.Now()); err != nil {
 		st.Close()
 		unlock()
@@ -256,6 +273,28 @@ func (b *Bridge) sessionEnv(name, text string) ([]string, string, error) {
 // in its environment, and its SDK side; resume, when set, is the CLI
 // session to continue (--resume).
 func (b *Bridge) spawn(ss *bridgeapi.Session, extra []string, resume, prompt string) error {
+	// Agents start a few at a time: a start is CPU-heavy (a process, its
+	// runtime, its initialize), and hundreds at once would starve the
+	// sessions already running, whose people wait for their answers. A
+	// start holds its slot until the agent says system/init, exits, or
+	// startSlotHold passes (an agent that hangs before init blocks no one).
+	select {
+	case b.starting <- struct{}{}:
+	case <-b.ctx.Done():
+		return errors.New("the bridge is closing")
+	}
+	release := sync.OnceFunc(func() { <-b.starting })
+	holdTimer := time.AfterFunc(startSlotHold, release)
+	freeSlot := func() {
+		holdTimer.Stop()
+		release()
+	}
+	started := false
+	defer func() {
+		if !started {
+			freeSlot()
+		}
+	}()
 	args := append(append([]string(nil), claudecli.SDKArgs...), b.cfg.Args...)
 	if resume != "" {
 		args = append(args, "--resume", resume)
@@ -265,7 +304,7 @@ func (b *Bridge) spawn(ss *bridgeapi.Session, extra []string, resume, prompt str
 	if err != nil {
 		return err
 	}
-	l := &live{proc: proc, done: make(chan struct{})}
+	l := &live{proc: proc, done: make(chan struct{}), started: freeSlot}
 	src := sdk.SourceFunc(func(s *sdk.Session, r sdk.Request) { b.ask(ss.ID, s, r) })
 	s, err := sdk.Start(b.ctx, proc.Stdin, proc.Stdout, src, sdk.Options{
 		OnCancel: func(_ *sdk.Session, requestID string) { b.agentCancelled(ss.ID, requestID) },
@@ -284,6 +323,7 @@ func (b *Bridge) spawn(ss *bridgeapi.Session, extra []string, resume, prompt str
 		},
 		OnMessage: func(s *sdk.Session, l protocol.Line) {
 			if l.Type == protocol.TypeSystem && l.Subtype == protocol.SubtypeInit {
+				freeSlot()
 				b.sawInit(ss.ID, s.SessionID())
 			}
 		},
@@ -308,6 +348,7 @@ func (b *Bridge) spawn(ss *bridgeapi.Session, extra []string, resume, prompt str
 	b.live[ss.ID] = l
 	b.mu.Unlock()
 	b.wg.Add(1)
+	started = true // watch frees the slot if the agent exits before init
 	go b.watch(ss.ID, l)
 	if err := s.Prompt(prompt); err != nil {
 		b.cfg.Logf("session %s: writing the prompt: %v", ss.ID, err)
@@ -324,6 +365,9 @@ func (b *Bridge) watch(id string, l *live) {
 	sdkErr := l.s.Wait()
 	l.s.CloseInput()
 	code, waitErr := l.proc.Wait()
+	if l.started != nil {
+		l.started()
+	}
 	b.mu.Lock()
 	if b.live[id] == l {
 		delete(b.live, id)
@@ -868,21 +912,81 @@ func statusEvent(ss *bridgeapi.Session) bridgeapi.Event {
 }
 
 // publish logs an event and hands it to every subscriber of its session.
+//
+// The event is logged with the store's next commit, and delivered once it
+// is committed, in the log's order; publish returns when it is delivered.
+// Publishes from many goroutines share commits.
 func (b *Bridge) publish(e bridgeapi.Event) {
-	b.pubMu.Lock()
-	defer b.pubMu.Unlock()
 	e.Time = time.Now().UTC()
 	data, _ := json.Marshal(e)
-	seq, err := b.st.appendEvent(context.Background(), e.SessionID, data, e.Time)
+	o := &outgoing{e: e, done: make(chan struct{})}
+	err := b.st.appendEvent(context.Background(), e.SessionID, data, e.Time, func(seq int64) {
+		o.e.Seq = seq
+		b.out.push(o)
+	})
 	if err != nil {
+		// Not logged (a resumed stream will not replay it), but surfaces
+		// that are connected still hear it.
 		b.cfg.Logf("logging an event: %v", err)
+		b.out.push(o)
 	}
-	e.Seq = seq
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for s := range b.subs {
-		if s.session == "" || s.session == e.SessionID {
-			s.deliver(e)
+	select {
+	case <-o.done:
+	case <-b.out.exited:
+	}
+}
+
+// outbox hands logged events from the store's writer to the deliverer, so
+// the writer never waits for the bridge's lock.
+type outbox struct {
+	mu     sync.Mutex
+	queue  []*outgoing
+	wake   chan struct{} // 1-buffered: the queue has something
+	exited chan struct{} // closed when the deliverer has ended
+}
+
+type outgoing struct {
+	e    bridgeapi.Event
+	done chan struct{} // closed when delivered
+}
+
+func (o *outbox) push(e *outgoing) {
+	o.mu.Lock()
+	o.queue = append(o.queue, e)
+	o.mu.Unlock()
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+}
+
+// deliver hands each logged event to the subscriptions that want it, in
+// order, until the bridge ends and the queue is empty.
+func (b *Bridge) deliver() {
+	defer close(b.out.exited)
+	for {
+		select {
+		case <-b.out.wake:
+		case <-b.ctx.Done():
+		}
+		b.out.mu.Lock()
+		queue := b.out.queue
+		b.out.queue = nil
+		b.out.mu.Unlock()
+		if len(queue) == 0 && b.ctx.Err() != nil {
+			return
+		}
+		b.mu.Lock()
+		for _, o := range queue {
+			for s := range b.subs {
+				if s.session == "" || s.session == o.e.SessionID {
+					s.deliver(o.e)
+				}
+			}
+		}
+		b.mu.Unlock()
+		for _, o := range queue {
+			close(o.done)
 		}
 	}
 }

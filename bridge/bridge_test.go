@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -186,5 +187,49 @@ func TestAnswerReachesTheAgent(t *testing.T) {
 	}
 	if _, err := e.c.Answer(context.Background(), q.ID, map[string]bridgeapi.Answer{"1": {"Detailed"}, "2": {"Body"}}); !errors.Is(err, bridgeapi.ErrResolved) {
 		t.Errorf("a second answer: %v, want bridgeapi.ErrResolved", err)
+	}
+}
+
+// TestMaxStarting: with MaxStarting 1, agents start one at a time: no two
+// are between their spawn and their system/init together, however many
+// sessions start at once. (Each agent here is a script that marks its start
+// with a directory only one can hold, then becomes fakeclaude.)
+func TestMaxStarting(t *testing.T) {
+	dir := t.TempDir()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(dir, "claude")
+	body := "#!/bin/sh\n" +
+		"mkdir '" + dir + "/starting' 2>/dev/null || echo overlap >> '" + dir + "/overlaps'\n" +
+		"sleep 0.1\n" +
+		"rmdir '" + dir + "/starting' 2>/dev/null\n" +
+		"exec '" + exe + "' \"$@\"\n"
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvTB(t, bridge.Config{MaxStarting: 1}, false)
+	e.b.Close()
+	cfg := e.cfg
+	cfg.Claude, cfg.DB = script, filepath.Join(dir, "b.db")
+	b, err := bridge.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	var wg sync.WaitGroup
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := b.StartSession(bg, bridgeapi.StartOptions{Prompt: "Set up storage.", Scenario: "ask-single"}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if out, err := os.ReadFile(filepath.Join(dir, "overlaps")); err == nil {
+		t.Errorf("agents started together with MaxStarting 1: %q", out)
 	}
 }

@@ -17,6 +17,14 @@ import (
 // The store keeps sessions, questions and the event log in one SQLite file
 // (WAL), so a bridge killed with a question pending loses nothing: every
 // change is committed before any surface or agent hears of it.
+//
+// Writes go through one writer goroutine that commits them in groups: each
+// write waits for the commit of its group, and while a commit is under way
+// the writes that arrive queue for the next one. Under load (hundreds of
+// sessions starting) a commit carries many writes, so no write waits
+// behind a long line of single-write transactions; idle, a group is one
+// write. Each write runs in a savepoint of its own: one that fails leaves
+// the others of its group alone.
 
 const schema = `
 CREATE TABLE IF NOT EXISTS sessions (
@@ -57,8 +65,11 @@ CREATE TABLE IF NOT EXISTS events (
 `
 
 type store struct {
-	db *sql.DB // the one writer
-	rd *sql.DB // readers: in WAL mode they read what is committed while a write goes on, so a listing never waits behind session starts
+	db   *sql.DB // the one writer, used by the writer goroutine only
+	ops  chan *writeOp
+	quit chan struct{} // closed by Close: the writer finishes and exits
+	done chan struct{} // closed when the writer has exited
+	rd   *sql.DB       // readers: in WAL mode they read what is committed while a write goes on, so a listing never waits behind session starts
 	// fault, when set (tests), fails a write as a full disk would; op names
 	// the write and the status it writes ("setStatus exited").
 	fault atomic.Pointer[func(op string) error]
@@ -96,10 +107,127 @@ func openStore(path string) (*store, error) {
 		return nil, err
 	}
 	rd.SetMaxOpenConns(4)
-	return &store{db: db, rd: rd}, nil
+	s := &store{db: db, rd: rd, ops: make(chan *writeOp), quit: make(chan struct{}), done: make(chan struct{})}
+	go s.writer()
+	return s, nil
+}
+
+// writeOp is one write: fn runs in its group's transaction, after (if any)
+// runs once the group is committed, in the order the writes were made.
+type writeOp struct {
+	fn    func(tx *sql.Tx) error
+	after func()
+	done  chan error
+}
+
+// maxGroup bounds the writes of one commit.
+const maxGroup = 256
+
+var errStoreClosed = errors.New("the database is closed")
+
+// write runs fn in the writer's next group and waits for the commit. after,
+// when not nil, runs on the writer once fn's group is committed, before the
+// writes of later groups are made: it must not wait for anything that
+// writes. A done ctx stops the wait, not the write.
+func (s *store) write(ctx context.Context, fn func(tx *sql.Tx) error, after func()) error {
+	op := &writeOp{fn: fn, after: after, done: make(chan error, 1)}
+	select {
+	case s.ops <- op:
+	case <-s.quit:
+		return errStoreClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-op.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// exec is write with one statement; it returns the statement's result.
+func (s *store) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	var res sql.Result
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var err error
+		res, err = tx.Exec(query, args...)
+		return err
+	}, nil)
+	return res, err
+}
+
+// writer commits the writes in groups until Close.
+func (s *store) writer() {
+	defer close(s.done)
+	for {
+		var op *writeOp
+		select {
+		case op = <-s.ops:
+		case <-s.quit:
+			return
+		}
+		group := []*writeOp{op}
+	more:
+		for len(group) < maxGroup {
+			select {
+			case op := <-s.ops:
+				group = append(group, op)
+			default:
+				break more
+			}
+		}
+		s.commit(group)
+	}
+}
+
+// commit runs a group of writes in one transaction, each in a savepoint.
+func (s *store) commit(group []*writeOp) {
+	fail := func(err error) {
+		for _, op := range group {
+			op.done <- err
+		}
+	}
+	tx, err := s.db.Begin()
+	if err != nil {
+		fail(err)
+		return
+	}
+	errs := make([]error, len(group))
+	for i, op := range group {
+		if _, err := tx.Exec(`SAVEPOINT w`); err != nil {
+			_ = tx.Rollback()
+			fail(err)
+			return
+		}
+		if errs[i] = op.fn(tx); errs[i] != nil {
+			if _, err := tx.Exec(`ROLLBACK TO w`); err != nil {
+				_ = tx.Rollback()
+				fail(err)
+				return
+			}
+		}
+		if _, err := tx.Exec(`RELEASE w`); err != nil {
+			_ = tx.Rollback()
+			fail(err)
+			return
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		fail(err)
+		return
+	}
+	for i, op := range group {
+		if errs[i] == nil && op.after != nil {
+			op.after()
+		}
+		op.done <- errs[i]
+	}
 }
 
 func (s *store) Close() error {
+	close(s.quit)
+	<-s.done
 	rerr := s.rd.Close()
 	if err := s.db.Close(); err != nil {
 		return err
@@ -120,7 +248,7 @@ func parseTS(s sql.NullString) time.Time {
 }
 
 func (s *store) insertSession(ctx context.Context, ss *bridgeapi.Session) error {
-	_, err := s.db.ExecContext(ctx, `INSERT INTO sessions (id, prompt, scenario, claude, status, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+	_, err := s.exec(ctx, `INSERT INTO sessions (id, prompt, scenario, claude, status, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
 		ss.ID, ss.Prompt, ss.Scenario, ss.Claude, ss.Status, ts(ss.CreatedAt))
 	return err
 }
@@ -135,14 +263,14 @@ func (s *store) setStatus(ctx context.Context, ss *bridgeapi.Session) error {
 	if !ss.EndedAt.IsZero() {
 		ended = ts(ss.EndedAt)
 	}
-	_, err := s.db.ExecContext(ctx, `UPDATE sessions SET claude=?, status=?, exit_code=?, detail=?, ended_at=? WHERE id=?`,
+	_, err := s.exec(ctx, `UPDATE sessions SET claude=?, status=?, exit_code=?, detail=?, ended_at=? WHERE id=?`,
 		ss.Claude, ss.Status, ss.ExitCode, ss.Detail, ended, ss.ID)
 	return err
 }
 
 // setClaudeSession records the CLI's own session id, what --resume takes.
 func (s *store) setClaudeSession(ctx context.Context, id, claudeSession string) error {
-	_, err := s.db.ExecContext(ctx, `UPDATE sessions SET claude_session_id=? WHERE id=?`, claudeSession, id)
+	_, err := s.exec(ctx, `UPDATE sessions SET claude_session_id=? WHERE id=?`, claudeSession, id)
 	return err
 }
 
@@ -192,11 +320,16 @@ func (s *store) sessions(ctx context.Context) ([]*bridgeapi.Session, error) {
 // died with it. Their pending questions stay pending, orphaned: an answer
 // resumes the session (the late-answer path).
 func (s *store) markLost(ctx context.Context, now time.Time) (int, error) {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return 0, err
-	}
-	defer tx.Rollback()
+	var n int64
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var err error
+		n, err = markLost(ctx, tx, now)
+		return err
+	}, nil)
+	return int(n), err
+}
+
+func markLost(ctx context.Context, tx *sql.Tx, now time.Time) (int64, error) {
 	res, err := tx.ExecContext(ctx, `UPDATE sessions SET status=?, detail=?, ended_at=? WHERE status IN (?, ?)`,
 		bridgeapi.StatusLost, "the bridge stopped while the agent ran", ts(now), bridgeapi.StatusRunning, bridgeapi.StatusStarting)
 	if err != nil {
@@ -212,12 +345,12 @@ func (s *store) markLost(ctx context.Context, now time.Time) (int, error) {
 	if _, err := tx.ExecContext(ctx, `UPDATE questions SET orphaned=1 WHERE status=? AND session_id IN (SELECT id FROM sessions WHERE status=?)`, bridgeapi.QuestionPending, bridgeapi.StatusLost); err != nil {
 		return 0, err
 	}
-	return int(n), tx.Commit()
+	return n, nil
 }
 
 func (s *store) insertQuestion(ctx context.Context, q *bridgeapi.Question) error {
 	qs, _ := json.Marshal(q.Questions)
-	_, err := s.db.ExecContext(ctx, `INSERT INTO questions (id, session_id, request_id, tool_use_id, questions, input, status, created_at, deadline) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := s.exec(ctx, `INSERT INTO questions (id, session_id, request_id, tool_use_id, questions, input, status, created_at, deadline) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		q.ID, q.SessionID, q.RequestID, q.ToolUseID, string(qs), string(q.Input), q.Status, ts(q.CreatedAt), ts(q.Deadline))
 	return err
 }
@@ -233,7 +366,7 @@ func (s *store) resolve(ctx context.Context, id, status string, answers map[stri
 		b, _ := json.Marshal(answers)
 		a = string(b)
 	}
-	res, err := s.db.ExecContext(ctx, `UPDATE questions SET status=?, answers=?, reason=?, resolved_at=? WHERE id=? AND status=?`,
+	res, err := s.exec(ctx, `UPDATE questions SET status=?, answers=?, reason=?, resolved_at=? WHERE id=? AND status=?`,
 		status, a, reason, ts(now), id, bridgeapi.QuestionPending)
 	if err != nil {
 		return false, err
@@ -250,14 +383,14 @@ func (s *store) reopen(ctx context.Context, id, status, reason string) error {
 	if status != bridgeapi.QuestionPending {
 		resolved = ts(time.Now())
 	}
-	_, err := s.db.ExecContext(ctx, `UPDATE questions SET status=?, answers=NULL, reason=?, resolved_at=? WHERE id=?`, status, reason, resolved, id)
+	_, err := s.exec(ctx, `UPDATE questions SET status=?, answers=NULL, reason=?, resolved_at=? WHERE id=?`, status, reason, resolved, id)
 	return err
 }
 
 // saveDraft keeps the answers given so far to a multi-question request.
 func (s *store) saveDraft(ctx context.Context, id string, draft map[string]string) error {
 	b, _ := json.Marshal(draft)
-	_, err := s.db.ExecContext(ctx, `UPDATE questions SET draft=? WHERE id=? AND status=?`, string(b), id, bridgeapi.QuestionPending)
+	_, err := s.exec(ctx, `UPDATE questions SET draft=? WHERE id=? AND status=?`, string(b), id, bridgeapi.QuestionPending)
 	return err
 }
 
@@ -308,12 +441,18 @@ func (s *store) questions(ctx context.Context, status, session string) ([]*bridg
 	return out, rows.Err()
 }
 
-func (s *store) appendEvent(ctx context.Context, session string, data []byte, now time.Time) (int64, error) {
-	res, err := s.db.ExecContext(ctx, `INSERT INTO events (session_id, data, created_at) VALUES (?, ?, ?)`, session, string(data), ts(now))
-	if err != nil {
-		return 0, err
-	}
-	return res.LastInsertId()
+// appendEvent logs an event; after(seq) runs once it is committed, in the
+// order of the log (see write).
+func (s *store) appendEvent(ctx context.Context, session string, data []byte, now time.Time, after func(seq int64)) error {
+	var seq int64
+	return s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.Exec(`INSERT INTO events (session_id, data, created_at) VALUES (?, ?, ?)`, session, string(data), ts(now))
+		if err != nil {
+			return err
+		}
+		seq, err = res.LastInsertId()
+		return err
+	}, func() { after(seq) })
 }
 
 // eventsAfter returns the logged events after seq, for a stream that

@@ -38,6 +38,7 @@ type serveOptions struct {
 	envFile          string
 	origins          []string
 	hosts            []string
+	maxStarting      int
 	io               *stdio
 }
 
@@ -89,6 +90,7 @@ Examples:
 			&cli.StringSliceFlag{Name: "env", Usage: "KEY=VALUE added to every agent's environment (repeatable)", Destination: &o.env},
 			&cli.StringFlag{Name: "env-file", Usage: "a `FILE` of KEY=VALUE lines added to every agent's environment, such as askctl model prints", Destination: &o.envFile},
 			&cli.StringSliceFlag{Name: "origin", Usage: "extra host whose pages may open the WebSocket (repeatable)", Destination: &o.origins},
+			&cli.IntFlag{Name: "max-starting", Usage: "agents starting at once (until their system/init); more session starts wait their turn, so running sessions keep answering fast under a burst (default: the number of CPUs)", Destination: &o.maxStarting},
 			&cli.StringSliceFlag{Name: "host", Usage: "a name the bridge answers to besides loopback ones, as requests give it in Host (repeatable); --allow-remote answers every name", Destination: &o.hosts},
 		},
 		Before: func(ctx context.Context, cmd *cli.Command) (context.Context, error) {
@@ -108,6 +110,9 @@ func (o *serveOptions) validate() error {
 	}
 	if !o.allowRemote && !bridge.IsLoopback(host) {
 		return usagef("--addr %s is not a loopback address: the bridge holds people's answers; pass --allow-remote to listen there", o.addr)
+	}
+	if o.maxStarting < 0 {
+		return usagef("--max-starting %d: want a positive number (0: the number of CPUs)", o.maxStarting)
 	}
 	if o.timeout <= 0 {
 		return usagef("--timeout: want a positive duration, got %v", o.timeout)
@@ -256,7 +261,7 @@ func runServe(ctx context.Context, o *serveOptions) error {
 	}
 	defer ln.Close()
 	b, err := bridge.New(bridge.Config{DB: db, Claude: claude, Env: append(env, o.env...), SessionEnv: scenarioStore{dir: filepath.Join(dir, "scenarios"), fake: o.claude == "fakeclaude"}.env, Timeout: o.timeout,
-		TimeoutInterrupt: o.timeoutInterrupt, OtherTools: o.otherTools, Logf: logf})
+		TimeoutInterrupt: o.timeoutInterrupt, OtherTools: o.otherTools, MaxStarting: o.maxStarting, Logf: logf})
 	if err != nil {
 		return err
 	}
