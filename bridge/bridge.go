@@ -245,13 +245,42 @@ func (b *Bridge) StartSession(ctx context.Context, o bridgeapi.StartOptions) (*b
 	if err := b.st.insertSession(ctx, ss); err != nil {
 		return nil, err
 	}
-	if err := b.spawn(ss, env, "", o.Prompt); err != nil {
+	// A free start slot: the agent starts now, and an agent that cannot
+	// start is this call's error. All slots taken (a burst of starts): the
+	// session is returned "starting", and its agent starts when a slot
+	// frees; one that cannot start then ends the session with the reason.
+	select {
+	case b.starting <- struct{}{}:
+	case <-time.After(startQueueWait):
+		go func() {
+			select {
+			case b.starting <- struct{}{}:
+			case <-b.ctx.Done():
+				return // the bridge closes: the session is found lost
+			}
+			if err := b.spawnHeld(ss, env, "", o.Prompt); err != nil {
+				ss.Status, ss.Detail, ss.EndedAt = bridgeapi.StatusExited, err.Error(), time.Now()
+				_ = b.durably("session "+ss.ID+": marking it exited", func(ctx context.Context) error { return b.st.setStatus(ctx, ss) })
+				b.publishStatus(ss.ID)
+			}
+		}()
+		return b.Session(ctx, ss.ID)
+	case <-ctx.Done():
+		ss.Status, ss.Detail, ss.EndedAt = bridgeapi.StatusExited, "the start was abandoned by its caller", time.Now()
+		_ = b.st.setStatus(context.Background(), ss)
+		return nil, ctx.Err()
+	}
+	if err := b.spawnHeld(ss, env, "", o.Prompt); err != nil {
 		ss.Status, ss.Detail, ss.EndedAt = bridgeapi.StatusExited, err.Error(), time.Now()
 		_ = b.st.setStatus(context.Background(), ss)
 		return nil, err
 	}
 	return b.Session(ctx, ss.ID)
 }
+
+// startQueueWait is how long a session start waits for a start slot before
+// it returns the session "starting" and leaves the start queued.
+const startQueueWait = time.Second
 
 // sessionEnv is the environment a session's agent gets for what its client
 // asked it to play, and the name the session keeps.
@@ -272,17 +301,23 @@ func (b *Bridge) sessionEnv(name, text string) ([]string, string, error) {
 // spawn starts the agent of ss, with extra (what its scenario resolved to)
 // in its environment, and its SDK side; resume, when set, is the CLI
 // session to continue (--resume).
+//
+// Agents start a few at a time: a start is CPU-heavy (a process, its
+// runtime, its initialize), and hundreds at once would starve the sessions
+// already running, whose people wait for their answers. A start holds its
+// slot until the agent says system/init, exits, or startSlotHold passes (an
+// agent that hangs before init blocks no one).
 func (b *Bridge) spawn(ss *bridgeapi.Session, extra []string, resume, prompt string) error {
-	// Agents start a few at a time: a start is CPU-heavy (a process, its
-	// runtime, its initialize), and hundreds at once would starve the
-	// sessions already running, whose people wait for their answers. A
-	// start holds its slot until the agent says system/init, exits, or
-	// startSlotHold passes (an agent that hangs before init blocks no one).
 	select {
 	case b.starting <- struct{}{}:
 	case <-b.ctx.Done():
 		return errors.New("the bridge is closing")
 	}
+	return b.spawnHeld(ss, extra, resume, prompt)
+}
+
+// spawnHeld is spawn with a start slot already taken; it frees it.
+func (b *Bridge) spawnHeld(ss *bridgeapi.Session, extra []string, resume, prompt string) error {
 	release := sync.OnceFunc(func() { <-b.starting })
 	holdTimer := time.AfterFunc(startSlotHold, release)
 	freeSlot := func() {

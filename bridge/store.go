@@ -56,6 +56,7 @@ CREATE TABLE IF NOT EXISTS questions (
 	orphaned    INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS questions_status ON questions(status);
+CREATE INDEX IF NOT EXISTS questions_session ON questions(session_id, status);
 CREATE TABLE IF NOT EXISTS events (
 	seq        INTEGER PRIMARY KEY AUTOINCREMENT,
 	session_id TEXT NOT NULL DEFAULT '',
@@ -425,7 +426,17 @@ func (s *store) question(ctx context.Context, id string) (*bridgeapi.Question, e
 
 // questions lists questions, oldest first; status and session filter when set.
 func (s *store) questions(ctx context.Context, status, session string) ([]*bridgeapi.Question, error) {
-	rows, err := s.rd.QueryContext(ctx, `SELECT `+questionCols+` FROM questions WHERE (?='' OR status=?) AND (?='' OR session_id=?) ORDER BY created_at, id`, status, status, session, session)
+	// Only the conditions given, so SQLite uses the indexes: a session's
+	// questions are looked up with every status event, and a scan of all
+	// of them made a burst of sessions quadratic.
+	where, args := "1", []any{}
+	if status != "" {
+		where, args = where+" AND status=?", append(args, status)
+	}
+	if session != "" {
+		where, args = where+" AND session_id=?", append(args, session)
+	}
+	rows, err := s.rd.QueryContext(ctx, `SELECT `+questionCols+` FROM questions WHERE `+where+` ORDER BY created_at, id`, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -224,16 +224,13 @@ func (b *Bridge) start(ctx context.Context) error {
 }
 
 // waitReady polls the readiness check until it passes, the bridge exits,
-// or the ready timeout (default 15s) passes.
+// or the ready timeout (ready.timeout, else limits.start, else 15s) passes.
 func (b *Bridge) waitReady(ctx context.Context, exited <-chan struct{}) error {
 	r := b.Profile.Ready
 	if r.URL == "" && r.TCP == "" {
 		return nil
 	}
-	timeout := r.Timeout.D()
-	if timeout <= 0 {
-		timeout = 15 * time.Second
-	}
+	timeout := orDefault(r.Timeout.D(), orDefault(b.Profile.Limits.Start.D(), DefaultStartLimit))
 	timeout = scale(timeout, b.opts.Slow)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

@@ -42,7 +42,7 @@ func NewEnv(ctx context.Context, p *Profile, opts Options) (*Env, error) {
 		return nil, &SetupError{Op: "starting the bridge", Err: err}
 	}
 	spec := b.Profile.Surface
-	spec.Slow = opts.Slow
+	spec.Slow, spec.Limits = opts.Slow, b.Profile.Limits
 	s, err := NewSurface(spec)
 	if err != nil {
 		b.Close()

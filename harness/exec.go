@@ -45,7 +45,8 @@ import (
 // Each reply must come within 10 s.
 
 type execSurface struct {
-	reply  time.Duration // how long an operation's reply may take
+	reply  time.Duration // how long an operation's reply may take (limits.op)
+	first  time.Duration // how long the first reply, and each start's, may take (limits.start)
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	stderr *tailBuffer
@@ -54,6 +55,7 @@ type execSurface struct {
 	mu      sync.Mutex
 	nextID  int
 	nextCon int
+	replied bool // a reply has come: the adapter is up
 	waiting map[int]chan execReply
 	sinks   map[string]func(SurfaceEvent)
 	dead    error
@@ -91,7 +93,7 @@ func startExecSurface(s SurfaceSpec) (*execSurface, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &execSurface{reply: s.scaled(replyTimeout), cmd: cmd, stdin: stdin, stderr: &tailBuffer{max: 8 << 10}, waiting: map[int]chan execReply{},
+	e := &execSurface{reply: s.op(), first: s.start(), cmd: cmd, stdin: stdin, stderr: &tailBuffer{max: 8 << 10}, waiting: map[int]chan execReply{},
 		sinks: map[string]func(SurfaceEvent){}, done: make(chan struct{})}
 	cmd.Stderr = e.stderr
 	// Its own process group, so Close ends whatever it started; and Wait
@@ -196,7 +198,15 @@ func (e *execSurface) call(ctx context.Context, req map[string]any) (execReply, 
 		}
 		return execReply{}, fmt.Errorf("writing to the exec surface: %w", err)
 	}
-	t := time.NewTimer(e.reply)
+	// The first reply includes the adapter's own start; a session start
+	// includes the bridge spawning an agent: both get the start limit.
+	limit := e.reply
+	e.mu.Lock()
+	if !e.replied || req["op"] == "start" {
+		limit = max(limit, e.first)
+	}
+	e.mu.Unlock()
+	t := time.NewTimer(limit)
 	defer t.Stop()
 	select {
 	case rep, ok := <-ch:
@@ -205,6 +215,9 @@ func (e *execSurface) call(ctx context.Context, req map[string]any) (execReply, 
 			defer e.mu.Unlock()
 			return execReply{}, e.dead
 		}
+		e.mu.Lock()
+		e.replied = true
+		e.mu.Unlock()
 		switch {
 		case rep.Unsupported:
 			op, _ := req["op"].(string)
@@ -219,7 +232,7 @@ func (e *execSurface) call(ctx context.Context, req map[string]any) (execReply, 
 		e.mu.Lock()
 		delete(e.waiting, id)
 		e.mu.Unlock()
-		return execReply{}, fmt.Errorf("the exec surface did not reply to %s (id %d) within %v", req["op"], id, e.reply)
+		return execReply{}, fmt.Errorf("the exec surface did not reply to %s (id %d) within %v (the profile's limits.%s)", req["op"], id, limit, map[bool]string{true: "start", false: "op"}[limit > e.reply])
 	case <-ctx.Done():
 		e.mu.Lock()
 		delete(e.waiting, id)

@@ -36,3 +36,29 @@ func TestExecSurfaceFailures(t *testing.T) {
 		})
 	}
 }
+
+// TestExecSurfaceLimits: the first reply (the adapter starting) and a
+// session start wait limits.start; other operations, once the adapter is
+// up, wait limits.op; each message names the limit that ran out.
+func TestExecSurfaceLimits(t *testing.T) {
+	// Replies to its first request (open) at once; never to the next ones.
+	script := `read line; echo '{"id":1}'; while read line; do :; done`
+	spec := SurfaceSpec{Kind: "exec", Command: "sh", Args: []string{"-c", script},
+		Limits: Limits{Start: Duration(600 * time.Millisecond), Op: Duration(200 * time.Millisecond)}}
+	s, err := NewSurface(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	c, err := s.Open(ctx, "s1", func(SurfaceEvent) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Pending(ctx); err == nil || !strings.Contains(err.Error(), "within 200ms (the profile's limits.op)") {
+		t.Errorf("an operation: %v, want it bounded by limits.op", err)
+	}
+	if _, err := s.Start(ctx, "hello"); err == nil || !strings.Contains(err.Error(), "within 600ms (the profile's limits.start)") {
+		t.Errorf("a session start: %v, want it bounded by limits.start", err)
+	}
+}

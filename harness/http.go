@@ -18,13 +18,14 @@ import (
 // SSE.
 
 type httpSurface struct {
-	url   string
-	token func() (string, error)
-	http  *http.Client
+	url          string
+	token        func() (string, error)
+	http         *http.Client
+	resumeWindow time.Duration // limits.reconnect
 }
 
 func newHTTPSurface(s SurfaceSpec, token func() (string, error)) *httpSurface {
-	return &httpSurface{url: strings.TrimRight(s.URL, "/"), token: token, http: &http.Client{Timeout: s.scaled(10 * time.Second)}}
+	return &httpSurface{url: strings.TrimRight(s.URL, "/"), token: token, http: &http.Client{Timeout: s.op()}, resumeWindow: s.reconnect()}
 }
 
 // client is the API client with the token as it is now.
@@ -58,7 +59,7 @@ func (h *httpSurface) Open(ctx context.Context, session string, sink func(Surfac
 		return nil, err
 	}
 	cctx, cancel := context.WithCancel(context.Background())
-	c := &httpConn{c: api, session: session, cancel: cancel, done: make(chan struct{})}
+	c := &httpConn{window: h.resumeWindow, c: api, session: session, cancel: cancel, done: make(chan struct{})}
 	ready := make(chan error, 1)
 	go func() {
 		defer close(c.done)
@@ -111,6 +112,7 @@ func (h *httpSurface) Open(ctx context.Context, session string, sink func(Surfac
 }
 
 type httpConn struct {
+	window  time.Duration // how long a dropped stream is retried
 	c       *bridgeapi.Client
 	session string
 	cancel  context.CancelFunc
@@ -118,14 +120,11 @@ type httpConn struct {
 	once    sync.Once
 }
 
-// resumeWindow is how long a dropped event stream is retried, as a
-// browser's EventSource does, before the connection counts as closed.
-const resumeWindow = 10 * time.Second
-
 // resume waits until the bridge answers again (its health endpoint), at
-// most resumeWindow; false when it does not, or ctx ends.
+// most the resume window (limits.reconnect), as a browser's EventSource
+// retries a dropped stream; false when it does not, or ctx ends.
 func (c *httpConn) resume(ctx context.Context) bool {
-	ctx, cancel := context.WithTimeout(ctx, resumeWindow)
+	ctx, cancel := context.WithTimeout(ctx, c.window)
 	defer cancel()
 	for {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.c.URL+"/api/health", nil)

@@ -29,6 +29,7 @@ import (
 //	  "surface": {"kind": "ws", "url": "ws://127.0.0.1:${PORT}/ws", "api": "http://127.0.0.1:${PORT}", "token_file": "${STATE}/token"},
 //	  "capabilities": {"sdk": true, "timeout": "1s", "reconnect": true, "takeover": true, "persist": true},
 //	  "policy": {"other_tools": "allow"},
+//	  "limits": {"start": "15s", "reconnect": "10s", "op": "10s"},
 //	  "mcp": {"config": {"mcpServers": {"askctl": {"command": "${ASKCTL}", "args": ["mcp", "--state", "${STATE}"]}}}}
 //	}
 //
@@ -52,6 +53,8 @@ type Profile struct {
 	Policy       Policy       `json:"policy,omitzero"`
 	// MCP is how the CLI reaches the bridge's ask_user server (route MCP).
 	MCP *MCPSpec `json:"mcp,omitempty"`
+	// Limits are how long the harness waits for the bridge.
+	Limits Limits `json:"limits,omitzero"`
 
 	// File is where the profile was read from; Dir its directory.
 	File string `json:"-"`
@@ -95,10 +98,51 @@ type SurfaceSpec struct {
 	// Slow scales the adapter's own waits (a reply to an operation, a
 	// connection): 2 doubles them, for a busy machine. 0 means 1.
 	Slow float64 `json:"-"`
+	// Limits are the profile's (Profile.Limits).
+	Limits Limits `json:"-"`
 }
 
 // scaled is d times the slow factor.
 func (s SurfaceSpec) scaled(d time.Duration) time.Duration { return scale(d, s.Slow) }
+
+// Limits are how long the harness waits for the bridge, each a profile may
+// set for its bridge and each scaled by --slow. Zero: the default.
+type Limits struct {
+	// Start bounds the bridge's start-up: until its ready check passes
+	// (ready.timeout, when given, is this limit), and its surface's first
+	// answer (an exec adapter's first reply, a WebSocket's first
+	// connection), which includes the adapter's own start. Default 15s.
+	Start Duration `json:"start,omitzero"`
+	// Reconnect bounds the wait for a dropped connection or event stream
+	// to come back (a chat bridge may take 25s to notice). Default 10s.
+	Reconnect Duration `json:"reconnect,omitzero"`
+	// Op bounds the reply to each operation (answer, skip, open, …) once
+	// the surface is up. Default 10s.
+	Op Duration `json:"op,omitzero"`
+}
+
+// The default limits.
+const (
+	DefaultStartLimit     = 15 * time.Second
+	DefaultReconnectLimit = 10 * time.Second
+	DefaultOpLimit        = 10 * time.Second
+)
+
+// start, reconnect and op are the limits, defaults filled in and scaled.
+func (s SurfaceSpec) start() time.Duration {
+	return s.scaled(orDefault(s.Limits.Start.D(), DefaultStartLimit))
+}
+func (s SurfaceSpec) reconnect() time.Duration {
+	return s.scaled(orDefault(s.Limits.Reconnect.D(), DefaultReconnectLimit))
+}
+func (s SurfaceSpec) op() time.Duration { return s.scaled(orDefault(s.Limits.Op.D(), DefaultOpLimit)) }
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
 
 // scale is d times factor (at least 1).
 func scale(d time.Duration, factor float64) time.Duration {
@@ -251,7 +295,7 @@ func (p *Profile) decodeError(dec *json.Decoder, err error) error {
 }
 
 func (p *Profile) badDuration() (string, int) {
-	for _, f := range []string{"ready.timeout", "capabilities.timeout"} {
+	for _, f := range []string{"ready.timeout", "capabilities.timeout", "limits.start", "limits.reconnect", "limits.op"} {
 		r := gjson.GetBytes(p.raw, f)
 		if !r.Exists() {
 			continue

@@ -31,7 +31,7 @@ type socketSurface struct {
 }
 
 func newSocketSurface(s SurfaceSpec, token func() (string, error)) *socketSurface {
-	return &socketSurface{spec: s, kind: s.Kind, url: s.URL, token: token, api: newHTTPSurface(SurfaceSpec{URL: s.API, Slow: s.Slow}, token)}
+	return &socketSurface{spec: s, kind: s.Kind, url: s.URL, token: token, api: newHTTPSurface(SurfaceSpec{URL: s.API, Slow: s.Slow, Limits: s.Limits}, token)}
 }
 
 func (s *socketSurface) Kind() string { return s.kind }
@@ -41,10 +41,6 @@ func (s *socketSurface) Start(ctx context.Context, prompt string) (string, error
 }
 
 func (s *socketSurface) Close() error { return nil }
-
-// replyTimeout bounds the wait for the bridge's reply to a message (times
-// SurfaceSpec.Slow).
-const replyTimeout = 10 * time.Second
 
 func (s *socketSurface) Open(ctx context.Context, session string, sink func(SurfaceEvent)) (Conn, error) {
 	u, err := url.Parse(s.url)
@@ -64,7 +60,7 @@ func (s *socketSurface) Open(ctx context.Context, session string, sink func(Surf
 	if tok != "" {
 		hdr.Set("Authorization", "Bearer "+tok)
 	}
-	dctx, cancel := context.WithTimeout(ctx, s.spec.scaled(10*time.Second))
+	dctx, cancel := context.WithTimeout(ctx, s.spec.start())
 	defer cancel()
 	ws, resp, err := websocket.Dial(dctx, u.String(), &websocket.DialOptions{HTTPHeader: hdr})
 	if err != nil {
@@ -212,7 +208,7 @@ func (c *socketConn) roundTrip(ctx context.Context, qid string, msg []byte) (bri
 			drained = true
 		}
 	}
-	wctx, cancel := context.WithTimeout(ctx, c.s.spec.scaled(replyTimeout))
+	wctx, cancel := context.WithTimeout(ctx, c.s.spec.op())
 	defer cancel()
 	if err := c.ws.Write(wctx, websocket.MessageText, msg); err != nil {
 		return bridgeapi.WSReply{}, fmt.Errorf("sending: %w", err)
@@ -232,7 +228,7 @@ func (c *socketConn) roundTrip(ctx context.Context, qid string, msg []byte) (bri
 		case <-c.done:
 			return bridgeapi.WSReply{}, errClosed
 		case <-wctx.Done():
-			return bridgeapi.WSReply{}, fmt.Errorf("no reply from the bridge within %v", c.s.spec.scaled(replyTimeout))
+			return bridgeapi.WSReply{}, fmt.Errorf("no reply from the bridge within %v (the profile's limits.op)", c.s.spec.op())
 		}
 	}
 }

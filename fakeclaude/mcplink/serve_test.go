@@ -1,9 +1,11 @@
 package mcplink
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -31,47 +33,62 @@ func (fakeConn) Call(ctx context.Context, tool string, args any, meta map[string
 }
 
 // TestServe: each op's answer, errors named, a cancelled call answered
-// with its error, and the end of input ending Serve.
+// with its error, and the end of input ending Serve. Requests are sent one
+// at a time (as fakeclaude does: it dials before it lists or calls), but
+// the blocked call and its cancel overlap.
 func TestServe(t *testing.T) {
-	in := strings.Join([]string{
-		`{"id":1,"op":"dial","server":{"name":"ask","type":"http","url":"http://x"}}`,
-		`{"id":2,"op":"tools","conn":1}`,
-		`{"id":3,"op":"call","conn":1,"tool":"ask_user","args":{"q":1},"meta":{"m":"v"}}`,
-		`{"id":4,"op":"tools","conn":9}`,
-		`{"id":5,"op":"fly"}`,
-		`{"id":6,"op":"call","conn":1,"tool":"block"}`,
-		`{"id":7,"op":"cancel","target":6}`,
-		`{"id":8,"op":"close","conn":1}`,
-		`{"id":9,"op":"dial"}`,
-	}, "\n") + "\n"
-	var out bytes.Buffer
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := Serve(ctx, fakeDialer{}, strings.NewReader(in), &out); err != nil {
-		t.Fatal(err)
-	}
-	got := map[int64]response{}
-	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
-		var r response
-		if err := json.Unmarshal([]byte(l), &r); err != nil {
-			t.Fatalf("%q: %v", l, err)
-		}
-		got[r.ID] = r
-	}
-	want := map[int64]string{1: `"conn":1`, 2: `"tools":[{"name":"ask_user"}]`, 3: `"text":"ask_user"`, 4: `no connection 9`, 5: `unknown op \"fly\"`,
-		6: `context canceled`, 8: `{"id":8}`, 9: `dial: no server`}
-	for id, w := range want {
-		b, _ := json.Marshal(got[id])
-		if !strings.Contains(string(b), w) {
-			t.Errorf("response %d: %s, want %s", id, b, w)
+	served := make(chan error, 1)
+	go func() { served <- Serve(ctx, fakeDialer{}, inR, outW); outW.Close() }()
+	sc := bufio.NewScanner(outR)
+	send := func(line string) {
+		t.Helper()
+		if _, err := io.WriteString(inW, line+"\n"); err != nil {
+			t.Fatal(err)
 		}
 	}
-	if _, ok := got[7]; ok || len(got) != len(want) {
-		t.Errorf("%d responses (cancel answers none): %v", len(got), got)
+	read := func() string {
+		t.Helper()
+		if !sc.Scan() {
+			t.Fatalf("no response: %v", sc.Err())
+		}
+		return sc.Text()
 	}
-	if !strings.Contains(out.String(), `"args":{"q":1}`) || !strings.Contains(out.String(), `"meta":{"m":"v"}`) {
-		t.Errorf("the call's arguments and _meta did not reach the connection: %s", out.String())
+	for _, c := range []struct{ req, want string }{
+		{`{"id":1,"op":"dial","server":{"name":"ask","type":"http","url":"http://x"}}`, `"conn":1`},
+		{`{"id":2,"op":"tools","conn":1}`, `"tools":[{"name":"ask_user"}]`},
+		{`{"id":3,"op":"call","conn":1,"tool":"ask_user","args":{"q":1},"meta":{"m":"v"}}`, `"text":"ask_user"`},
+		{`{"id":4,"op":"tools","conn":9}`, `no connection 9`},
+		{`{"id":5,"op":"fly"}`, `unknown op \"fly\"`},
+		{`{"id":9,"op":"dial"}`, `dial: no server`},
+	} {
+		send(c.req)
+		if got := read(); !strings.Contains(got, c.want) {
+			t.Errorf("%s: got %s, want %s", c.req, got, c.want)
+		} else if c.want == `"text":"ask_user"` && (!strings.Contains(got, `\"q\":1`) && !strings.Contains(got, `"q":1`) || !strings.Contains(got, `"m":"v"`)) {
+			t.Errorf("the call's arguments and _meta did not reach the connection: %s", got)
+		}
 	}
+	send(`{"id":6,"op":"call","conn":1,"tool":"block"}`)
+	send(`{"id":7,"op":"cancel","target":6}`)
+	if got := read(); !strings.Contains(got, `"id":6`) || !strings.Contains(got, "context canceled") {
+		t.Errorf("a cancelled call: %s", got)
+	}
+	send(`{"id":8,"op":"close","conn":1}`)
+	if got := read(); got != `{"id":8}` {
+		t.Errorf("close: %s", got)
+	}
+	inW.Close()
+	if err := <-served; err != nil {
+		t.Errorf("Serve at the end of input: %v", err)
+	}
+	if sc.Scan() {
+		t.Errorf("a response nobody asked for (a cancel answers none): %s", sc.Text())
+	}
+	var out bytes.Buffer
 	if err := Serve(ctx, fakeDialer{}, strings.NewReader("not json\n"), &out); err == nil || !strings.Contains(err.Error(), "not JSON") {
 		t.Errorf("a line that is not JSON: %v", err)
 	}
