@@ -676,7 +676,9 @@ func TestCloseStopsHungAgentsTogether(t *testing.T) {
 		t.Skip("no /proc here to read a process group from")
 	}
 	const n, grace = 6, 500 * time.Millisecond
-	b, err := bridge.New(bridge.Config{DB: filepath.Join(dir, "bridge.db"), Claude: cli, StopGrace: grace})
+	// MaxStarting n: these agents never say system/init, and would hold
+	// their start slots (TestMaxStarting is about those).
+	b, err := bridge.New(bridge.Config{DB: filepath.Join(dir, "bridge.db"), Claude: cli, StopGrace: grace, MaxStarting: n})
 	if err != nil {
 		t.Fatal(err)
 	}

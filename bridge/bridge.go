@@ -54,15 +54,17 @@ type Config struct {
 	// stdin closes before it is killed. Default 5s.
 	StopGrace time.Duration
 	// MaxStarting bounds the agents starting at once (spawned, and not yet
-	// through system/init; at most startSlotHold each); more session starts
-	// wait their turn. Default the number of CPUs.
+	// through system/init; at most 2s each); more session starts wait their
+	// turn. Default the number of CPUs.
 	MaxStarting int
 	// Logf receives one line per thing worth knowing; nil discards.
 	Logf func(format string, args ...any)
 }
 
-// startSlotHold is the longest one agent's start holds its slot.
-const startSlotHold = 10 * time.Second
+// startSlotHold is the longest one agent's start holds its slot: an agent
+// that hangs before system/init delays the starts behind it by this much,
+// once.
+const startSlotHold = 2 * time.Second
 
 // DefaultTimeout is how long a question waits for the person by default.
 const DefaultTimeout = 300 * time.Second
@@ -92,6 +94,7 @@ type Bridge struct {
 	out    outbox     // events logged, in the log's order, for the subscriptions
 
 	starting chan struct{} // a slot per agent starting (Config.MaxStarting)
+	subGen   atomic.Int64  // subscriptions made so far; each has its number
 }
 
 type live struct {
@@ -956,13 +959,17 @@ func (b *Bridge) publish(e bridgeapi.Event) {
 	data, _ := json.Marshal(e)
 	o := &outgoing{e: e, done: make(chan struct{})}
 	err := b.st.appendEvent(context.Background(), e.SessionID, data, e.Time, func(seq int64) {
-		o.e.Seq = seq
+		// Committed: the subscriptions made so far hear it; a later one
+		// finds it in the log (or in the state it reads), so it is not
+		// delivered there too, late, after what that one read.
+		o.e.Seq, o.subs = seq, b.subGen.Load()
 		b.out.push(o)
 	})
 	if err != nil {
 		// Not logged (a resumed stream will not replay it), but surfaces
 		// that are connected still hear it.
 		b.cfg.Logf("logging an event: %v", err)
+		o.subs = b.subGen.Load()
 		b.out.push(o)
 	}
 	select {
@@ -982,6 +989,7 @@ type outbox struct {
 
 type outgoing struct {
 	e    bridgeapi.Event
+	subs int64         // delivered to the subscriptions numbered up to this
 	done chan struct{} // closed when delivered
 }
 
@@ -1004,17 +1012,18 @@ func (b *Bridge) deliver() {
 		case <-b.out.wake:
 		case <-b.ctx.Done():
 		}
+		b.mu.Lock()
 		b.out.mu.Lock()
 		queue := b.out.queue
 		b.out.queue = nil
 		b.out.mu.Unlock()
 		if len(queue) == 0 && b.ctx.Err() != nil {
+			b.mu.Unlock()
 			return
 		}
-		b.mu.Lock()
 		for _, o := range queue {
 			for s := range b.subs {
-				if s.session == "" || s.session == o.e.SessionID {
+				if s.gen <= o.subs && (s.session == "" || s.session == o.e.SessionID) {
 					s.deliver(o.e)
 				}
 			}

@@ -19,10 +19,13 @@ type Subscription struct {
 	session string
 	b       *Bridge
 	once    sync.Once
+	gen     int64 // when it subscribed (Bridge.subGen): it hears events committed after
 }
 
 // Subscribe returns the events of session (of every session when ""),
-// from now on. Close it when done.
+// from now on: the events committed to the log after it subscribed (what
+// was committed before is in the log and the state a surface reads after
+// subscribing). Close it when done.
 func (b *Bridge) Subscribe(session string) *Subscription {
 	if defect("sessions-crossed") {
 		session = ""
@@ -30,6 +33,7 @@ func (b *Bridge) Subscribe(session string) *Subscription {
 	c := make(chan bridgeapi.Event, subscriptionBuffer)
 	s := &Subscription{C: c, c: c, session: session, b: b}
 	b.mu.Lock()
+	s.gen = b.subGen.Add(1)
 	b.subs[s] = true
 	b.mu.Unlock()
 	return s

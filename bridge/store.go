@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -68,6 +69,8 @@ CREATE TABLE IF NOT EXISTS events (
 type store struct {
 	db   *sql.DB // the one writer, used by the writer goroutine only
 	ops  chan *writeOp
+	// isolated counts the groups run again in savepoints (a write failed).
+	isolated atomic.Int64
 	quit chan struct{} // closed by Close: the writer finishes and exits
 	done chan struct{} // closed when the writer has exited
 	rd   *sql.DB       // readers: in WAL mode they read what is committed while a write goes on, so a listing never waits behind session starts
@@ -182,40 +185,25 @@ func (s *store) writer() {
 	}
 }
 
-// commit runs a group of writes in one transaction, each in a savepoint.
+// commit runs a group of writes in one transaction. Writes rarely fail, so
+// the group runs first as it is; if one fails, the transaction is rolled
+// back and the group runs again with each write in a savepoint, so the
+// failure stays its own. (A write's fn may run twice: it only sets what it
+// returns.)
 func (s *store) commit(group []*writeOp) {
-	fail := func(err error) {
+	errs, err := s.run(group, false)
+	if err == nil && slices.ContainsFunc(errs, func(e error) bool { return e != nil }) {
+		if len(group) == 1 {
+			group[0].done <- errs[0] // rolled back; nothing else to keep
+			return
+		}
+		s.isolated.Add(1)
+		errs, err = s.run(group, true)
+	}
+	if err != nil {
 		for _, op := range group {
 			op.done <- err
 		}
-	}
-	tx, err := s.db.Begin()
-	if err != nil {
-		fail(err)
-		return
-	}
-	errs := make([]error, len(group))
-	for i, op := range group {
-		if _, err := tx.Exec(`SAVEPOINT w`); err != nil {
-			_ = tx.Rollback()
-			fail(err)
-			return
-		}
-		if errs[i] = op.fn(tx); errs[i] != nil {
-			if _, err := tx.Exec(`ROLLBACK TO w`); err != nil {
-				_ = tx.Rollback()
-				fail(err)
-				return
-			}
-		}
-		if _, err := tx.Exec(`RELEASE w`); err != nil {
-			_ = tx.Rollback()
-			fail(err)
-			return
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		fail(err)
 		return
 	}
 	for i, op := range group {
@@ -224,6 +212,47 @@ func (s *store) commit(group []*writeOp) {
 		}
 		op.done <- errs[i]
 	}
+}
+
+// run runs the group's writes in one transaction and commits it, unless a
+// write failed and they run without savepoints (the transaction is rolled
+// back then). err is the transaction's own failure, which is every write's.
+func (s *store) run(group []*writeOp, savepoints bool) (errs []error, err error) {
+	tx, err := s.db.Begin()
+	if err != nil {
+		return nil, err
+	}
+	errs = make([]error, len(group))
+	exec := func(q string) error {
+		_, err := tx.Exec(q)
+		return err
+	}
+	for i, op := range group {
+		if savepoints {
+			if err := exec(`SAVEPOINT w`); err != nil {
+				_ = tx.Rollback()
+				return nil, err
+			}
+		}
+		errs[i] = op.fn(tx)
+		switch {
+		case errs[i] != nil && !savepoints:
+			_ = tx.Rollback()
+			return errs, nil
+		case errs[i] != nil:
+			if err := exec(`ROLLBACK TO w`); err != nil {
+				_ = tx.Rollback()
+				return nil, err
+			}
+		}
+		if savepoints {
+			if err := exec(`RELEASE w`); err != nil {
+				_ = tx.Rollback()
+				return nil, err
+			}
+		}
+	}
+	return errs, tx.Commit()
 }
 
 func (s *store) Close() error {

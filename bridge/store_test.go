@@ -1,0 +1,123 @@
+package bridge
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/askctl/askctl/bridgeapi"
+)
+
+// TestGroupCommitIsolatesAFailedWrite: writes made at once share a commit;
+// one that fails (a duplicate session id) fails alone: every other write
+// of its group is committed, and each caller hears its own outcome.
+func TestGroupCommitIsolatesAFailedWrite(t *testing.T) {
+	st, err := openStore(filepath.Join(t.TempDir(), "b.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	for try := 0; st.isolated.Load() == 0; try++ {
+		if try == 10 {
+			t.Fatal("no group ever held a failed write (the writes were never grouped)")
+		}
+		// Hold the writer while the writes queue, so they form one group.
+		hold, held := make(chan struct{}), make(chan struct{})
+		go st.write(ctx, func(*sql.Tx) error { close(held); <-hold; return nil }, nil)
+		<-held
+		const n = 20
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				id := fmt.Sprintf("s_%d_%d", try, i)
+				if i == n/2 {
+					id = fmt.Sprintf("s_%d_%d", try, 0) // the same id as write 0: one of the two fails
+				}
+				errs[i] = st.insertSession(ctx, &bridgeapi.Session{ID: id, Prompt: "p", Status: bridgeapi.StatusRunning, CreatedAt: time.Now()})
+			}()
+		}
+		time.Sleep(50 * time.Millisecond) // let them queue (a try without a group is retried)
+		close(hold)
+		wg.Wait()
+		failed := 0
+		for _, err := range errs {
+			if err != nil {
+				failed++
+			}
+		}
+		if failed != 1 {
+			t.Fatalf("try %d: %d writes failed, want exactly the duplicate: %v", try, failed, errors.Join(errs...))
+		}
+		all, err := st.sessions(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		count := 0
+		for _, ss := range all {
+			var a, b int
+			if _, err := fmt.Sscanf(ss.ID, "s_%d_%d", &a, &b); err == nil && a == try {
+				count++
+			}
+		}
+		if count != n-1 {
+			t.Fatalf("try %d: %d sessions committed, want %d (all but the duplicate)", try, count, n-1)
+		}
+	}
+}
+
+// TestLateSubscriberHearsOnlyLaterEvents: an event committed before a
+// surface subscribed is not delivered to it afterwards (it read that state
+// already, after subscribing): pending --wait would show a question that
+// was answered in between. The deliverer is held (b.mu) while the event is
+// committed and the subscription is made.
+func TestLateSubscriberHearsOnlyLaterEvents(t *testing.T) {
+	b, err := New(Config{DB: filepath.Join(t.TempDir(), "b.db"), Claude: "/bin/false"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	early := b.Subscribe("")
+	defer early.Close()
+	b.mu.Lock()
+	published := make(chan struct{})
+	go func() {
+		b.publish(bridgeapi.Event{Type: bridgeapi.EventQuestion, SessionID: "s_1", QuestionID: "q_1"})
+		close(published)
+	}()
+	for queued := false; !queued; {
+		b.out.mu.Lock()
+		queued = len(b.out.queue) == 1
+		b.out.mu.Unlock()
+		time.Sleep(time.Millisecond)
+	}
+	// Committed, not yet delivered: a surface subscribes now (as Subscribe
+	// does, with b.mu held here).
+	late := &Subscription{c: make(chan bridgeapi.Event, 8), b: b}
+	late.C = late.c
+	late.gen = b.subGen.Add(1)
+	b.subs[late] = true
+	b.mu.Unlock()
+	<-published
+	select {
+	case e := <-early.C:
+		if e.QuestionID != "q_1" {
+			t.Errorf("early subscriber got %+v", e)
+		}
+	default:
+		t.Error("the subscriber from before the commit did not hear the event")
+	}
+	select {
+	case e := <-late.C:
+		t.Errorf("the subscriber from after the commit heard it too, late: %+v", e)
+	default:
+	}
+}
