@@ -67,13 +67,13 @@ CREATE TABLE IF NOT EXISTS events (
 `
 
 type store struct {
-	db   *sql.DB // the one writer, used by the writer goroutine only
-	ops  chan *writeOp
+	db  *sql.DB // the one writer, used by the writer goroutine only
+	ops chan *writeOp
 	// isolated counts the groups run again in savepoints (a write failed).
 	isolated atomic.Int64
-	quit chan struct{} // closed by Close: the writer finishes and exits
-	done chan struct{} // closed when the writer has exited
-	rd   *sql.DB       // readers: in WAL mode they read what is committed while a write goes on, so a listing never waits behind session starts
+	quit     chan struct{} // closed by Close: the writer finishes and exits
+	done     chan struct{} // closed when the writer has exited
+	rd       *sql.DB       // readers: in WAL mode they read what is committed while a write goes on, so a listing never waits behind session starts
 	// fault, when set (tests), fails a write as a full disk would; op names
 	// the write and the status it writes ("setStatus exited").
 	fault atomic.Pointer[func(op string) error]
