@@ -326,6 +326,10 @@ func (f *fake) playMCP(st *scenarios.Step) {
 		}
 		return
 	}
+	var tr toolResult
+	if err == nil {
+		tr, err = mcpToolResult(c, res, meta)
+	}
 	if err != nil {
 		text := fmt.Sprintf("Error calling tool %s: %v", c.tool, err)
 		f.send(f.toolResultMessage(toolResult{toolUseID: c.toolUseID, content: text, isError: ptr(true), useResult: "Error: " + text, resultMeta: meta}))
@@ -334,20 +338,10 @@ func (f *fake) playMCP(st *scenarios.Step) {
 		}
 		return
 	}
-	tr, err := mcpToolResult(c, res, meta)
-	if err != nil {
-		text := fmt.Sprintf("Error calling tool %s: %v", c.tool, err)
-		f.send(f.toolResultMessage(toolResult{toolUseID: c.toolUseID, content: text, isError: ptr(true), useResult: "Error: " + text, resultMeta: meta}))
-		if exp != nil {
-			f.fail(ExitExpectation, "mcp", "tools/call %s: %v", c.tool, err)
-		}
-		return
-	}
 	f.send(f.toolResultMessage(tr))
-	raw := res
-	f.record(transcript.Record{Event: transcript.EventNote, Kind: "mcp-result", Step: f.step, Msg: raw, Text: "tools/call " + c.tool + " returned"})
+	f.record(transcript.Record{Event: transcript.EventNote, Kind: "mcp-result", Step: f.step, Msg: res, Text: "tools/call " + c.tool + " returned"})
 	if exp != nil {
-		f.expectation(exp.CheckMCP(raw), "result as expected", c.tool)
+		f.expectation(exp.CheckMCP(res), "result as expected", c.tool)
 	}
 }
 
