@@ -1,6 +1,8 @@
 package fakeclaude
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -87,4 +89,14 @@ func (e Env) Environ() []string {
 // so that they do not turn into fakeclaude too.
 func IsEnv(kv string) bool {
 	return strings.HasPrefix(kv, "FAKECLAUDE_") || strings.HasPrefix(kv, EnvRunAs+"=")
+}
+
+// Beside is the fakeclaude executable in the directory of exe (where make
+// build puts it next to askctl), if there is one. A program that can run
+// as fakeclaude itself (askctl, with EnvRunAs) runs that one instead: it
+// starts faster.
+func Beside(exe string) (string, bool) {
+	p := filepath.Join(filepath.Dir(exe), "fakeclaude")
+	st, err := os.Stat(p)
+	return p, err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0
 }

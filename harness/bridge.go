@@ -142,7 +142,7 @@ func writeShim(path string, o Options, events, work string) error {
 		// one, else into the run's directory, never the user's ~/.claude.
 		e := fakeclaude.Env{RunAs: fakeclaude.RoleFake, Events: events, Transcript: filepath.Join(work, "agents.jsonl")}
 		exe := o.Askctl
-		if fc := filepath.Join(filepath.Dir(o.Askctl), "fakeclaude"); isExecutable(fc) {
+		if fc, ok := fakeclaude.Beside(o.Askctl); ok {
 			exe, e.RunAs = fc, ""
 		}
 		script = "#!/bin/sh\n# claude for the bridge under test: askctl's fakeclaude, told what to play by the harness.\n" +
@@ -348,10 +348,4 @@ func (b *Bridge) LogTail(n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return "  " + strings.Join(lines, "\n  ")
-}
-
-// isExecutable reports whether path is a regular file someone may run.
-func isExecutable(path string) bool {
-	st, err := os.Stat(path)
-	return err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0
 }

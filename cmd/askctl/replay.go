@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -107,7 +106,7 @@ func chooseAgent(ctx context.Context, name, claude string, warn io.Writer) (agen
 // one (make build puts it there; it starts faster), else askctl itself.
 func fakeAgent() agent.Fake {
 	if self, err := os.Executable(); err == nil {
-		if p := filepath.Join(filepath.Dir(self), "fakeclaude"); isExecutable(p) {
+		if p, ok := fakeclaude.Beside(self); ok {
 			return agent.Fake{Exe: p}
 		}
 	}

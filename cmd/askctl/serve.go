@@ -156,7 +156,7 @@ func agentCLI(ctx context.Context, claude string, warn func(string, ...any)) (st
 		if err != nil {
 			return "", nil, err
 		}
-		if p := filepath.Join(filepath.Dir(self), "fakeclaude"); isExecutable(p) {
+		if p, ok := fakeclaude.Beside(self); ok {
 			return p, nil, nil
 		}
 		return self, fakeclaude.Env{RunAs: fakeclaude.RoleFake}.Environ(), nil
@@ -288,10 +288,4 @@ func runServe(ctx context.Context, o *serveOptions) error {
 		_ = srv.Shutdown(sctx)
 	}
 	return nil
-}
-
-// isExecutable reports whether path is a regular file someone may run.
-func isExecutable(path string) bool {
-	st, err := os.Stat(path)
-	return err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0
 }
