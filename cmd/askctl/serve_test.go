@@ -904,7 +904,9 @@ func TestInterruptedWaitIsNoTimeout(t *testing.T) {
 // at once with it instead of waiting out its timeout.
 func TestAgentFailureIsTold(t *testing.T) {
 	cli := filepath.Join(t.TempDir(), "claude")
-	script := "#!/bin/sh\necho '{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":true,\"result\":\"Not logged in · Please run /login\"}'\nexit 1\n"
+	// It reads the initialize first, as the CLI does: one that exits before
+	// the bridge wrote it fails the start itself ("exited at once").
+	script := "#!/bin/sh\nread line\necho '{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":true,\"result\":\"Not logged in · Please run /login\"}'\nexit 1\n"
 	if err := os.WriteFile(cli, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
