@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/askctl/askctl/bridgeapi"
 	"github.com/askctl/askctl/fakeclaude"
 	"github.com/askctl/askctl/internal/events"
+	"github.com/askctl/askctl/internal/testenv"
 	"github.com/askctl/askctl/transcript"
 	"github.com/tidwall/gjson"
 )
@@ -114,113 +114,9 @@ func BenchmarkLatency(b *testing.B) {
 	b.ReportMetric(float64(percentile(toAgent, 0.99).Microseconds())/1000, "ms-to-agent-p99")
 }
 
-// concurrentSessions runs n sessions at once through one bridge, each
-// answered over the HTTP API as soon as it asks, and checks every agent got
-// exactly its answer and exited 0.
-func concurrentSessions(tb testing.TB, n int) (time.Duration, error) {
-	d, _, err := concurrentSessionsTimed(tb, n)
-	return d, err
-}
-
-// loadTimes are what a person waits for while sessions start: reading a
-// question (GET /api/questions/ID) and answering it (the answer is in the
-// agent's stdin when the call returns).
-type loadTimes struct {
-	mu           sync.Mutex
-	read, answer []time.Duration
-}
-
-func concurrentSessionsTimed(tb testing.TB, n int) (time.Duration, *loadTimes, error) {
-	lt := &loadTimes{}
-	e := newEnvTB(tb, bridge.Config{}, false)
-	sub := e.b.Subscribe("")
-	defer sub.Close()
-	start := time.Now()
-	ids := make(chan string, n)
-	var wg sync.WaitGroup
-	errs := make(chan error, 2*n)
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s, err := e.c.StartSession(bg, bridgeapi.StartOptions{Prompt: "Set up storage.", Scenario: "ask-single"})
-			if err != nil {
-				errs <- err
-				return
-			}
-			ids <- s.ID
-		}()
-	}
-	// Answer each question as it shows; count the sessions that end.
-	answered, ended := 0, 0
-	deadline := time.After(5 * time.Minute)
-	exits := map[string]int{}
-	for ended < n {
-		select {
-		case ev, ok := <-sub.C:
-			if !ok {
-				return 0, nil, fmt.Errorf("the event subscription fell behind")
-			}
-			switch {
-			case ev.Type == bridgeapi.EventQuestion:
-				qid := ev.QuestionID
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					t0 := time.Now()
-					if _, err := e.c.Question(bg, qid); err != nil {
-						errs <- fmt.Errorf("question %s: %w", qid, err)
-						return
-					}
-					t1 := time.Now()
-					if _, err := e.c.Answer(bg, qid, map[string]bridgeapi.Answer{"Which database should I use?": {"Postgres"}}); err != nil {
-						errs <- fmt.Errorf("answer %s: %w", qid, err)
-					}
-					lt.mu.Lock()
-					lt.read, lt.answer = append(lt.read, t1.Sub(t0)), append(lt.answer, time.Since(t1))
-					lt.mu.Unlock()
-				}()
-				answered++
-			case ev.Type == bridgeapi.EventStatus && ev.Status == bridgeapi.StatusExited:
-				if _, seen := exits[ev.SessionID]; !seen {
-					exits[ev.SessionID] = 0
-					ended++
-				}
-			}
-		case err := <-errs:
-			return 0, nil, err
-		case <-deadline:
-			return 0, nil, fmt.Errorf("%d of %d sessions ended after 5 minutes", ended, n)
-		}
-	}
-	elapsed := time.Since(start)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		return 0, nil, err
-	}
-	all, _ := e.b.Sessions(bg)
-	var bad []string
-	for _, s := range all {
-		if s.ExitCode == nil || *s.ExitCode != 0 {
-			bad = append(bad, fmt.Sprintf("%s: %v %s", s.ID, s.ExitCode, s.Detail))
-		}
-	}
-	if len(all) != n || len(bad) > 0 || answered != n {
-		return 0, nil, fmt.Errorf("%d sessions, %d questions answered, failed: %s", len(all), answered, strings.Join(bad, "; "))
-	}
-	// Each agent checked its own answer (fakeclaude exits 4 otherwise); and
-	// the database holds exactly n answered questions.
-	qs, _ := e.b.Questions(bg, bridgeapi.QuestionAnswered, "")
-	if len(qs) != n {
-		return 0, nil, fmt.Errorf("%d answered questions in the database, want %d", len(qs), n)
-	}
-	return elapsed, lt, nil
-}
-
 // TestConcurrentSessions: 50 sessions at once, no error, no lost answer.
 func TestConcurrentSessions(t *testing.T) {
-	if _, err := concurrentSessions(t, 50); err != nil {
+	if _, err := load(t, testenv.BuildFakeclaude(t), 50); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -239,7 +135,7 @@ func TestConcurrentSessions(t *testing.T) {
 // agent checks its answer: one wrong or lost fails the run.
 func BenchmarkLoad(b *testing.B) {
 	n := envInt("ASKCTL_BENCH_SESSIONS", 1000)
-	bin := buildFakeclaude(b)
+	bin := testenv.BuildFakeclaude(b)
 	for i := 0; i < b.N; i++ {
 		var self0, kids0 syscall.Rusage
 		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &self0)
@@ -276,24 +172,14 @@ func BenchmarkLoad(b *testing.B) {
 	}
 }
 
-// buildFakeclaude builds cmd/fakeclaude (this test binary links the bridge
-// and SQLite: as an agent it would start much slower than fakeclaude).
-func buildFakeclaude(tb testing.TB) string {
-	tb.Helper()
-	bin := filepath.Join(tb.TempDir(), "fakeclaude")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/fakeclaude").CombinedOutput(); err != nil {
-		tb.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 type loadResult struct {
 	elapsed            time.Duration
 	toSurface, toAgent []time.Duration
 }
 
 // load runs n sessions at once with agent bin and answers each question as
-// it shows; see BenchmarkLoad.
+// it shows; every agent must get exactly its answer and exit 0. See
+// BenchmarkLoad.
 func load(tb testing.TB, bin string, n int) (*loadResult, error) {
 	dir := tb.TempDir()
 	hub, err := events.Listen("unix", filepath.Join(dir, "ev.sock"))
@@ -389,6 +275,11 @@ func load(tb testing.TB, bin string, n int) (*loadResult, error) {
 	}
 	if len(all) != n || len(bad) > 0 || len(seen) != n {
 		return nil, fmt.Errorf("%d sessions, %d questions shown, failed: %s", len(all), len(seen), strings.Join(bad, "; "))
+	}
+	// Each agent checked its own answer (fakeclaude exits 4 otherwise); and
+	// the database holds exactly n answered questions.
+	if qs, _ := b.Questions(bg, bridgeapi.QuestionAnswered, ""); len(qs) != n {
+		return nil, fmt.Errorf("%d answered questions in the database, want %d", len(qs), n)
 	}
 	lat.mu.Lock()
 	defer lat.mu.Unlock()

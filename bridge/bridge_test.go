@@ -38,9 +38,9 @@ type env struct {
 
 func newEnv(t *testing.T, cfg bridge.Config) *env { return newEnvTB(t, cfg, true) }
 
-// newEnvTB builds the env for a test or a benchmark; transcripts off spares
-// a benchmark the files.
-func newEnvTB(t testing.TB, cfg bridge.Config, transcripts bool) *env {
+// testConfig is cfg for a bridge in a fresh directory whose agents are
+// this test binary as fakeclaude, playing the session's scenario.
+func testConfig(t testing.TB, cfg bridge.Config, transcripts bool) bridge.Config {
 	t.Helper()
 	dir := t.TempDir()
 	exe, err := os.Executable()
@@ -69,11 +69,19 @@ func newEnvTB(t testing.TB, cfg bridge.Config, transcripts bool) *env {
 		}
 	}
 	cfg.StopGrace = 2 * time.Second
+	return cfg
+}
+
+// newEnvTB builds the env for a test or a benchmark; transcripts off spares
+// a benchmark the files.
+func newEnvTB(t testing.TB, cfg bridge.Config, transcripts bool) *env {
+	t.Helper()
+	cfg = testConfig(t, cfg, transcripts)
 	b, err := bridge.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, b: b, dir: dir, cfg: cfg}
+	e := &env{t: t, b: b, dir: cfg.Dir, cfg: cfg}
 	e.server = &bridge.Server{B: b, Token: "test-token"}
 	e.srv = httptest.NewServer(e.server.Handler())
 	e.c = &bridgeapi.Client{URL: e.srv.URL, Token: "test-token"}
@@ -209,10 +217,8 @@ func TestMaxStarting(t *testing.T) {
 	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	e := newEnvTB(t, bridge.Config{MaxStarting: 1}, false)
-	e.b.Close()
-	cfg := e.cfg
-	cfg.Claude, cfg.DB = script, filepath.Join(dir, "b.db")
+	cfg := testConfig(t, bridge.Config{MaxStarting: 1}, false)
+	cfg.Claude = script
 	b, err := bridge.New(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -4,11 +4,11 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/askctl/askctl/internal/replay"
+	"github.com/askctl/askctl/internal/testenv"
 	"github.com/askctl/askctl/scenarios"
 )
 
@@ -41,10 +41,7 @@ func BenchmarkSessionInProcess(b *testing.B) {
 // exit.
 func BenchmarkSessionSubprocess(b *testing.B) {
 	_, plan := askMultiPlan(b)
-	bin := filepath.Join(b.TempDir(), "fakeclaude")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/fakeclaude").CombinedOutput(); err != nil {
-		b.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := testenv.BuildFakeclaude(b)
 	// With and without the session file, side by side.
 	for _, file := range []string{"1", "0"} {
 		name := map[string]string{"1": "session-file-off", "0": "session-file-on"}[file]

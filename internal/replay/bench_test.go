@@ -2,8 +2,6 @@ package replay_test
 
 import (
 	"context"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
 	"github.com/askctl/askctl/internal/agent"
@@ -21,13 +19,7 @@ func BenchmarkAskMulti(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	// fakeclaude as make build builds it (this test binary, which links
-	// everything, would start slower than fakeclaude does).
-	bin := filepath.Join(b.TempDir(), "fakeclaude")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/fakeclaude").CombinedOutput(); err != nil {
-		b.Fatalf("go build: %v\n%s", err, out)
-	}
-	for _, ag := range []agent.Agent{agent.Fake{Exe: bin}, agent.Real{Claude: testenv.RealClaude(b)}} {
+	for _, ag := range []agent.Agent{agent.Fake{Exe: testenv.BuildFakeclaude(b)}, agent.Real{Claude: testenv.RealClaude(b)}} {
 		b.Run(ag.Name(), func(b *testing.B) {
 			var peak int64
 			for b.Loop() {

@@ -133,3 +133,17 @@ func RequireSDK(t testing.TB) string {
 	}
 	return dir
 }
+
+// BuildFakeclaude builds cmd/fakeclaude into a temporary directory and
+// returns its path: fakeclaude as make build builds it. A test binary
+// turned into fakeclaude (RunAsFakeclaude) links all the test links, and
+// starts slower than fakeclaude does, which benchmarks of whole sessions
+// must not measure.
+func BuildFakeclaude(tb testing.TB) string {
+	tb.Helper()
+	bin := filepath.Join(tb.TempDir(), "fakeclaude")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/askctl/askctl/cmd/fakeclaude").CombinedOutput(); err != nil {
+		tb.Fatalf("go build fakeclaude: %v\n%s", err, out)
+	}
+	return bin
+}
