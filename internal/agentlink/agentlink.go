@@ -24,6 +24,7 @@ import (
 
 	"github.com/askctl/askctl/internal/jsonl"
 	"github.com/askctl/askctl/transcript"
+	"golang.org/x/sys/unix"
 )
 
 // A bridge spawns every fakeclaude with its own arguments and one
@@ -89,21 +90,66 @@ func Dial(addr string) (Conn, error) {
 			family, sa = syscall.AF_INET6, &syscall.SockaddrInet6{Port: int(ap.Port()), Addr: ip.As16()}
 		}
 	}
-	fd, err := syscall.Socket(family, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	// Non-blocking from the start: the connect is bounded by dialTimeout
+	// (a listener whose backlog is full makes a blocking connect wait), and
+	// os.File polls the socket, so its deadlines work.
+	fd, err := syscall.Socket(family, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC|syscall.SOCK_NONBLOCK, 0)
 	if err != nil {
 		return nil, os.NewSyscallError("socket", err)
 	}
-	// The hub is on this machine: connect is immediate (or refused).
-	if err := syscall.Connect(fd, sa); err != nil {
+	if err := connect(fd, sa, time.Now().Add(dialTimeout)); err != nil {
 		syscall.Close(fd)
 		return nil, fmt.Errorf("dial %s %s: %w", network, address, err)
 	}
-	// Non-blocking, so os.File polls it and its deadlines work.
-	if err := syscall.SetNonblock(fd, true); err != nil {
-		syscall.Close(fd)
-		return nil, os.NewSyscallError("setnonblock", err)
-	}
 	return os.NewFile(uintptr(fd), network+":"+address), nil
+}
+
+// dialTimeout bounds a connect.
+var dialTimeout = 5 * time.Second
+
+// connect connects the non-blocking socket fd to sa by deadline: a TCP
+// connect under way is waited for until the socket is writable; a unix
+// socket whose listener's backlog is full is tried again.
+func connect(fd int, sa syscall.Sockaddr, deadline time.Time) error {
+	for {
+		err := syscall.Connect(fd, sa)
+		switch {
+		case err == nil:
+			return nil
+		case err == syscall.EAGAIN: // unix: the backlog is full
+			if time.Now().After(deadline) {
+				return fmt.Errorf("not accepted within %v", dialTimeout)
+			}
+			time.Sleep(5 * time.Millisecond)
+			continue
+		case err != syscall.EINPROGRESS && err != syscall.EINTR:
+			return err
+		}
+		for {
+			ms := int(time.Until(deadline) / time.Millisecond)
+			if ms <= 0 {
+				return fmt.Errorf("not connected within %v", dialTimeout)
+			}
+			n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLOUT}}, ms)
+			if err == syscall.EINTR {
+				continue
+			}
+			if err != nil {
+				return os.NewSyscallError("poll", err)
+			}
+			if n > 0 {
+				break
+			}
+		}
+		soErr, err := syscall.GetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_ERROR)
+		if err != nil {
+			return os.NewSyscallError("getsockopt", err)
+		}
+		if soErr != 0 {
+			return syscall.Errno(soErr)
+		}
+		return nil
+	}
 }
 
 // Ask sends hello on conn and reads the assignment, waiting at most

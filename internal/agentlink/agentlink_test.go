@@ -5,6 +5,7 @@ import (
 	"net"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -86,5 +87,45 @@ func TestAskErrors(t *testing.T) {
 			t.Errorf("reply %q: Ask took %v past its 200ms deadline", c.reply, el)
 		}
 		conn.Close()
+	}
+}
+
+// TestDialIsBounded: a hub that never accepts, its backlog full, makes
+// Dial fail by its deadline instead of blocking in connect.
+func TestDialIsBounded(t *testing.T) {
+	defer agentlink.SetDialTimeout(agentlink.SetDialTimeout(300 * time.Millisecond))
+	path := filepath.Join(t.TempDir(), "full.sock")
+	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	if err := syscall.Bind(fd, &syscall.SockaddrUnix{Name: path}); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Listen(fd, 0); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		// Fill the backlog (never accepted); the connect after it must
+		// give up by the deadline.
+		for i := 0; i < 64; i++ {
+			c, err := agentlink.Dial("unix:" + path)
+			if err != nil {
+				done <- err
+				return
+			}
+			defer c.Close()
+		}
+		done <- nil
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "not accepted within 300ms") {
+			t.Errorf("dialling a hub that accepts nothing: %v, want it refused by the deadline", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Dial blocked past its deadline")
 	}
 }
