@@ -11,12 +11,16 @@
 // get the same answer, and nothing depends on request order.
 //
 // A request it cannot place, or any other path, gets an error reply that says
-// why, and is logged; none hangs.
+// why, and is logged; none hangs. One request past a turn's end is placed:
+// the one that follows the CLI's rejection of the turn's last tool call (the
+// real CLI, its stdin closed while it asked, sometimes asks the model about
+// the rejection before it exits); the model says it stops.
 package fakeapi
 
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -159,11 +163,20 @@ func (s *Server) messages(w http.ResponseWriter, body []byte) {
 	}
 	req := gjson.ParseBytes(body)
 	turn, pos, err := s.place(req.Get("messages"))
-	if err != nil {
+	var resp Response
+	switch {
+	case err == nil:
+		resp = s.model.Turns[turn][pos]
+	case errors.Is(err, errPastRejected):
+		// The CLI rejected the turn's last tool call (stdin closed while it
+		// asked, an interrupt) and, racing its own exit, asks what the
+		// model says to that. A real model answers; the scenario has
+		// nothing more to say, so the model stops.
+		resp = Response{Text: []string{stopAfterRejection}}
+	default:
 		s.fail(w, http.StatusBadRequest, "invalid_request_error", "askctl fake model API: %v", err)
 		return
 	}
-	resp := s.model.Turns[turn][pos]
 	model := req.Get("model").String()
 	if model == "" {
 		model = s.model.Name
@@ -214,10 +227,44 @@ func (s *Server) place(msgs gjson.Result) (turn, pos int, err error) {
 			pos++
 		}
 	}
+	if pos >= len(rs) && rejected(msgs) {
+		return turn, pos, errPastRejected
+	}
 	if pos >= len(rs) {
 		return 0, 0, fmt.Errorf("turn %d has %d model responses, and the conversation asks for response %d (the scenario ends the turn with a tool call; add a text step for the model's last word)", turn+1, len(rs), pos+1)
 	}
 	return turn, pos, nil
+}
+
+// errPastRejected is place's error for a request past a turn's last response
+// that follows a rejected tool call.
+var errPastRejected = errors.New("the turn's last tool call was rejected")
+
+// stopAfterRejection is the model's reply to a rejected last tool call.
+const stopAfterRejection = "Understood: I will stop here and wait."
+
+// rejected tells whether the conversation ends with the CLI's rejection of
+// a tool call: a user message whose tool results are all errors.
+func rejected(msgs gjson.Result) bool {
+	all := msgs.Array()
+	if len(all) == 0 {
+		return false
+	}
+	last := all[len(all)-1]
+	if last.Get("role").String() != "user" {
+		return false
+	}
+	n := 0
+	for _, b := range last.Get("content").Array() {
+		if b.Get("type").String() != "tool_result" {
+			continue
+		}
+		if !b.Get("is_error").Bool() {
+			return false
+		}
+		n++
+	}
+	return n > 0
 }
 
 // isPrompt tells a person's text from the CLI's own additions.

@@ -1,6 +1,7 @@
 package fakeapi
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -106,5 +107,29 @@ func TestErrorsExplain(t *testing.T) {
 	}
 	if code, body := post(t, ts.URL+"/v1/messages/count_tokens", `{"messages":[]}`); code != 200 || !gjson.Get(body, "input_tokens").Exists() {
 		t.Errorf("count_tokens: %d %s", code, body)
+	}
+}
+
+// TestRejectedLastCall: the real CLI whose stdin closes while it asks may,
+// racing its own exit, ask the model what it says to the rejection. The model
+// stops; an answered last call past the turn's end is still the scenario's
+// error.
+func TestRejectedLastCall(t *testing.T) {
+	s, ts := server(t, "late-answer")
+	conv := func(isError bool) string {
+		return fmt.Sprintf(`{"messages":[{"role":"user","content":"Set up storage for the app."},`+
+			`{"role":"assistant","content":[{"type":"tool_use","id":"toolu_01L"}]},`+
+			`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_01L","is_error":%t,"content":"The user doesn't want to proceed with this tool use."}]}]}`, isError)
+	}
+	code, body := post(t, ts.URL+"/v1/messages", conv(true))
+	if code != 200 || gjson.Get(body, "stop_reason").String() != "end_turn" || !strings.Contains(body, "stop here") {
+		t.Errorf("after a rejection: %d %s, want end_turn with the model stopping", code, body)
+	}
+	if n := len(s.Errors()); n != 0 {
+		t.Errorf("after a rejection: %d errors logged: %v", n, s.Errors())
+	}
+	code, body = post(t, ts.URL+"/v1/messages", conv(false))
+	if code != 400 || !strings.Contains(body, "asks for response 2") {
+		t.Errorf("after an answer past the turn's end: %d %s, want 400", code, body)
 	}
 }
