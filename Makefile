@@ -4,7 +4,7 @@ NPM_DIR   := testdata/sdk
 NPM_STAMP := $(NPM_DIR)/node_modules/.installed
 STATICCHECK_VERSION := v0.8.2
 
-.PHONY: help build conformance replay demo test race npm real-cli lint bench fuzz fidelity clean
+.PHONY: help build conformance replay demo test race npm real-cli browser screenshots lint bench fuzz fidelity clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*?## "} /^[a-zA-Z_-]+:.*?## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -21,18 +21,25 @@ replay: build ## replay every built-in scenario against fakeclaude
 demo: build ## start the reference bridge with fakeclaude, run a session, answer it with askctl, show what the agent got
 	@./scripts/demo.sh
 
-test: npm real-cli ## install what the tests need, vet, run every test, and show the fidelity summary (CI runs this)
+test: npm real-cli browser ## install what the tests need, vet, run every test, and show the fidelity summary (CI runs this)
 	$(GO) vet ./...
-	ASKCTL_REQUIRE_NPM=1 $(GO) test ./...
+	ASKCTL_REQUIRE_NPM=1 ASKCTL_REQUIRE_BROWSER=1 $(GO) test ./...
 	@out=$$(./bin/askctl fidelity 2>&1) || { echo "$$out"; exit 1; }; echo "$$out" | tail -1
 
-race: npm real-cli ## run the tests with the race detector
-	ASKCTL_REQUIRE_NPM=1 $(GO) test -race ./...
+race: npm real-cli browser ## run the tests with the race detector
+	ASKCTL_REQUIRE_NPM=1 ASKCTL_REQUIRE_BROWSER=1 $(GO) test -race ./...
 
 npm: $(NPM_STAMP) ## install the pinned TypeScript Agent SDK the tests drive fakeclaude with
 
 real-cli: build ## install the pinned real claude CLI (2.1.330) into your cache, once (askctl claude install)
 	./bin/askctl claude install
+
+browser: ## install Debian's chromium for the page's browser tests, where none is found
+	@./scripts/install-chromium.sh
+
+screenshots: browser ## take the README's pictures of the page (docs/), in the browser tests
+	mkdir -p docs
+	ASKCTL_SCREENSHOTS=$(CURDIR)/docs ASKCTL_REQUIRE_BROWSER=1 $(GO) test -count=1 -run 'TestPage' ./bridge
 
 fidelity: real-cli ## play every built-in with fakeclaude and the real CLI, and diff them
 	./bin/askctl fidelity

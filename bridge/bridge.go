@@ -17,6 +17,7 @@ import (
 	"github.com/askctl/askctl/bridgeapi"
 	"github.com/askctl/askctl/claudecli"
 	"github.com/askctl/askctl/internal/clip"
+	"github.com/askctl/askctl/policy"
 	"github.com/askctl/askctl/protocol"
 	"github.com/askctl/askctl/sdk"
 )
@@ -57,6 +58,11 @@ type Config struct {
 	// through system/init; at most 2s each); more session starts wait their
 	// turn. Default the number of CPUs.
 	MaxStarting int
+	// Policy, if set, answers or skips questions by rules (askctl serve
+	// --policy): each new pending question is decided when it is posed, and
+	// acted on at once or after its rule's wait, unless a person settled it
+	// first. Every decision is an event naming the rule, and a log line.
+	Policy *policy.Policy
 	// Logf receives one line per thing worth knowing; nil discards.
 	Logf func(format string, args ...any)
 }
@@ -88,7 +94,10 @@ type Bridge struct {
 	mu    sync.Mutex
 	live  map[string]*live       // running sessions, by id
 	timer map[string]*time.Timer // pending questions' deadlines, by question id
-	subs  map[*Subscription]bool
+	rule  map[string]*time.Timer // pending questions' policy actions that wait for a person first
+	// acting counts policy actions under way; Close waits for them.
+	acting sync.WaitGroup
+	subs   map[*Subscription]bool
 
 	qlocks keyedLocks // one per question: its pose, answers, skips, expiry and withdrawal in turn (the first wins)
 	out    outbox     // events logged, in the log's order, for the subscriptions
@@ -205,8 +214,12 @@ func (b *Bridge) close() error {
 	stops.Wait()
 	b.end()
 	b.wg.Wait()
+	b.acting.Wait()
 	b.mu.Lock()
 	for _, t := range b.timer {
+		t.Stop()
+	}
+	for _, t := range b.rule {
 		t.Stop()
 	}
 	for s := range b.subs {
@@ -556,7 +569,83 @@ func (b *Bridge) pose(q *bridgeapi.Question) error {
 	b.publish(bridgeapi.Event{Type: bridgeapi.EventQuestion, SessionID: q.SessionID, QuestionID: q.ID, Questions: shown(q.Questions), TimeoutSeconds: q.TimeoutSeconds})
 	unlock()
 	b.publishStatus(q.SessionID)
+	b.decide(q)
 	return nil
+}
+
+// decide applies the policy to a question just posed: its answer or skip
+// goes through Answer and Skip as a person's would, at once or after the
+// rule's wait; a person who settles it first wins (the rule's action then
+// finds it resolved, and does nothing).
+func (b *Bridge) decide(q *bridgeapi.Question) {
+	if b.cfg.Policy == nil {
+		return
+	}
+	d := b.cfg.Policy.Decide(policy.Request{Session: q.SessionID, Questions: q.Questions, Input: q.Input})
+	if d.Action == policy.ActPerson {
+		if d.Rule != nil {
+			b.cfg.Logf("question %s: %s", q.ID, d.Reason)
+		}
+		return
+	}
+	act := func() {
+		b.mu.Lock()
+		delete(b.rule, q.ID)
+		if b.closing {
+			b.mu.Unlock()
+			return
+		}
+		b.acting.Add(1) // Close waits for it before it closes the store
+		b.mu.Unlock()
+		defer b.acting.Done()
+		ctx := context.Background()
+		var err error
+		verb := "answered"
+		if d.Action == policy.ActSkip {
+			verb = "skipped"
+			_, err = b.skip(ctx, q.ID, d.Reason, false, d.Rule.String())
+		} else {
+			given := make(map[string]bridgeapi.Answer, len(d.Answers))
+			for k, v := range d.Answers {
+				given[k] = v
+			}
+			_, err = b.answer(ctx, q.ID, given, d.Rule.String())
+		}
+		switch {
+		case errors.Is(err, bridgeapi.ErrResolved), errors.Is(err, errPersonStarted):
+			// Settled first by a person, the agent, or the deadline; or a
+			// person has begun to answer it.
+		case err != nil:
+			b.cfg.Logf("question %s: the policy's %s could not settle it: %v", q.ID, d.Rule, err)
+		default:
+			b.cfg.Logf("question %s: %s by the policy's %s", q.ID, verb, d.Rule)
+		}
+	}
+	if d.After <= 0 {
+		go act()
+		return
+	}
+	b.mu.Lock()
+	if b.rule == nil {
+		b.rule = map[string]*time.Timer{}
+	}
+	b.rule[q.ID] = time.AfterFunc(d.After, act)
+	b.mu.Unlock()
+	b.cfg.Logf("question %s: the policy's %s will %s it if nobody has in %v", q.ID, d.Rule, d.Action, d.After)
+}
+
+// errPersonStarted refuses a policy's answer to a question a person has
+// begun to answer (part of it is held).
+var errPersonStarted = errors.New("a person has begun to answer it")
+
+// stopRule stops the policy's waiting action on question qid, if any.
+func (b *Bridge) stopRule(qid string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if t := b.rule[qid]; t != nil {
+		t.Stop()
+		delete(b.rule, qid)
+	}
 }
 
 func (b *Bridge) stopTimer(qid string) {
@@ -565,6 +654,10 @@ func (b *Bridge) stopTimer(qid string) {
 	if t := b.timer[qid]; t != nil {
 		t.Stop()
 		delete(b.timer, qid)
+	}
+	if t := b.rule[qid]; t != nil {
+		t.Stop()
+		delete(b.rule, qid)
 	}
 }
 
@@ -608,6 +701,11 @@ func (b *Bridge) claim(ctx context.Context, q *bridgeapi.Question, status string
 // has an answer. The first complete answer wins; any later one gets
 // ErrResolved, and a malformed one ErrInvalid, leaving the question pending.
 func (b *Bridge) Answer(ctx context.Context, id string, given map[string]bridgeapi.Answer) (*bridgeapi.AnswerResult, error) {
+	return b.answer(ctx, id, given, "")
+}
+
+// answer is Answer by a person (rule "") or by a policy's rule.
+func (b *Bridge) answer(ctx context.Context, id string, given map[string]bridgeapi.Answer, rule string) (*bridgeapi.AnswerResult, error) {
 	defer b.qlocks.lock(id)()
 	q, err := b.pending(ctx, id)
 	if err != nil {
@@ -615,6 +713,9 @@ func (b *Bridge) Answer(ctx context.Context, id string, given map[string]bridgea
 			return b.forwardAgain(ctx, id, given, err)
 		}
 		return nil, err
+	}
+	if rule != "" && len(q.Draft) > 0 {
+		return nil, fmt.Errorf("question %s: %w", id, errPersonStarted)
 	}
 	merged, missing, err := resolveAnswers(q, given)
 	if err != nil {
@@ -628,6 +729,7 @@ func (b *Bridge) Answer(ctx context.Context, id string, given map[string]bridgea
 			return nil, err
 		}
 		q.Draft = merged
+		b.stopRule(id) // a person has begun: the policy leaves the question to them
 		b.publish(bridgeapi.Event{Type: bridgeapi.EventHeld, SessionID: q.SessionID, QuestionID: id, Answers: merged, Reason: fmt.Sprintf("waiting for %d more answer(s)", len(missing))})
 		return &bridgeapi.AnswerResult{Question: q, Held: true, Missing: missing}, nil
 	}
@@ -675,7 +777,7 @@ func (b *Bridge) Answer(ctx context.Context, id string, given map[string]bridgea
 		res.Question = q
 	}
 	b.fillTimeout(res.Question)
-	b.publish(bridgeapi.Event{Type: bridgeapi.EventAnswered, SessionID: q.SessionID, QuestionID: id, Answers: merged})
+	b.publish(bridgeapi.Event{Type: bridgeapi.EventAnswered, SessionID: q.SessionID, QuestionID: id, Answers: merged, Rule: rule})
 	if res.Resumed {
 		b.publish(bridgeapi.Event{Type: bridgeapi.EventResumed, SessionID: q.SessionID, QuestionID: id, Answers: merged,
 			Reason: "the agent had stopped with the previous bridge: its session was resumed with the question and this answer"})
@@ -687,6 +789,11 @@ func (b *Bridge) Answer(ctx context.Context, id string, given map[string]bridgea
 // Skip declines question id: the agent gets a deny with reason (never an
 // allow), and interrupt also aborts its turn.
 func (b *Bridge) Skip(ctx context.Context, id, reason string, interrupt bool) (*bridgeapi.Question, error) {
+	return b.skip(ctx, id, reason, interrupt, "")
+}
+
+// skip is Skip by a person (rule "") or by a policy's rule.
+func (b *Bridge) skip(ctx context.Context, id, reason string, interrupt bool, rule string) (*bridgeapi.Question, error) {
 	defer b.qlocks.lock(id)()
 	q, err := b.pending(ctx, id)
 	if err != nil {
@@ -712,7 +819,7 @@ func (b *Bridge) Skip(ctx context.Context, id, reason string, interrupt bool) (*
 		}
 	}
 	q, _ = b.st.question(ctx, id)
-	b.publish(bridgeapi.Event{Type: bridgeapi.EventSkipped, SessionID: q.SessionID, QuestionID: id, Reason: reason})
+	b.publish(bridgeapi.Event{Type: bridgeapi.EventSkipped, SessionID: q.SessionID, QuestionID: id, Reason: reason, Rule: rule})
 	b.publishStatus(q.SessionID)
 	return q, nil
 }

@@ -42,6 +42,11 @@ type Server struct {
 	// dropped, and reconnects where it left off. Default 10s.
 	WriteTimeout time.Duration
 
+	// LoginTTL is how long a login link for the page works; default
+	// LoginTTL.
+	LoginTTL time.Duration
+	logins   logins // the page's one-time login codes
+
 	wsMu   sync.Mutex
 	wsConn map[string]*wsClient // the active connection of each session (dashboards, on every session, are not kept)
 }
@@ -63,6 +68,10 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /api/mcp/{id}/ask", s.auth(s.askMCP))
 	mux.HandleFunc("GET /ws", s.authQuery(s.ws))
 	mux.HandleFunc("GET /control", s.authQuery(s.control))
+	mux.HandleFunc("POST /api/login", s.auth(s.apiLogin))
+	mux.HandleFunc("GET /login", s.login)
+	mux.HandleFunc("GET /{$}", s.page)
+	mux.Handle("GET /page/", s.assets())
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no route %s %s (see the bridge package docs)", r.Method, r.URL.Path))
 	})
@@ -161,8 +170,9 @@ var errBadRequest = errors.New("bad request")
 // auth takes the token from the Authorization header only.
 func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc { return s.checkToken(h, false) }
 
-// authQuery also takes ?token=: browsers cannot set headers on a WebSocket
-// or an EventSource, the only routes that take it.
+// authQuery also takes ?token=, and a page's key offered as a WebSocket
+// subprotocol: browsers cannot set headers on a WebSocket or an
+// EventSource, the only routes that take them.
 func (s *Server) authQuery(h http.HandlerFunc) http.HandlerFunc { return s.checkToken(h, true) }
 
 func (s *Server) checkToken(h http.HandlerFunc, query bool) http.HandlerFunc {
@@ -175,6 +185,10 @@ func (s *Server) checkToken(h http.HandlerFunc, query bool) http.HandlerFunc {
 			tok = ""
 		}
 		if !ok && query {
+			if s.pageKey(r) {
+				h(w, r)
+				return
+			}
 			tok = r.URL.Query().Get("token")
 		}
 		if s.Token == "" || subtle.ConstantTimeCompare([]byte(tok), []byte(s.Token)) != 1 {

@@ -52,7 +52,7 @@ func (s *Server) socket(w http.ResponseWriter, r *http.Request, d dialect) {
 	}
 	// Accept checks that the page opening the socket is from this host:
 	// a page on another site must not reach a loopback bridge.
-	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: s.OriginPatterns})
+	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: s.OriginPatterns, Subprotocols: []string{PageProtocol}})
 	if err != nil {
 		return // Accept has answered (403 for a foreign Origin)
 	}
@@ -91,7 +91,16 @@ func (s *Server) socket(w http.ResponseWriter, r *http.Request, d dialect) {
 
 	sub := s.B.Subscribe(session)
 	defer sub.Close()
-	// Status, then the pending questions, replayed with their ids.
+	// Status, then the pending questions, replayed with their ids. A view
+	// of every session first gets each session's status.
+	if session == "" {
+		ss, _ := s.B.Sessions(ctx)
+		for _, x := range ss {
+			if m, ok := d.encode(statusEvent(x)); ok {
+				_ = c.send(ctx, m)
+			}
+		}
+	}
 	replayed := map[string]bool{}
 	for _, e := range s.B.Snapshot(ctx, session) {
 		if m, ok := d.encode(e); ok {

@@ -1,6 +1,10 @@
 package bridgeapi
 
-import "github.com/askctl/askctl/protocol"
+import (
+	"time"
+
+	"github.com/askctl/askctl/protocol"
+)
 
 // MaxBody bounds a request body and a WebSocket message.
 const MaxBody = 1 << 20
@@ -50,6 +54,13 @@ type StartOptions struct {
 	// MaxScenarioText bytes: askctl session start --scenario FILE reads the
 	// file and sends it.
 	ScenarioText string `json:"scenario_text,omitempty"`
+}
+
+// Login is the reply to POST /api/login: a one-time link that logs a
+// browser in to the bridge's page (askctl login prints it).
+type Login struct {
+	Path      string    `json:"path"` // /login?code=…, on the bridge's own URL
+	ExpiresAt time.Time `json:"expires_at"`
 }
 
 // AnswerResult is how an answer was taken.

@@ -146,6 +146,17 @@ func (c *Client) StopSession(ctx context.Context, id string) (*Session, error) {
 	return &out, err
 }
 
+// LoginURL makes a one-time link that logs a browser in to the bridge's
+// page (GET /login?code=…): it works once, within the bridge's login TTL
+// (10 minutes unless configured).
+func (c *Client) LoginURL(ctx context.Context) (string, time.Time, error) {
+	var out Login
+	if _, err := c.do(ctx, http.MethodPost, "/api/login", nil, &out); err != nil {
+		return "", time.Time{}, err
+	}
+	return strings.TrimRight(c.URL, "/") + out.Path, out.ExpiresAt, nil
+}
+
 // Pending lists pending questions; session filters when set.
 func (c *Client) Pending(ctx context.Context, session string) ([]*Question, error) {
 	var out []*Question

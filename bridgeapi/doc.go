@@ -16,7 +16,8 @@
 // it was given; 403 forbidden_host otherwise, against DNS rebinding), and
 // every request but GET /api/health needs "Authorization: Bearer TOKEN"
 // (the WebSocket and SSE endpoints also take ?token=, as browsers cannot set
-// headers there). Bodies are JSON, at most 1 MiB, with no unknown fields.
+// headers there; the WebSocket also takes the page's key, offered as the
+// subprotocol "askctl.key.KEY" beside "askctl", which the bridge answers). Bodies are JSON, at most 1 MiB, with no unknown fields.
 //
 //	GET    /api/sessions                   every session, oldest first
 //	POST   /api/sessions                   {"prompt":"…","scenario":"…"} → 201 the session
@@ -33,6 +34,9 @@
 //	                                       a client that goes away withdraws it)
 //	GET    /api/events?session=            the event stream (SSE)
 //	GET    /ws?session_id=                 the WebSocket surface
+//	POST   /api/login                      → 201 {"path":"/login?code=…","expires_at"}: a one-time login link
+//	GET    /login?code=                    logs a browser in to the page (once): hands it a key, then to /
+//	GET    /                               the page: sessions and questions, over /ws
 //	GET    /control?session_id=            the control surface: the CLI's own messages
 //
 // Errors are {"code":"…","error":"…"}: 400 bad_request (malformed JSON,
@@ -47,9 +51,9 @@
 //
 //	ask_user_question   {"question_id","session_id","questions":[…],"timeout_seconds"}
 //	ask_user_timeout    {"question_id","error":"User response timed out"}
-//	ask_user_answered   {"question_id","answers":{…}}
+//	ask_user_answered   {"question_id","answers":{…},"rule"}       rule: a policy's, not a person (serve --policy)
 //	ask_user_held       {"question_id","answers":{…},"reason"}     part of a request answered
-//	ask_user_skipped    {"question_id","reason"}
+//	ask_user_skipped    {"question_id","reason","rule"}
 //	ask_user_withdrawn  {"question_id","reason"}                   cancelled by the agent, or it exited
 //	ask_user_resumed    {"question_id","answers","reason"}         a late answer resumed the session
 //	session_status      {"session_id","status","waiting_for_user","pending_question_id","exit_code","detail"}
@@ -65,8 +69,8 @@
 //
 // GET /ws?session_id=ID is one session's surface (without session_id, every
 // session's), in the protocol of seed 003. On connect the bridge sends
-// session_status and replays every pending question with its id, then the
-// events above as they happen. The client answers with
+// session_status (of every session, without session_id) and replays every
+// pending question with its id, then the events above as they happen. The client answers with
 //
 //	{"type":"ask_user_response","data":{"question_id":"q_…","answers":{"<question text>":"<label>"},"cancelled":false}}
 //

@@ -88,6 +88,7 @@ type Event struct {
 	Detail            string              `json:"detail,omitempty"`    // why it ended, when it did not end well
 	Error             string              `json:"error,omitempty"`
 	Reason            string              `json:"reason,omitempty"`
+	Rule              string              `json:"rule,omitempty"` // answered or skipped by a policy's rule (askctl serve --policy), not a person
 	Time              time.Time           `json:"time"`
 }
 

@@ -159,3 +159,48 @@ func TestScenarioAnswers(t *testing.T) {
 		t.Errorf("q_9 (shown by no step): %v", err)
 	}
 }
+
+// TestVerdictsWaitForTakenAnswers: an answer the bridge took is not judged
+// until the agent has it. Before, Verdicts was met while the answer was on
+// its way (no response yet, so nothing to react to), and a wrong answer
+// passed (seen in askctl bench: 1 of 4 wrong answers counted ok).
+func TestVerdictsWaitForTakenAnswers(t *testing.T) {
+	e := newTestEnv()
+	s := newSessionState("s1", "a1", nil, false)
+	e.st.Sessions["s1"], e.st.byAgent["a1"] = s, s
+	e.onRecord(transcript.Record{Session: "a1", Dir: transcript.FromCLI, Msg: []byte(`{"type":"control_request","request_id":"r1","request":{"subtype":"can_use_tool","tool_name":"AskUserQuestion","input":{"questions":[]}}}`)})
+	e.mu.Lock()
+	s.Questions = append(s.Questions, "q_1")
+	s.answered["q_1"] = time.Now()
+	e.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := e.Await(ctx, Verdicts("s1")); err == nil {
+		t.Fatal("Verdicts met before the agent received the answer the bridge took")
+	}
+	// The answer arrives, and the agent judges it.
+	e.onRecord(transcript.Record{Session: "a1", Dir: transcript.ToCLI, Msg: []byte(`{"type":"control_response","response":{"subtype":"success","request_id":"r1","response":{"behavior":"allow","updatedInput":{}}}}`)})
+	e.onRecord(transcript.Record{Session: "a1", Event: transcript.EventError, Kind: "expectation", Text: "wrong answer"})
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel2()
+	problems, err := e.Session("s1").Check(ctx2)
+	if err != nil || len(problems) != 1 || !strings.Contains(problems[0], "wrong answer") {
+		t.Errorf("Check = %v, %v; want the agent's failure", problems, err)
+	}
+
+	// An agent that exits without the answer: Check says so.
+	s2 := newSessionState("s2", "a2", nil, false)
+	e.st.Sessions["s2"], e.st.byAgent["a2"] = s2, s2
+	e.onRecord(transcript.Record{Session: "a2", Dir: transcript.FromCLI, Msg: []byte(`{"type":"control_request","request_id":"r2","request":{"subtype":"can_use_tool","tool_name":"AskUserQuestion","input":{"questions":[]}}}`)})
+	e.mu.Lock()
+	s2.Questions = append(s2.Questions, "q_2")
+	s2.answered["q_2"] = time.Now()
+	e.mu.Unlock()
+	code := 0
+	e.onRecord(transcript.Record{Session: "a2", Event: transcript.EventExit, Code: &code})
+	problems, err = e.Session("s2").Check(ctx2)
+	if err != nil || len(problems) != 1 || !strings.Contains(problems[0], "took the answer to q_2, and the agent exited without receiving it") {
+		t.Errorf("Check = %v, %v", problems, err)
+	}
+}

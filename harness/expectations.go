@@ -2,6 +2,7 @@ package harness
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -170,14 +171,42 @@ func ToolResulted(alias, qid string) Expectation {
 // failure it reported, or its exit): what a check reads after it is the
 // agent's last word, not a race with it.
 func Verdicts(alias string) Expectation {
-	return onSession(alias, fmt.Sprintf("the agent of session %s has reacted to every answer it received", alias), func(s *SessionState) (Verdict, string) {
+	return onSession(alias, fmt.Sprintf("the agent of session %s has received every answer the bridge took, and reacted to each", alias), func(s *SessionState) (Verdict, string) {
 		for _, req := range s.Requests {
 			if len(req.Responses) > 0 && !req.Verdict {
 				return Unmet, ""
 			}
 		}
+		// An answer the bridge took is on its way to the agent: the
+		// verdict is not in until it arrives (or the agent has exited,
+		// and Check says it never came).
+		if len(undelivered(s)) > 0 && s.Exit == nil {
+			return Unmet, ""
+		}
 		return Met, ""
 	})
+}
+
+// undelivered lists the questions the harness answered or skipped, the
+// bridge taking it, whose request the agent has not had a reply to: no
+// control_response (route sdk), no tool_result (route mcp). A resumed
+// session's answer reaches the new agent as its prompt, not as a reply.
+func undelivered(s *SessionState) []string {
+	if s.Resumed {
+		return nil
+	}
+	var out []string
+	for qid := range s.answered {
+		req, ok := s.RequestOf(qid)
+		if !ok {
+			continue
+		}
+		if (s.MCP && !req.Verdict) || (!s.MCP && len(req.Responses) == 0) {
+			out = append(out, qid)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // Asked is met when the agent of alias's session has sent n requests.

@@ -214,7 +214,7 @@ func rejection(err error) error {
 func fromBridgeEvent(e bridgeapi.Event) SurfaceEvent {
 	raw, _ := json.Marshal(e)
 	se := SurfaceEvent{T: time.Now(), At: e.Time, QuestionID: e.QuestionID, Session: e.SessionID, Questions: e.Questions, Raw: raw, Reason: e.Reason,
-		Answers: e.Answers, Timeout: e.TimeoutSeconds, Status: e.Status}
+		Answers: e.Answers, Timeout: e.TimeoutSeconds, Status: e.Status, By: e.Rule}
 	switch e.Type {
 	case bridgeapi.EventQuestion:
 		se.Type = SurfQuestion

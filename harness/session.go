@@ -338,6 +338,9 @@ func (s *Session) Check(ctx context.Context) ([]string, error) {
 	var problems []string
 	err := s.read(func(ss *SessionState) {
 		problems = append(problems, ss.LatestFailures()...)
+		for _, qid := range undelivered(ss) {
+			problems = append(problems, fmt.Sprintf("the bridge took the answer to %s, and the agent exited without receiving it", qid))
+		}
 		for _, req := range ss.Requests {
 			if n := len(req.Responses); n > 1 {
 				problems = append(problems, fmt.Sprintf("the agent received %d control_responses for request %s; exactly one is allowed", n, req.ID))

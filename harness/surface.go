@@ -150,6 +150,7 @@ type SurfaceEvent struct {
 	Waiting    *bool               `json:"waiting_for_user,omitempty"`
 	PendingID  string              `json:"pending_question_id,omitempty"`
 	Reason     string              `json:"reason,omitempty"`
+	By         string              `json:"by,omitempty"` // who settled it, when the surface says it was not a person (a policy's rule)
 	Raw        json.RawMessage     `json:"raw,omitempty"`
 }
 

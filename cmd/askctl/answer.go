@@ -571,11 +571,18 @@ func describeEvent(ev harness.SurfaceEvent) string {
 		if ev.Type == harness.SurfHeld {
 			verb = "held (" + clip.Printable(ev.Reason) + ")"
 		}
+		if ev.By != "" {
+			verb += " by the policy's " + clip.Printable(ev.By)
+		}
 		return fmt.Sprintf("%s %s %s: %s", t, ev.QuestionID, verb, strings.Join(as, ", "))
 	case harness.SurfExpired:
 		return fmt.Sprintf("%s %s timed out: %s", t, ev.QuestionID, clip.Printable(ev.Reason))
 	case harness.SurfSkipped, harness.SurfWithdrawn, harness.SurfResumed:
-		return fmt.Sprintf("%s %s %s: %s", t, ev.QuestionID, ev.Type, clip.Printable(ev.Reason))
+		verb := ev.Type
+		if ev.By != "" {
+			verb += " by the policy's " + clip.Printable(ev.By)
+		}
+		return fmt.Sprintf("%s %s %s: %s", t, ev.QuestionID, verb, clip.Printable(ev.Reason))
 	case harness.SurfStatus:
 		s := fmt.Sprintf("%s session %s %s", t, ev.Session, ev.Status)
 		if ev.Exit != nil {

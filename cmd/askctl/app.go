@@ -72,6 +72,9 @@ Start with:
 			newPendingCmd(s, nil),
 			newWatchCmd(s, nil),
 			newMCPCmd(s, nil),
+			newLoginCmd(s, nil),
+			newPolicyCmd(s, nil),
+			newBenchCmd(s, nil),
 		},
 	}
 	shapeCommands(app, s)

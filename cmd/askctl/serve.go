@@ -18,6 +18,7 @@ import (
 	"github.com/askctl/askctl/bridgeapi"
 	"github.com/askctl/askctl/claudecli"
 	"github.com/askctl/askctl/fakeclaude"
+	"github.com/askctl/askctl/policy"
 	"github.com/askctl/askctl/scenarios"
 	"github.com/urfave/cli/v3"
 )
@@ -39,6 +40,7 @@ type serveOptions struct {
 	origins          []string
 	hosts            []string
 	maxStarting      int
+	policy           string
 	io               *stdio
 }
 
@@ -59,6 +61,8 @@ question with a short id (q_…) that every surface shows and any one answers:
   HTTP JSON API   /api/sessions, /api/questions, /api/questions/ID/answer|skip
   SSE             /api/events (Last-Event-ID resumes)
   WebSocket       /ws?session_id=ID (ask_user_question, ask_user_response, …)
+  a page          / for a person in a browser (askctl login prints a link
+                  that logs a browser in once; serve prints one at start)
 
 askctl session, answer, skip, pending and watch talk to it. Sessions,
 questions and events live in a SQLite file: a bridge killed with a question
@@ -91,6 +95,7 @@ Examples:
 			&cli.StringFlag{Name: "env-file", Usage: "a `FILE` of KEY=VALUE lines added to every agent's environment, such as askctl model prints", Destination: &o.envFile},
 			&cli.StringSliceFlag{Name: "origin", Usage: "extra host whose pages may open the WebSocket (repeatable)", Destination: &o.origins},
 			&cli.IntFlag{Name: "max-starting", Usage: "agents starting at once (until their system/init); more session starts wait their turn, so running sessions keep answering fast under a burst (default: the number of CPUs)", Destination: &o.maxStarting},
+			&cli.StringFlag{Name: "policy", Usage: "answer or skip questions by the rules of this `FILE` (askctl policy check FILE; askctl help policy)", Destination: &o.policy},
 			&cli.StringSliceFlag{Name: "host", Usage: "a name the bridge answers to besides loopback ones, as requests give it in Host (repeatable); --allow-remote answers every name", Destination: &o.hosts},
 		},
 		Before: func(ctx context.Context, cmd *cli.Command) (context.Context, error) {
@@ -245,6 +250,12 @@ func runServe(ctx context.Context, o *serveOptions) error {
 	if err != nil {
 		return fmt.Errorf("token: %w", err)
 	}
+	var pol *policy.Policy
+	if o.policy != "" {
+		if pol, err = policy.Load(o.policy); err != nil {
+			return exitWithMessage{exitUsage, "--policy: " + err.Error()}
+		}
+	}
 	claude, env, err := agentCLI(ctx, o.claude, logf)
 	if err != nil {
 		return err
@@ -261,7 +272,7 @@ func runServe(ctx context.Context, o *serveOptions) error {
 	}
 	defer ln.Close()
 	b, err := bridge.New(bridge.Config{DB: db, Claude: claude, Env: append(env, o.env...), SessionEnv: scenarioStore{dir: filepath.Join(dir, "scenarios"), fake: o.claude == "fakeclaude"}.env, Timeout: o.timeout,
-		TimeoutInterrupt: o.timeoutInterrupt, OtherTools: o.otherTools, MaxStarting: o.maxStarting, Logf: logf})
+		TimeoutInterrupt: o.timeoutInterrupt, OtherTools: o.otherTools, MaxStarting: o.maxStarting, Policy: pol, Logf: logf})
 	if err != nil {
 		return err
 	}
@@ -272,8 +283,14 @@ func runServe(ctx context.Context, o *serveOptions) error {
 		return err
 	}
 	defer bridgeapi.RemoveEndpoint(dir, os.Getpid())
-	srv := &http.Server{Handler: (&bridge.Server{B: b, Token: token, OriginPatterns: o.origins, Hosts: o.hosts, AnyHost: o.allowRemote}).Handler(), ReadHeaderTimeout: 10 * time.Second}
+	bs := &bridge.Server{B: b, Token: token, OriginPatterns: o.origins, Hosts: o.hosts, AnyHost: o.allowRemote}
+	srv := &http.Server{Handler: bs.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	logf("listening on %s (claude: %s; token: %s; database: %s)", url, claude, filepath.Join(dir, "token"), db)
+	if pol != nil {
+		logf("answering by the policy %s (%d rules)", o.policy, len(pol.Rules))
+	}
+	code, _ := bs.NewLogin()
+	logf("the page: open %s/login?code=%s (works once, within %v; askctl login prints another)", url, code, bridge.LoginTTL)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -268,13 +269,17 @@ func TestCommandsWithoutABridge(t *testing.T) {
 		code := run(context.Background(), append([]string{"askctl"}, args...), func(k string) string { return env[k] }, strings.NewReader(""), &stdout, &stderr)
 		return code, stderr.String()
 	}
-	if code, errOut := runIn("pending"); code != exitBridgeDown || !strings.Contains(errOut, "no bridge is running") {
-		t.Errorf("no bridge: exit %d, %s", code, errOut)
+	for _, cmd := range []string{"pending", "login"} {
+		if code, errOut := runIn(cmd); code != exitBridgeDown || !strings.Contains(errOut, "no bridge is running") {
+			t.Errorf("%s with no bridge: exit %d, %s", cmd, code, errOut)
+		}
 	}
 	s := serve(t)
 	env[bridgeapi.EnvStateDir] = s.state
-	if code, errOut := runIn("pending", "--token", "wrong"); code != exitBridgeDown || !strings.Contains(errOut, "token") {
-		t.Errorf("wrong token: exit %d, %s", code, errOut)
+	for _, cmd := range []string{"pending", "login"} {
+		if code, errOut := runIn(cmd, "--token", "wrong"); code != exitBridgeDown || !strings.Contains(errOut, "token") {
+			t.Errorf("%s with a wrong token: exit %d, %s", cmd, code, errOut)
+		}
 	}
 	if code, errOut := runIn("pending", "--wait", "--timeout", "300ms"); code != exitNothing || !strings.Contains(errOut, "no question within 300ms") {
 		t.Errorf("pending --wait with nothing: exit %d, %s", code, errOut)
@@ -939,5 +944,44 @@ func TestAgentFailureIsTold(t *testing.T) {
 	<-done
 	if out := watched.String(); !strings.Contains(out, "exited (exit 1)") || !strings.Contains(out, "Not logged in") {
 		t.Errorf("watch: %q, want the exit status and the reason", out)
+	}
+}
+
+// TestLoginLinks: askctl serve prints a login link for the page when it
+// starts, askctl login prints another; each works once and hands the page
+// its key; --json says when it stops working.
+func TestLoginLinks(t *testing.T) {
+	s := serve(t)
+	printed := regexp.MustCompile(`open (http://127\.0\.0\.1:\d+/login\?code=[0-9a-f]{32})\b`).FindStringSubmatch(s.log.String())
+	if printed == nil {
+		t.Fatalf("askctl serve printed no login link:\n%s", s.log)
+	}
+	link := strings.TrimSpace(s.must("login"))
+	var j struct {
+		URL       string    `json:"url"`
+		ExpiresAt time.Time `json:"expires_at"`
+	}
+	if err := json.Unmarshal([]byte(s.must("login", "--json")), &j); err != nil || !strings.Contains(j.URL, "/login?code=") || time.Until(j.ExpiresAt) < 5*time.Minute {
+		t.Errorf("login --json: %+v %v", j, err)
+	}
+	token, _ := os.ReadFile(filepath.Join(s.state, "token"))
+	for _, l := range []string{printed[1], link, j.URL} {
+		if strings.Contains(l, strings.TrimSpace(string(token))) {
+			t.Errorf("%s holds the token", l)
+		}
+		for try, want := range []int{http.StatusOK, http.StatusUnauthorized} {
+			resp, err := http.Get(l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != want || (want == http.StatusOK) != strings.Contains(string(body), `name="askctl-key"`) {
+				t.Errorf("%s, use %d: %d, want %d: %s", l, try+1, resp.StatusCode, want, body)
+			}
+		}
+	}
+	if code, _, errOut := s.askctl("login", "extra"); code != exitUsage || !strings.Contains(errOut, "takes no arguments") {
+		t.Errorf("login extra: exit %d, %s", code, errOut)
 	}
 }

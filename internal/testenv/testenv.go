@@ -109,6 +109,27 @@ func missing(t testing.TB, err error) {
 	t.Skipf("%v; make test installs it", err)
 }
 
+// Chromium returns the Chromium the page's browser tests drive:
+// ASKCTL_CHROMIUM, else chromium on PATH. Missing, the test is skipped, or
+// fails under ASKCTL_REQUIRE_BROWSER (make test sets it, and installs
+// Debian's chromium where it is missing: scripts/install-chromium.sh).
+func Chromium(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("ASKCTL_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("ASKCTL_REQUIRE_BROWSER") != "" {
+		t.Fatal("chromium not found (make test installs it: scripts/install-chromium.sh; or set ASKCTL_CHROMIUM)")
+	}
+	t.Skip("chromium not found; make test installs it (scripts/install-chromium.sh), or set ASKCTL_CHROMIUM")
+	return ""
+}
+
 // RealClaude returns the real claude CLI as askctl finds it: ASKCTL_CLAUDE,
 // the pinned CLI askctl claude install put in the cache, or claude on PATH.
 func RealClaude(t testing.TB) string {

@@ -1,0 +1,162 @@
+package bridge_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/askctl/askctl/bridge"
+	"github.com/askctl/askctl/bridgeapi"
+	"github.com/askctl/askctl/policy"
+	"github.com/tidwall/gjson"
+)
+
+const testPolicy = `# the bridge's policy tests
+{"name":"db","match":{"header":"^Database$","session":"^s_"},"answer":"Postgres"}
+{"name":"format","match":{"header":"^Format$"},"answer":"Summary"}
+{"name":"sections","match":{"header":"^Sections$"},"answer":["Intro","Outro"]}
+{"name":"mcp","match":{"question":"^How should I format\\?$"},"answer":"Detailed","after":"150ms"}
+{"name":"never","match":{"question":"never"},"skip":"User skipped this question"}
+`
+
+// TestPolicyAnswers: with a policy, the bridge answers by rules as a person
+// would (one request's questions together), on the SDK route and the MCP
+// route, and every decision is an event naming the rule. The agent checks
+// each answer against its scenario.
+func TestPolicyAnswers(t *testing.T) {
+	p, err := policy.Parse("test.policy", []byte(testPolicy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, bridge.Config{Policy: p})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	t.Run("sdk", func(t *testing.T) {
+		s := e.start("ask-multi", "Ask me how to format.")
+		ended := e.ended(s.ID)
+		if *ended.ExitCode != 0 {
+			t.Fatalf("the agent exited %d: %s", *ended.ExitCode, ended.Detail)
+		}
+		sent := answersSent(e.transcript(ended.ClaudeSessionID))
+		if len(sent) != 1 || gjson.Get(sent[0], "updatedInput.answers").Raw != `{"How should I format the output?":"Summary","Which sections?":"Intro, Outro"}` {
+			t.Errorf("the agent received %v", sent)
+		}
+		answered := eventsOf(t, e, s.ID, bridgeapi.EventAnswered)
+		if len(answered) != 1 || answered[0].Rule != `rule "format" (test.policy:3)` {
+			t.Errorf("answered events %+v, want one by rule format", answered)
+		}
+	})
+
+	t.Run("mcp after a wait", func(t *testing.T) {
+		ss, err := e.c.OpenMCP(ctx, "policy")
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		q, err := e.c.AskMCP(ctx, ss.ID, mcpQuestion)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if q.Status != bridgeapi.QuestionAnswered || q.Answers["How should I format?"] != "Detailed" {
+			t.Errorf("the MCP question ended %s with %v, want answered Detailed", q.Status, q.Answers)
+		}
+		if waited := time.Since(start); waited < 150*time.Millisecond {
+			t.Errorf("the rule acted after %v, before its wait of 150ms", waited)
+		}
+		if ev := eventsOf(t, e, ss.ID, bridgeapi.EventAnswered); len(ev) != 1 || !strings.Contains(ev[0].Rule, `"mcp"`) {
+			t.Errorf("answered events %+v", ev)
+		}
+	})
+
+	t.Run("a person first", func(t *testing.T) {
+		// The rule waits; the person answers before it acts, and wins.
+		ss, err := e.c.OpenMCP(ctx, "person")
+		if err != nil {
+			t.Fatal(err)
+		}
+		call := askAsync(ctx, e, ss.ID, mcpQuestion)
+		q := e.pending(ss.ID, 1)[0]
+		if _, err := e.c.Answer(ctx, q.ID, map[string]bridgeapi.Answer{"1": {"Summary"}}); err != nil {
+			t.Fatal(err)
+		}
+		if got := result(t, call); got.Answers["How should I format?"] != "Summary" {
+			t.Errorf("answers %v, want the person's", got.Answers)
+		}
+		if ev := eventsOf(t, e, ss.ID, bridgeapi.EventAnswered); len(ev) != 1 || ev[0].Rule != "" {
+			t.Errorf("answered events %+v, want one by the person", ev)
+		}
+	})
+
+}
+
+// TestPolicySkips: a skip rule for one question of a request skips the whole
+// request (never a partial answer), with the rule's reason as the deny.
+func TestPolicySkips(t *testing.T) {
+	p, err := policy.Parse("skip.policy", []byte(`{"name":"format","match":{"header":"^Format$"},"answer":"Summary"}
+{"name":"no-sections","match":{"header":"^Sections$"},"skip":"User skipped this question"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, bridge.Config{Policy: p})
+	s := e.start("ask-skip", "x")
+	ended := e.ended(s.ID)
+	if *ended.ExitCode != 0 {
+		t.Fatalf("the agent exited %d: %s", *ended.ExitCode, ended.Detail)
+	}
+	sent := answersSent(e.transcript(ended.ClaudeSessionID))
+	if len(sent) != 1 || gjson.Get(sent[0], "behavior").String() != "deny" || gjson.Get(sent[0], "message").String() != "User skipped this question" {
+		t.Errorf("the agent received %v", sent)
+	}
+	if ev := eventsOf(t, e, s.ID, bridgeapi.EventSkipped); len(ev) != 1 || ev[0].Rule != `rule "no-sections" (skip.policy:2)` {
+		t.Errorf("skipped events %+v", ev)
+	}
+}
+
+// eventsOf is the session's logged events of one type.
+func eventsOf(t *testing.T, e *env, session, typ string) []bridgeapi.Event {
+	t.Helper()
+	all, err := e.b.EventsAfter(context.Background(), 0, session, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []bridgeapi.Event
+	for _, ev := range all {
+		if ev.Type == typ {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// TestPolicyLeavesAStartedAnswer: once a person has answered part of a
+// request, the policy's waiting rule leaves it to them (it would otherwise
+// write over their answer when its wait ran out).
+func TestPolicyLeavesAStartedAnswer(t *testing.T) {
+	p, err := policy.Parse("wait.policy", []byte(`{"name":"fallback","answer":"Detailed","after":"100ms"}
+{"name":"rest","first":true,"after":"100ms"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, bridge.Config{Policy: p})
+	ctx := context.Background()
+	s := e.start("ask-multi", "Ask me how to format.")
+	q := e.pending(s.ID, 1)[0]
+	if res, err := e.c.Answer(ctx, q.ID, map[string]bridgeapi.Answer{"1": {"Summary"}}); err != nil || !res.Held {
+		t.Fatalf("the first half: %+v, %v", res, err)
+	}
+	// Past the rule's wait: it must not have acted. (On a machine so busy
+	// that its timer fires later still, this passes without proving it.)
+	time.Sleep(400 * time.Millisecond)
+	if _, err := e.c.Answer(ctx, q.ID, map[string]bridgeapi.Answer{"2": {"Intro", "Outro"}}); err != nil {
+		t.Fatalf("the second half: %v (the policy settled the question first)", err)
+	}
+	ended := e.ended(s.ID)
+	if *ended.ExitCode != 0 {
+		t.Errorf("the agent exited %d: %s", *ended.ExitCode, ended.Detail)
+	}
+	if ev := eventsOf(t, e, s.ID, bridgeapi.EventAnswered); len(ev) != 1 || ev[0].Rule != "" {
+		t.Errorf("answered events %+v, want the person's", ev)
+	}
+}

@@ -1,0 +1,150 @@
+package policy_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/askctl/askctl/policy"
+	"github.com/askctl/askctl/protocol"
+	"github.com/google/go-cmp/cmp"
+)
+
+const ci = `# the README's example
+{"name":"no-deploy","match":{"question":"(?i)deploy"},"skip":"CI never deploys"}
+{"name":"db","match":{"header":"^Database$"},"answer":"SQLite"}
+
+{"name":"sections","match":{"option":"Intro"},"answer":["Outro","Intro"]}
+{"name":"review","match":{"session":"^s_review"},"person":true}
+{"name":"two","match":{"input":{"questions.#":"^2$"},"multi_select":false},"text":"Ship it\non Friday"}
+{"name":"fallback","first":true,"after":"30s"}
+`
+
+func q(text, header string, multi bool, labels ...string) protocol.Question {
+	out := protocol.Question{Question: text, Header: header, MultiSelect: multi}
+	for _, l := range labels {
+		out.Options = append(out.Options, protocol.Option{Label: l})
+	}
+	return out
+}
+
+var (
+	db       = q("Which database should I use?", "Database", false, "Postgres", "SQLite")
+	sections = q("Which sections?", "Sections", true, "Intro", "Body", "Outro")
+	deploy   = q("Deploy to production now?", "Deploy", false, "Yes", "No")
+	format   = q("How should I format the output?", "Format", false, "Summary", "Detailed")
+	noLabels = q("Anything else?", "Notes", false)
+)
+
+func TestDecide(t *testing.T) {
+	p, err := policy.Parse("ci.policy", []byte(ci))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		session string
+		qs      []protocol.Question
+		action  string
+		answers map[string][]string
+		rule    string
+		after   time.Duration
+		reason  string
+	}{
+		{"a header", "s_1", []protocol.Question{db}, policy.ActAnswer, map[string][]string{db.Question: {"SQLite"}}, "db", 0, ""},
+		{"labels in order, by an option", "s_1", []protocol.Question{sections}, policy.ActAnswer, map[string][]string{sections.Question: {"Outro", "Intro"}}, "sections", 0, ""},
+		{"two questions together, each by its own rule", "s_1", []protocol.Question{db, format}, policy.ActAnswer,
+			map[string][]string{db.Question: {"SQLite"}, format.Question: {"Ship it\non Friday"}}, "db", 0, ""},
+		{"the longest wait decides when", "s_1", []protocol.Question{sections, format, db}, policy.ActAnswer,
+			map[string][]string{sections.Question: {"Outro", "Intro"}, format.Question: {"Summary"}, db.Question: {"SQLite"}}, "fallback", 30 * time.Second, ""},
+		{"the fallback waits", "s_1", []protocol.Question{format}, policy.ActAnswer, map[string][]string{format.Question: {"Summary"}}, "fallback", 30 * time.Second, ""},
+		{"a skip skips the whole request", "s_1", []protocol.Question{db, deploy}, policy.ActSkip, nil, "no-deploy", 0, "CI never deploys"},
+		{"a person rule comes first for its session", "s_review1", []protocol.Question{format}, policy.ActPerson, nil, "review", 0, ""},
+		{"a rule that does not fit goes on to the next", "s_1", []protocol.Question{noLabels}, policy.ActPerson, nil, "", 0, `no rule matches question "Anything else?"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := p.Decide(policy.Request{Session: tt.session, Questions: tt.qs})
+			if d.Action != tt.action || d.After != tt.after || (tt.reason != "" && d.Reason != tt.reason) {
+				t.Errorf("decision %s after %v (%q), want %s after %v (%q)", d.Action, d.After, d.Reason, tt.action, tt.after, tt.reason)
+			}
+			if tt.answers != nil {
+				if diff := cmp.Diff(tt.answers, d.Answers); diff != "" {
+					t.Errorf("answers (-want +got):\n%s", diff)
+				}
+			}
+			if got := ""; d.Rule != nil || tt.rule != "" {
+				if d.Rule != nil {
+					got = d.Rule.Name
+				}
+				if got != tt.rule {
+					t.Errorf("decided by %q, want %q", got, tt.rule)
+				}
+			}
+		})
+	}
+}
+
+// TestAnswerMustFit: a rule whose labels are not the question's options, or
+// several labels for a single-select question, does not match it.
+func TestAnswerMustFit(t *testing.T) {
+	p, err := policy.Parse("p", []byte(`{"name":"many","answer":["Postgres","SQLite"]}
+{"name":"other","answer":"MySQL"}
+{"name":"pg","answer":"Postgres"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := p.Decide(policy.Request{Questions: []protocol.Question{db}}); d.Rule == nil || d.Rule.Name != "pg" {
+		t.Errorf("decided by %v, want pg", d.Rule)
+	}
+}
+
+func TestParseErrorsNameLineAndField(t *testing.T) {
+	bad := `{"name":"a","answer":"x"}
+{"name":"a","skip":"why"}
+{"name":"b"}
+{"name":"c","answer":"x","skip":"y"}
+{"name":"d","match":{"question":"(unclosed"},"first":true}
+{"name":"e","first":true,"after":"soon"}
+{"name":"f","first":true,"colour":"red"}
+{"name":"g","match":{"headr":"x"},"first":true}
+{"name":"h","text":"   "}
+{"name":"i","answer":[]}
+{"name":"j","answer":["x","x"]}
+{"name":"k","person":true,"after":"5s"}
+not json
+{"name":"l","first":"yes"}
+{"name":"m","match":{"input":{"questions.0.header":"(("}},"first":true}
+{"name":"n","skip":" "}
+{"name":"o","match":{"multi_select":"yes"},"first":true}
+`
+	_, err := policy.Parse("bad.policy", []byte(bad))
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{
+		`bad.policy:2: name: "a" names the rule of line 1 too`,
+		"bad.policy:3: want exactly one action of answer, text, first, skip or person, got 0",
+		"bad.policy:4: want exactly one action of answer, text, first, skip or person, got 2",
+		"bad.policy:5: match.question: not a regexp",
+		`bad.policy:6: after: want a duration such as 30s or 2m, got "soon"`,
+		"bad.policy:7: colour: unknown field",
+		"bad.policy:8: match.headr: unknown field",
+		"bad.policy:9: text: blank",
+		"bad.policy:10: answer: no labels",
+		`bad.policy:11: answer: "x" twice`,
+		"bad.policy:12: after: a person rule does not act",
+		"bad.policy:13: not a JSON object",
+		"bad.policy:14: first: want boolean, got string",
+		"bad.policy:15: match.input.questions.0.header: not a regexp",
+		"bad.policy:16: skip: blank",
+		"bad.policy:17: match.multi_select: want boolean, got string",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error does not say %q:\n%v", want, err)
+		}
+	}
+	if _, err := policy.Parse("empty.policy", []byte("# nothing\n\n")); err == nil || !strings.Contains(err.Error(), "empty.policy:1: no rules") {
+		t.Errorf("an empty policy: %v", err)
+	}
+}
