@@ -452,7 +452,10 @@ func cmdAnswer(ts *testscript.TestScript, neg bool, args []string) {
 		// Part of a request's answers: the bridge may hold them or refuse
 		// them, but must not take them as the whole answer.
 		var rj *harness.Rejected
+		var un *harness.Unsupported
 		switch {
+		case errors.As(err, &un):
+			rejected(ts, false, "", err, what, e, alias) // a SKIP naming the operation
 		case err == nil && ack.Status == "held":
 			ts.Logf("held, waiting for %v", ack.Missing)
 		case errors.As(err, &rj):

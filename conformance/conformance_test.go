@@ -53,6 +53,36 @@ func TestReferenceBridge(t *testing.T) {
 	}
 }
 
+// TestReferenceBridgeBrowser runs the whole suite through the reference
+// bridge's page, in headless Chromium (profiles/reference-browser.json): the
+// browser adapter finds questions and controls by ARIA role and accessible
+// name and acts as a person. Every case passes, but for the two whose
+// operation a person on the page cannot perform (malformed or partial
+// answers), which are skipped naming it.
+func TestReferenceBridgeBrowser(t *testing.T) {
+	testenv.Chromium(t)
+	p, err := harness.LoadProfile(filepath.Join("profiles", "reference-browser.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := conformance.RunSuite(context.Background(), conformance.Config{Profile: p, Askctl: askctlBin}, conformance.RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// SDK-BAD-INPUT sends malformed answers, some partial.
+	wantSkip := map[string]string{"SDK-BAD-INPUT": "answer operation", "SDK-ANSWER-ALL": "partial answer"}
+	for _, r := range rep.Results {
+		switch {
+		case wantSkip[r.Case] != "":
+			if r.Status != conformance.Skip || !strings.Contains(r.Detail, wantSkip[r.Case]) {
+				t.Errorf("%s: %s (%s), want a skip naming %q", r.Case, r.Status, r.Detail, wantSkip[r.Case])
+			}
+		case r.Status != conformance.Pass:
+			t.Errorf("%s: %s: %s\n%s", r.Case, r.Status, r.Detail, r.Log)
+		}
+	}
+}
+
 var profileFlag = flag.String("bridge", os.Getenv("ASKCTL_CONFORMANCE_BRIDGE"), "a bridge profile to check (TestBridge); default $ASKCTL_CONFORMANCE_BRIDGE")
 
 // TestBridge checks the bridge of -bridge PROFILE (or

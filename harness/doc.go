@@ -11,7 +11,7 @@
 // # The parts
 //
 //   - A Profile says how to start the bridge, how it finds its CLI, and its
-//     Surface: ws, control-ws, http or exec. NewSurface returns the adapter;
+//     Surface: ws, control-ws, http, exec or browser. NewSurface returns the adapter;
 //     a Conn is one person's connection (Pending, Sync, Answer, Skip,
 //     SendRaw).
 //   - An Env is one run: the bridge, its surface, and State — every record

@@ -48,6 +48,19 @@ func NewEnv(ctx context.Context, p *Profile, opts Options) (*Env, error) {
 		b.Close()
 		return nil, &SetupError{Op: "starting the bridge", Err: err}
 	}
+	// A surface with its own start-up (a browser, a logged-in tab) is
+	// ready before the first session, so that session's first question
+	// is seen.
+	if w, ok := s.(interface{ warm(context.Context) error }); ok {
+		wctx, cancel := context.WithTimeout(ctx, spec.start())
+		err := w.warm(wctx)
+		cancel()
+		if err != nil {
+			s.Close()
+			b.Close()
+			return nil, &SetupError{Op: "opening the surface", Err: err}
+		}
+	}
 	e := &Env{Bridge: b, Surface: s, changed: make(chan struct{}),
 		st: State{Sessions: map[string]*SessionState{}, byAgent: map[string]*SessionState{}}}
 	e.cancel = b.Subscribe(transcript.Func(e.onRecord))

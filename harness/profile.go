@@ -81,7 +81,7 @@ type Ready struct {
 
 // SurfaceSpec is the user surface and how to reach it.
 type SurfaceSpec struct {
-	// Kind is ws, control-ws, http or exec.
+	// Kind is ws, control-ws, http, exec or browser.
 	Kind string `json:"kind"`
 	// URL is the WebSocket endpoint (ws, control-ws) or the API base (http).
 	URL string `json:"url,omitempty"`
@@ -91,6 +91,9 @@ type SurfaceSpec struct {
 	// sent as a bearer token.
 	Token     string `json:"token,omitempty"`
 	TokenFile string `json:"token_file,omitempty"`
+	// Browser is the browser surface's map of the page (URL is the page,
+	// with {session} for the session's id; API starts sessions).
+	Browser *BrowserSpec `json:"browser,omitempty"`
 	// Command and Args run the exec surface.
 	Command string            `json:"command,omitempty"`
 	Args    []string          `json:"args,omitempty"`
@@ -235,7 +238,7 @@ func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Durat
 func (d Duration) D() time.Duration { return time.Duration(d) }
 
 // SurfaceKinds are the adapters the harness has.
-var SurfaceKinds = []string{"ws", "control-ws", "http", "exec"}
+var SurfaceKinds = []string{"ws", "control-ws", "http", "exec", "browser"}
 
 // LoadProfile reads and checks a profile file.
 func LoadProfile(path string) (*Profile, error) {
@@ -369,6 +372,19 @@ func (p *Profile) check() error {
 	case "http":
 		if s.URL == "" {
 			return p.errAt("surface.url", "missing: the API base, e.g. http://127.0.0.1:${PORT}")
+		}
+	case "browser":
+		if s.URL == "" {
+			return p.errAt("surface.url", "missing: the page, with {session} where a session's id goes, e.g. http://127.0.0.1:${PORT}/#session={session}")
+		}
+		if s.API == "" {
+			return p.errAt("surface.api", "missing: the HTTP API base that starts sessions")
+		}
+		if s.Browser == nil {
+			return p.errAt("surface.browser", "missing: the map of the page (see conformance/README.md)")
+		}
+		if err := s.Browser.check(p.errAt); err != nil {
+			return err
 		}
 	case "exec":
 		if s.Command == "" {

@@ -14,7 +14,7 @@ func TestParseProfileErrors(t *testing.T) {
 		{"duration", "{\n  \"name\": \"x\",\n  \"capabilities\": {\n    \"timeout\": \"soon\"\n  }\n}", `p.json:4: capabilities.timeout: want a duration such as "2s", got "soon"`},
 		{"limit", "{\n  \"name\": \"x\",\n  \"limits\": {\"start\": \"30s\",\n    \"op\": \"later\"\n  }\n}", `p.json:4: limits.op: want a duration such as "2s", got "later"`},
 		{"no name", `{"surface": {"kind": "http", "url": "http://x"}, "capabilities": {"sdk": true}}`, "p.json:1: name: missing"},
-		{"kind", "{\n \"name\": \"x\",\n \"claude\": \"arg\",\n \"surface\": {\"kind\": \"websocket\"},\n \"capabilities\": {\"sdk\": true}\n}", `p.json:4: surface.kind: want one of ws, control-ws, http, exec, got "websocket"`},
+		{"kind", "{\n \"name\": \"x\",\n \"claude\": \"arg\",\n \"surface\": {\"kind\": \"websocket\"},\n \"capabilities\": {\"sdk\": true}\n}", `p.json:4: surface.kind: want one of ws, control-ws, http, exec, browser, got "websocket"`},
 		{"claude", "{\n \"name\": \"x\",\n \"start\": {\"command\": \"b\"},\n \"claude\": \"flag\",\n \"surface\": {\"kind\": \"http\", \"url\": \"u\"},\n \"capabilities\": {\"sdk\": true}\n}", `p.json:4: claude: want arg, path or env:NAME, got "flag"`},
 		{"arg without ${CLAUDE}", "{\n \"name\": \"x\",\n \"start\": {\"command\": \"b\"},\n \"claude\": \"arg\",\n \"surface\": {\"kind\": \"http\", \"url\": \"u\"},\n \"capabilities\": {\"sdk\": true}\n}", `p.json:4: claude: "arg" but no start.args or start.env uses ${CLAUDE}`},
 		{"no route", `{"name": "x", "surface": {"kind": "http", "url": "u"}, "capabilities": {}}`, "capabilities: declares neither sdk nor mcp"},

@@ -16,7 +16,7 @@ import (
 // it: askctl's adapters speak each kind of surface, so a conformance case
 // and askctl answer --bridge work the same on any bridge with a profile.
 type Surface interface {
-	// Kind is the adapter's kind (ws, control-ws, http, exec).
+	// Kind is the adapter's kind (ws, control-ws, http, exec, browser).
 	Kind() string
 	// Start starts a session with a first prompt and returns the bridge's
 	// id for it.
@@ -176,6 +176,8 @@ func NewSurface(s SurfaceSpec) (Surface, error) {
 		return newSocketSurface(s, token), nil
 	case "http":
 		return newHTTPSurface(s, token), nil
+	case "browser":
+		return newBrowserSurface(s, token), nil
 	case "exec":
 		return startExecSurface(s)
 	}

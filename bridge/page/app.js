@@ -25,6 +25,7 @@
     ws: null,
     view: "", // a session id (its own connection, with takeover), or "" for every session
     retry: 0,
+    syncs: 0, // replays heard in full (data-synced on <html>)
     taken: false,
     sessions: new Map(), // id → session_status event
     cards: new Map(), // question id → card
@@ -41,7 +42,7 @@
       c.deadline = t + ev.timeout_seconds * 1000;
     }
     const titleID = "t-" + qid;
-    c.el = el("article", { class: "card", id: "card-" + qid, "data-qid": qid, "data-state": "pending", "aria-labelledby": titleID });
+    c.el = el("article", { class: "card", id: "card-" + qid, "data-qid": qid, "data-session": c.session, "data-asked-at": ev.time || "", "data-state": "pending", "aria-labelledby": titleID });
     c.timer = el("span", { class: "countdown", role: "timer", "aria-label": "time left" });
     c.el.append(el("div", { class: "meta" },
       el("span", { id: titleID, text: (c.questions.length > 1 ? c.questions.length + " questions" : "A question") + " from session " + c.session }),
@@ -89,14 +90,16 @@
       showOrder(c, i, fs);
     };
     opts.forEach((o, j) => {
-      const input = el("input", { type: multi ? "checkbox" : "radio", name, value: o.label, "data-key": j + 1 });
+      // Named by its label alone; the description describes it.
+      const labelID = name + "-l" + j;
+      const input = el("input", { type: multi ? "checkbox" : "radio", name, value: o.label, "data-key": j + 1, "aria-labelledby": labelID });
       input.addEventListener("change", () => choose(o.label, input));
       const descID = o.description ? name + "-d" + j : null;
       if (descID) input.setAttribute("aria-describedby", descID);
       fs.append(el("label", { class: "opt" },
         input,
         el("span", { class: "key", "aria-hidden": "true", text: String(j + 1) }),
-        el("span", { class: "label", text: o.label }),
+        el("span", { class: "label", id: labelID, text: o.label }),
         o.description ? el("span", { class: "desc", id: descID, text: o.description }) : null,
         multi ? el("span", { class: "order", "aria-hidden": "true" }) : null));
     });
@@ -206,6 +209,7 @@
   // sent.
   function ended(c, state, text) {
     c.endText = text;
+    c.el.dataset.ended = state; // how the question ended, whatever this page did
     if (c.late) setState(c, "late", text + " " + TOO_LATE, true);
     else setState(c, state, text, true);
   }
@@ -236,6 +240,9 @@
   // on handles one message from the bridge.
   function on(m) {
     const c = m.question_id ? page.cards.get(m.question_id) : null;
+    if (c && m.time && /^ask_user_(answered|skipped|timeout|withdrawn|resumed)$/.test(m.type) && !c.el.dataset.endedAt) {
+      c.el.dataset.endedAt = m.time; // when the bridge says it ended
+    }
     switch (m.type) {
       case "ask_user_question": {
         if (c && open(c)) return; // a replay of one shown already
@@ -282,6 +289,10 @@
         if (c.heard) on(c.heard);
         return;
       case "error":
+        if (!c && !m.question_id && /askctl_sync/.test(m.error || "")) {
+          document.documentElement.dataset.synced = String(++page.syncs);
+          return;
+        }
         if (!c) {
           banner("The bridge refused a message: " + m.error);
           return;
@@ -331,7 +342,7 @@
     if (all.length > shown.length) ul.append(el("li", { class: "st", text: (all.length - shown.length) + " older sessions not shown" }));
     for (const s of shown) {
       const status = s.status + (s.exit_code !== undefined && s.exit_code !== null ? " (" + s.exit_code + ")" : "");
-      ul.append(el("li", { "aria-current": s.session_id === page.view ? "page" : false },
+      ul.append(el("li", { "aria-current": s.session_id === page.view ? "page" : false, "data-session": s.session_id, "data-status": s.status, "data-waiting": s.waiting_for_user ? "true" : "false", "data-pending": s.pending_question_id || "" },
         el("a", { class: "sid", href: "#session=" + encodeURIComponent(s.session_id), text: s.session_id }), " ",
         el("span", { class: "st", text: status }), " ",
         s.waiting_for_user ? el("span", { class: "waiting", text: "waiting for you" }) : null,
@@ -348,9 +359,10 @@
 
   function takenOver() {
     page.taken = true;
+    document.documentElement.dataset.taken = "true";
     for (const c of page.cards.values()) if (open(c)) setState(c, "taken", "This session is open in another tab or window.");
     banner("This session was opened in another tab or window, which now answers it.",
-      el("button", { type: "button", text: "Answer here again", onclick: () => { page.taken = false; banner(""); connect(); } }));
+      el("button", { type: "button", text: "Answer here again", onclick: () => { page.taken = false; delete document.documentElement.dataset.taken; banner(""); connect(); } }));
     if (page.ws) page.ws.close();
   }
 
@@ -382,6 +394,10 @@
       page.retry = 0;
       page.opened = true;
       conn("connected", true);
+      // The bridge replays what is pending before it reads a message, so
+      // the reply to this one (an error: no such message type) marks the
+      // end of the replay: the page then shows everything there is.
+      ws.send(JSON.stringify({ type: "askctl_sync" }));
       // An answer in flight when the socket dropped may or may not have
       // been taken: the bridge's replay and statuses now say.
       for (const c of page.cards.values()) if (c.state === "sending") setState(c, "pending", "The connection dropped while sending; if the question is still here, send again.");
@@ -435,6 +451,7 @@
     const m = /^#session=(.+)$/.exec(location.hash);
     page.view = m ? decodeURIComponent(m[1]) : "";
     page.taken = false;
+    delete document.documentElement.dataset.taken;
     banner("");
     $("view").textContent = page.view ? "session " + page.view : "every session";
     for (const c of page.cards.values()) c.el.remove();

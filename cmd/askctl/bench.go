@@ -64,7 +64,7 @@ Exit status: 0 every session ran and every answer was right, 1 some session
 failed, was answered wrongly or lost its question, 2 usage, 3 the bridge
 would not start, 130 interrupted (what had finished is reported).`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "bridge", Usage: "the profile of the bridge to load (a file, or reference-ws|reference-http|reference-control-ws)", Value: defaultProfile, Destination: &o.bridge, Sources: cli.EnvVars("ASKCTL_BRIDGE")},
+			&cli.StringFlag{Name: "bridge", Usage: "the profile of the bridge to load (a file, or reference-ws|reference-http|reference-control-ws|reference-browser)", Value: defaultProfile, Destination: &o.bridge, Sources: cli.EnvVars("ASKCTL_BRIDGE")},
 			&cli.StringFlag{Name: "scenario", Usage: "what each agent plays: a built-in name or a file (route sdk)", Value: "ask-single", Destination: &o.scenario},
 			&cli.IntFlag{Name: "sessions", Usage: "how many sessions to run (default 200, unless --duration is given)", Destination: &o.sessions},
 			&cli.DurationFlag{Name: "duration", Usage: "start sessions for this long instead of counting them", Destination: &o.duration},

@@ -51,7 +51,7 @@ func newConformanceCmd(s *stdio, runF func(context.Context, *conformanceOptions)
 		Description: `Runs the conformance suite — one case per requirement (SDK-*, UI-*, MCP-*) — against the
 bridge a profile describes: askctl starts the bridge, makes it spawn fakeclaude
 (each session told what to play), plays the person through the bridge's user
-surface (ws, control-ws, http or exec), and checks what reaches the agent and
+surface (ws, control-ws, http, exec or browser), and checks what reaches the agent and
 the surface. Cases of capabilities the profile does not declare are skipped.
 
 With no --bridge it checks askctl's own reference bridge (askctl serve) over
@@ -69,7 +69,7 @@ Examples:
   askctl conformance --bridge ./mybridge.json --run 'SDK-ANSWER' --junit report.xml
   askctl conformance --bridge ./mybridge.json --expected-failures known.txt`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "bridge", Usage: "the profile of the bridge to check (a file, or reference-ws|reference-http|reference-control-ws)", Value: defaultProfile, Destination: &o.bridge, Sources: cli.EnvVars("ASKCTL_BRIDGE")},
+			&cli.StringFlag{Name: "bridge", Usage: "the profile of the bridge to check (a file, or reference-ws|reference-http|reference-control-ws|reference-browser)", Value: defaultProfile, Destination: &o.bridge, Sources: cli.EnvVars("ASKCTL_BRIDGE")},
 			&cli.StringFlag{Name: "run", Usage: "run only the cases whose name matches this regular expression", Destination: &o.run},
 			&cli.StringFlag{Name: "agent", Usage: "the agent the bridge spawns: fake (fakeclaude) or real (the real claude CLI against askctl's fake model API)", Value: "fake", Destination: &o.agent},
 			&cli.StringFlag{Name: "claude", Usage: "with --agent real: the real claude executable (default: the pinned one askctl claude install put in your cache, else claude on PATH)", Destination: &o.claude, Sources: cli.EnvVars(claudecli.EnvClaude)},
@@ -125,7 +125,7 @@ func (o *conformanceOptions) validate() error {
 
 // embeddedProfiles are the reference profiles askctl carries (the exec one
 // needs its script on disk: conformance/profiles/reference-exec.json).
-var embeddedProfiles = map[string]bool{"reference-ws": true, "reference-http": true, "reference-control-ws": true}
+var embeddedProfiles = map[string]bool{"reference-ws": true, "reference-http": true, "reference-control-ws": true, "reference-browser": true}
 
 // loadProfile reads --bridge: an embedded reference profile by name, or a
 // file.
@@ -138,7 +138,7 @@ func loadProfile(name string) (*harness.Profile, error) {
 	}
 	p, err := harness.LoadProfile(name)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, usagef("--bridge %s: no such profile file (built in: reference-ws, reference-http, reference-control-ws)", name)
+		return nil, usagef("--bridge %s: no such profile file (built in: reference-ws, reference-http, reference-control-ws, reference-browser)", name)
 	}
 	if err != nil {
 		return nil, usageError{err}

@@ -33,7 +33,7 @@ type bridgeConn struct {
 
 // flags are how a person command reaches the bridge.
 func (c *bridgeConn) flags() []cli.Flag {
-	return append(c.apiFlags(), &cli.StringFlag{Name: "bridge", Usage: "reach the bridge through the surface of this `PROFILE` (a file, or reference-ws|reference-http|reference-control-ws), as askctl conformance does", Destination: &c.profile})
+	return append(c.apiFlags(), &cli.StringFlag{Name: "bridge", Usage: "reach the bridge through the surface of this `PROFILE` (a file, or reference-ws|reference-http|reference-control-ws|reference-browser), as askctl conformance does", Destination: &c.profile})
 }
 
 // apiFlags reach the reference bridge's HTTP API.

@@ -1,0 +1,813 @@
+package harness
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/askctl/askctl/protocol"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+)
+
+// The browser adapter drives a web UI in a real headless Chromium, as a
+// person would: it finds each request and its controls by the profile's
+// map — CSS for the containers, ARIA roles and accessible names for the
+// controls, as a screen reader finds them — clicks options, types, presses
+// Send or Skip, and reads what the page then says. It checks the layer the
+// other adapters cannot reach: what the person sees. Sessions are started
+// through the HTTP API (surface.api), as the socket adapters do; each Conn
+// is a tab.
+
+//go:embed browser.js
+var browserDriver string
+
+// BrowserSpec is the browser surface's part of a profile (surface.browser).
+type BrowserSpec struct {
+	// Login "api" logs the browser in first: POST {api}/api/login with the
+	// token, then open the one-time link it returns (the reference page).
+	// "" opens the page as it is.
+	Login string `json:"login,omitempty"`
+	// Chromium is the browser; default ASKCTL_CHROMIUM, else chromium on
+	// PATH.
+	Chromium string     `json:"chromium,omitempty"`
+	Map      BrowserMap `json:"map"`
+}
+
+// BrowserMap says where a web UI shows what. Names are regexps matched
+// against accessible names.
+type BrowserMap struct {
+	Request       string            `json:"request"`                  // CSS: one request (1-4 questions answered together)
+	ID            string            `json:"id"`                       // the request's attribute that holds the question id
+	State         string            `json:"state"`                    // the request's attribute that holds its state
+	States        map[string]string `json:"states"`                   // state → pending, sending, answered, skipped, expired, withdrawn, taken, late, error, gone
+	Ended         string            `json:"ended,omitempty"`          // the request's attribute that says how it ended (answered, skipped, expired, withdrawn)
+	AskedAt       string            `json:"asked_at,omitempty"`       // the request's attribute with the bridge's time of the question (RFC 3339), if the page keeps it
+	EndedAt       string            `json:"ended_at,omitempty"`       // … and of its end
+	SessionAttr   string            `json:"session_attr,omitempty"`   // the request's attribute that holds its session id
+	QuestionRoles []string          `json:"question_roles"`           // ARIA roles of one question within a request
+	Text          string            `json:"text"`                     // CSS within a question: its text
+	Header        string            `json:"header,omitempty"`         // CSS within a question: its header chip
+	Status        string            `json:"status,omitempty"`         // CSS within a request: what the page says about it
+	Send          string            `json:"send"`                     // the button that sends the answers
+	Skip          string            `json:"skip,omitempty"`           // the button that skips
+	Reason        string            `json:"reason,omitempty"`         // the field for a skip's reason
+	Other         string            `json:"other,omitempty"`          // the choice for one's own words
+	Ready         string            `json:"ready"`                    // "SELECTOR@ATTRIBUTE", set (anew) once the page has the bridge's replay
+	Taken         string            `json:"taken,omitempty"`          // CSS that matches once another tab took the session over
+	Sessions      string            `json:"sessions,omitempty"`       // CSS of a session entry (data-session, data-status, data-waiting, data-pending)
+	Chromium      []string          `json:"chromium_flags,omitempty"` // extra browser flags
+}
+
+// browserStates are the states a map may name.
+var browserStates = map[string]bool{"pending": true, "sending": true, "answered": true, "skipped": true, "expired": true, "withdrawn": true, "taken": true, "late": true, "error": true, "gone": true}
+
+func (s *BrowserSpec) check(errAt func(field, format string, args ...any) error) error {
+	m := s.Map
+	for _, f := range []struct{ field, v string }{{"request", m.Request}, {"id", m.ID}, {"state", m.State}, {"text", m.Text}, {"send", m.Send}, {"ready", m.Ready}} {
+		if f.v == "" {
+			return errAt("surface.browser.map."+f.field, "missing")
+		}
+	}
+	if len(m.QuestionRoles) == 0 {
+		return errAt("surface.browser.map.question_roles", "missing: the ARIA roles of one question (e.g. radiogroup, group)")
+	}
+	if !strings.Contains(m.Ready, "@") {
+		return errAt("surface.browser.map.ready", "want SELECTOR@ATTRIBUTE, got %q", m.Ready)
+	}
+	for k, v := range m.States {
+		if !browserStates[v] {
+			return errAt("surface.browser.map.states."+k, "want one of pending, sending, answered, skipped, expired, withdrawn, taken, late, error, gone; got %q", v)
+		}
+	}
+	if s.Login != "" && s.Login != "api" {
+		return errAt("surface.browser.login", `want "api" or nothing, got %q`, s.Login)
+	}
+	return nil
+}
+
+type browserSurface struct {
+	spec  SurfaceSpec
+	api   *httpSurface
+	token func() (string, error)
+
+	mu        sync.Mutex
+	shared    *sharedBrowser
+	loggedIn  bool
+	tabs      map[*browserConn]bool
+	closed    bool
+	spare     *browserConn // a tab ready at the page of every session
+	preparing bool         // a spare is being opened; spareDone closes when it is
+	spareDone chan struct{}
+	spareErr  error
+}
+
+func newBrowserSurface(s SurfaceSpec, token func() (string, error)) *browserSurface {
+	return &browserSurface{spec: s, token: token, api: newHTTPSurface(SurfaceSpec{URL: s.API, Slow: s.Slow, Limits: s.Limits}, token), tabs: map[*browserConn]bool{}}
+}
+
+// warm starts the browser, logs it in and opens a tab at the page, before
+// the first session: a question asked as a session starts is then seen
+// (NewEnv calls it).
+func (s *browserSurface) warm(ctx context.Context) error {
+	s.prepareSpare()
+	s.mu.Lock()
+	done := s.spareDone
+	s.mu.Unlock()
+	if done != nil {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.spare == nil {
+		return fmt.Errorf("the page did not open: %v", s.spareErr)
+	}
+	return nil
+}
+
+func (s *browserSurface) Kind() string { return "browser" }
+
+func (s *browserSurface) Start(ctx context.Context, prompt string) (string, error) {
+	return s.api.Start(ctx, prompt)
+}
+
+// Close closes the surface's tabs, and lets go of the browser.
+func (s *browserSurface) Close() error {
+	s.mu.Lock()
+	tabs := make([]*browserConn, 0, len(s.tabs))
+	for c := range s.tabs {
+		tabs = append(tabs, c)
+	}
+	shared := s.shared
+	s.shared, s.spare, s.closed = nil, nil, true
+	s.mu.Unlock()
+	for _, c := range tabs {
+		_ = c.Close()
+	}
+	if shared != nil {
+		shared.release()
+	}
+	return nil
+}
+
+// chromium finds the browser.
+func (s *browserSurface) chromium() (string, error) {
+	if p := s.spec.Browser.Chromium; p != "" {
+		return p, nil
+	}
+	if p := os.Getenv("ASKCTL_CHROMIUM"); p != "" {
+		return p, nil
+	}
+	for _, n := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(n); err == nil {
+			return p, nil
+		}
+	}
+	return "", errors.New("the browser surface needs Chromium: install it (Debian: apt-get install chromium), or set ASKCTL_CHROMIUM or surface.browser.chromium")
+}
+
+// browser is the shared Chromium, logged in when the profile says so.
+func (s *browserSurface) browser(ctx context.Context) (context.Context, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.shared == nil {
+		path, err := s.chromium()
+		if err != nil {
+			return nil, err
+		}
+		if s.shared, err = acquireBrowser(path, s.spec.Browser.Map.Chromium, s.spec.start()); err != nil {
+			return nil, err
+		}
+	}
+	if s.spec.Browser.Login == "api" && !s.loggedIn {
+		if err := s.login(ctx, s.shared.root); err != nil {
+			return nil, err
+		}
+		s.loggedIn = true
+	}
+	return s.shared.root, nil
+}
+
+// A Chromium is shared by every browser surface of the process with the
+// same browser and flags: a conformance run starts it once, not once a
+// case. It stops a few seconds after its last surface closes (and with the
+// process: chromedp has the kernel kill it then).
+var browsers = struct {
+	mu sync.Mutex
+	m  map[string]*sharedBrowser
+}{m: map[string]*sharedBrowser{}}
+
+type sharedBrowser struct {
+	key   string
+	root  context.Context
+	stop  func()
+	users int
+	idle  *time.Timer
+}
+
+func acquireBrowser(path string, flags []string, limit time.Duration) (*sharedBrowser, error) {
+	key := path + "\x00" + strings.Join(flags, "\x00")
+	browsers.mu.Lock()
+	defer browsers.mu.Unlock()
+	if b := browsers.m[key]; b != nil {
+		if b.idle != nil {
+			b.idle.Stop()
+			b.idle = nil
+		}
+		b.users++
+		return b, nil
+	}
+	dir, err := os.MkdirTemp("", "askctl-chromium-*")
+	if err != nil {
+		return nil, err
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.UserDataDir(dir), chromedp.WindowSize(1000, 900), chromedp.Flag("disable-quic", true), chromedp.Flag("disable-component-update", true),
+		// computedRole and computedName: the driver finds controls by role
+		// and accessible name.
+		chromedp.Flag("enable-blink-features", "ComputedAccessibilityInfo"))
+	for _, f := range flags {
+		k, v, _ := strings.Cut(strings.TrimLeft(f, "-"), "=")
+		if v == "" {
+			opts = append(opts, chromedp.Flag(k, true))
+		} else {
+			opts = append(opts, chromedp.Flag(k, v))
+		}
+	}
+	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	root, rcancel := chromedp.NewContext(actx)
+	if err := first(root, limit); err != nil {
+		rcancel()
+		acancel()
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("starting %s: %w", path, err)
+	}
+	b := &sharedBrowser{key: key, root: root, users: 1, stop: func() { rcancel(); acancel(); os.RemoveAll(dir) }}
+	browsers.m[key] = b
+	return b, nil
+}
+
+func (b *sharedBrowser) release() {
+	browsers.mu.Lock()
+	defer browsers.mu.Unlock()
+	if b.users--; b.users > 0 {
+		return
+	}
+	b.idle = time.AfterFunc(5*time.Second, func() {
+		browsers.mu.Lock()
+		defer browsers.mu.Unlock()
+		if b.users == 0 && browsers.m[b.key] == b {
+			delete(browsers.m, b.key)
+			b.stop()
+		}
+	})
+}
+
+// first makes ctx's browser or tab, within limit. It must run on ctx
+// itself, with no deadline of its own: chromedp ends a browser or a tab
+// with the context of its first action.
+func first(ctx context.Context, limit time.Duration) error {
+	done := make(chan error, 1)
+	go func() { done <- chromedp.Do(ctx) }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(limit):
+		_ = chromedp.Cancel(ctx)
+		return fmt.Errorf("not up within %v", limit)
+	}
+}
+
+// login opens a one-time login link in a tab of its own and waits until the
+// page has the key.
+func (s *browserSurface) login(ctx context.Context, root context.Context) error {
+	c, err := s.api.client()
+	if err != nil {
+		return err
+	}
+	link, _, err := c.LoginURL(ctx)
+	if err != nil {
+		return fmt.Errorf("logging the browser in: %w", rejection(err))
+	}
+	tab, tcancel := chromedp.NewContext(root)
+	defer tcancel()
+	if err := first(tab, s.spec.start()); err != nil {
+		return fmt.Errorf("logging the browser in: %w", err)
+	}
+	lctx, cancel := context.WithTimeout(tab, s.spec.start())
+	defer cancel()
+	if err := chromedp.Do(lctx, chromedp.Navigate(link)); err != nil {
+		return fmt.Errorf("logging the browser in: %w", err)
+	}
+	for {
+		loc, err := chromedp.Run(lctx, chromedp.Location())
+		if err != nil {
+			return fmt.Errorf("logging the browser in: %w", err)
+		}
+		if u, _ := url.Parse(loc); u != nil && u.Path != "/login" {
+			return nil
+		}
+		select {
+		case <-lctx.Done():
+			return fmt.Errorf("logging the browser in: the login page did not go on to the page within %v", s.spec.start())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// Open connects a person: a tab at the page of the session (or of every
+// session). A tab is kept ready at the page of every session, so opening
+// one is a change of the address's fragment where the profile's URL puts
+// the session there (the reference page does), not a page load: a question
+// asked as the session starts is seen before it is gone.
+func (s *browserSurface) Open(ctx context.Context, session string, sink func(SurfaceEvent)) (Conn, error) {
+	if _, err := s.browser(ctx); err != nil {
+		return nil, err
+	}
+	target := s.pageURL(session)
+	s.mu.Lock()
+	if s.spare == nil && s.preparing {
+		done := s.spareDone
+		s.mu.Unlock()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		s.mu.Lock()
+	}
+	c := s.spare
+	s.spare = nil
+	s.mu.Unlock()
+	defer s.prepareSpare()
+	if c != nil && c.url == target {
+		c.adopt(session, sink) // the page of every session, as the spare shows it
+		return c, nil
+	}
+	if c != nil && sameDocument(c.url, target) {
+		if err := c.switchTo(ctx, target, session, sink); err != nil {
+			_ = c.Close()
+			return nil, err
+		}
+		return c, nil
+	}
+	if c != nil {
+		_ = c.Close()
+	}
+	return s.newTab(ctx, target, session, sink)
+}
+
+// pageURL is the page of one session, or of every session ("").
+func (s *browserSurface) pageURL(session string) string {
+	return strings.ReplaceAll(s.spec.URL, "{session}", url.QueryEscape(session))
+}
+
+// sameDocument reports whether two addresses differ only after the #.
+func sameDocument(a, b string) bool {
+	da, _, okA := strings.Cut(a, "#")
+	db, _, okB := strings.Cut(b, "#")
+	return okA && okB && da == db
+}
+
+// prepareSpare opens the next tab in the background.
+func (s *browserSurface) prepareSpare() {
+	s.mu.Lock()
+	if s.spare != nil || s.preparing || s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.preparing, s.spareDone = true, make(chan struct{})
+	done := s.spareDone
+	s.mu.Unlock()
+	go func() {
+		defer close(done)
+		ctx, cancel := context.WithTimeout(context.Background(), s.spec.start())
+		defer cancel()
+		var c *browserConn
+		_, err := s.browser(ctx)
+		if err == nil {
+			c, err = s.newTab(ctx, s.pageURL(""), "", nil)
+		}
+		s.mu.Lock()
+		s.preparing, s.spareErr = false, err
+		if err == nil && !s.closed && s.spare == nil {
+			s.spare, c = c, nil
+		}
+		s.mu.Unlock()
+		if c != nil {
+			_ = c.Close()
+		}
+	}()
+}
+
+// newTab opens a tab at target, with the driver in every document it
+// loads, and waits until the page has the bridge's replay.
+func (s *browserSurface) newTab(ctx context.Context, target, session string, sink func(SurfaceEvent)) (*browserConn, error) {
+	s.mu.Lock()
+	shared := s.shared
+	s.mu.Unlock()
+	if shared == nil {
+		return nil, errors.New("the browser surface is closed")
+	}
+	tab, cancel := chromedp.NewContext(shared.root)
+	if err := first(tab, s.spec.start()); err != nil {
+		cancel()
+		return nil, fmt.Errorf("opening a tab: %w", err)
+	}
+	c := &browserConn{s: s, tab: tab, cancel: cancel, url: target, session: session, sink: sink, last: map[string]browserRequest{}, status: map[string]browserSession{}, changed: make(chan struct{})}
+	s.mu.Lock()
+	s.tabs[c] = true
+	s.mu.Unlock()
+	m, _ := json.Marshal(s.spec.Browser.Map)
+	script := "window.__askctlMap = " + string(m) + ";\n" + browserDriver
+	octx, ocancel := context.WithTimeout(tab, s.spec.start())
+	defer ocancel()
+	stop := context.AfterFunc(ctx, ocancel)
+	defer stop()
+	err := chromedp.Do(octx,
+		chromedp.ExposeFunc("__askctlPush", func(_ context.Context, snap string) (chromedp.Void, error) {
+			c.onSnapshot(snap)
+			return chromedp.Void{}, nil
+		}),
+		func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+			_, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: script})
+			return chromedp.Void{}, err
+		},
+		chromedp.Navigate(target))
+	if err == nil {
+		err = c.await(octx, func() bool { return c.ready != "" })
+	}
+	if err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("opening %s in the browser: %w", target, err)
+	}
+	return c, nil
+}
+
+// adopt hands a spare tab to a person: it showed every session until now,
+// and what it showed of this one is told, when it showed it (a question
+// the agent withdrew at once was seen then, and is not replayed later).
+func (c *browserConn) adopt(session string, sink func(SurfaceEvent)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.session, c.sink = session, sink
+	last := c.last
+	c.last, c.order, c.status = map[string]browserRequest{}, nil, map[string]browserSession{}
+	for _, id := range c.order0(last) {
+		r := last[id]
+		if session != "" && r.Session != session {
+			continue
+		}
+		c.last[id] = r
+		c.order = append(c.order, id)
+		sink(r.shownEvent())
+		if e, ok := c.endedEvent(r); ok && r.Ended != "" {
+			sink(e)
+		}
+	}
+}
+
+// switchTo points a ready tab at another session's page (a change of the
+// fragment), and waits for that page's replay.
+func (c *browserConn) switchTo(ctx context.Context, target, session string, sink func(SurfaceEvent)) error {
+	c.mu.Lock()
+	c.url = target
+	before := c.ready
+	c.mu.Unlock()
+	c.adopt(session, sink)
+	actx, cancel := c.bound(ctx)
+	defer cancel()
+	t, _ := json.Marshal(target)
+	if _, err := chromedp.Run(actx, chromedp.Evaluate[bool](`location.href = `+string(t)+`, true`)); err != nil {
+		return fmt.Errorf("opening %s in the browser: %w", target, err)
+	}
+	if err := c.await(actx, func() bool { return c.ready != "" && c.ready != before }); err != nil {
+		return fmt.Errorf("opening %s in the browser: the page did not hear the bridge's replay within %v", target, c.s.spec.op())
+	}
+	return nil
+}
+
+// browserRequest is a request as one snapshot shows it.
+type browserRequest struct {
+	ID      string `json:"id"`
+	State   string `json:"state"`
+	Ended   string `json:"ended"`
+	Status  string `json:"status"`
+	Session string `json:"session"`
+	SeenMS  int64  `json:"seen_ms"`  // the page's clock: when it first showed it
+	EndedMS int64  `json:"ended_ms"` // … and how it ended
+	AskedAt string `json:"asked_at"` // the bridge's times, where the page has them
+	EndedAt string `json:"ended_at"`
+
+	seen    time.Time           // when this tab first showed it
+	endedAt time.Time           // when it first showed how it ended
+	qs      []protocol.Question // as the page showed it then
+}
+
+type browserSession struct {
+	ID      string `json:"id"`
+	Status  string `json:"status"`
+	Waiting bool   `json:"waiting"`
+	Pending string `json:"pending"`
+}
+
+type browserConn struct {
+	s       *browserSurface
+	tab     context.Context
+	cancel  func()
+	url     string
+	session string
+	sink    func(SurfaceEvent)
+
+	mu      sync.Mutex
+	seq     int64
+	ready   string
+	taken   bool
+	last    map[string]browserRequest
+	order   []string
+	status  map[string]browserSession
+	changed chan struct{} // closed and replaced at each snapshot taken
+	closed  bool
+}
+
+// kind is what the map calls a request's state.
+func (c *browserConn) kind(state string) string {
+	if k, ok := c.s.spec.Browser.Map.States[state]; ok {
+		return k
+	}
+	return state
+}
+
+// onSnapshot turns what the page shows now into events: new requests,
+// requests that ended, the session taken over, sessions' statuses.
+func (c *browserConn) onSnapshot(data string) {
+	var snap struct {
+		Seq      int64            `json:"seq"`
+		Ready    string           `json:"ready"`
+		Taken    bool             `json:"taken"`
+		Requests []browserRequest `json:"requests"`
+		Sessions []browserSession `json:"sessions"`
+	}
+	if json.Unmarshal([]byte(data), &snap) != nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || snap.Seq <= c.seq {
+		return // an older snapshot, overtaken by a newer one
+	}
+	c.seq = snap.Seq
+	now := time.Now()
+	sink := c.sink
+	if sink == nil {
+		sink = func(SurfaceEvent) {} // a spare tab: nobody listens yet
+	}
+	for _, r := range snap.Requests {
+		if c.session != "" && r.Session != "" && r.Session != c.session {
+			continue // another session's, shown before this tab was pointed at its own
+		}
+		prev, seen := c.last[r.ID]
+		if r.Session == "" {
+			r.Session = c.session
+		}
+		r.seen, r.endedAt, r.qs = prev.seen, prev.endedAt, prev.qs
+		if !seen {
+			// Shown, even if it ended before this snapshot was taken (an
+			// agent that withdraws a question at once).
+			c.order = append(c.order, r.ID)
+			r.seen, r.qs = pageTime(r.SeenMS, now), c.questions(r.ID)
+			sink(r.shownEvent())
+		}
+		if r.Ended != "" && r.Ended != prev.Ended {
+			r.endedAt = pageTime(r.EndedMS, now)
+			if e, ok := c.endedEvent(r); ok {
+				sink(e)
+			}
+		}
+		c.last[r.ID] = r
+	}
+	for _, s := range snap.Sessions {
+		if c.session != "" && s.ID != c.session {
+			continue
+		}
+		if prev, ok := c.status[s.ID]; !ok || prev != s {
+			c.status[s.ID] = s
+			w := s.Waiting
+			sink(SurfaceEvent{T: now, Type: SurfStatus, Session: s.ID, Status: s.Status, Waiting: &w, PendingID: s.Pending})
+		}
+	}
+	if snap.Taken && !c.taken {
+		sink(SurfaceEvent{T: now, Type: SurfTaken, Session: c.session})
+	}
+	c.taken, c.ready = snap.Taken, snap.Ready
+	close(c.changed)
+	c.changed = make(chan struct{})
+}
+
+// order0 is the ids of last in the order they were first seen.
+func (c *browserConn) order0(last map[string]browserRequest) []string {
+	ids := make([]string, 0, len(last))
+	for id := range last {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return last[ids[i]].seen.Before(last[ids[j]].seen) })
+	return ids
+}
+
+// bound is a context of the tab (chromedp runs actions on its own
+// context) that ends at the op limit, or when ctx does.
+func (c *browserConn) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	actx, cancel := context.WithTimeout(c.tab, c.s.spec.op())
+	stop := context.AfterFunc(ctx, cancel)
+	return actx, func() { stop(); cancel() }
+}
+
+// bridgeTime is a time the bridge gave (SurfaceEvent.At: when the bridge
+// says it happened), or zero.
+func bridgeTime(s string) time.Time {
+	t, _ := time.Parse(time.RFC3339Nano, s)
+	return t
+}
+
+// pageTime is a time the page stamped (milliseconds since the epoch, on
+// this machine's clock), or def when it gave none.
+func pageTime(ms int64, def time.Time) time.Time {
+	if ms <= 0 {
+		return def
+	}
+	return time.UnixMilli(ms)
+}
+
+func (r browserRequest) shownEvent() SurfaceEvent {
+	return SurfaceEvent{T: r.seen, At: bridgeTime(r.AskedAt), Type: SurfQuestion, QuestionID: r.ID, Session: r.Session, Questions: r.qs}
+}
+
+// endedEvent is the event for how r ended, if the map names it.
+func (c *browserConn) endedEvent(r browserRequest) (SurfaceEvent, bool) {
+	typ := map[string]string{"answered": SurfAnswered, "skipped": SurfSkipped, "expired": SurfExpired, "withdrawn": SurfWithdrawn}[c.kind(r.Ended)]
+	return SurfaceEvent{T: r.endedAt, At: bridgeTime(r.EndedAt), Type: typ, QuestionID: r.ID, Session: r.Session, Reason: r.Status}, typ != ""
+}
+
+// questions reads a request's questions off the page.
+func (c *browserConn) questions(qid string) []protocol.Question {
+	ctx, cancel := context.WithTimeout(c.tab, c.s.spec.op())
+	defer cancel()
+	var qs []protocol.Question
+	js, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`JSON.stringify(window.__askctl.questions(%q))`, qid)))
+	if err == nil {
+		_ = json.Unmarshal([]byte(js), &qs)
+	}
+	return qs
+}
+
+// await waits until cond holds, checked after each snapshot.
+func (c *browserConn) await(ctx context.Context, cond func() bool) error {
+	for {
+		c.mu.Lock()
+		ok, ch := cond(), c.changed
+		c.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (c *browserConn) Pending(ctx context.Context) ([]Pending, error) {
+	c.mu.Lock()
+	var ids []string
+	for _, id := range c.order {
+		if k := c.kind(c.last[id].State); k == "pending" || k == "error" {
+			ids = append(ids, id)
+		}
+	}
+	c.mu.Unlock()
+	out := []Pending{}
+	for _, id := range ids {
+		out = append(out, Pending{QuestionID: id, Session: c.session, Questions: c.questions(id)})
+	}
+	return out, nil
+}
+
+func (c *browserConn) Sync(ctx context.Context) error {
+	sctx, cancel := context.WithTimeout(ctx, c.s.spec.op())
+	defer cancel()
+	return c.await(sctx, func() bool { return c.ready != "" })
+}
+
+// act runs one of the driver's operations, then waits for the page to
+// settle the request: what it then says is the bridge's reply.
+func (c *browserConn) act(ctx context.Context, op, qid, call string) (string, string, error) {
+	actx, cancel := c.bound(ctx)
+	defer cancel()
+	c.mu.Lock()
+	from := c.seq
+	c.mu.Unlock()
+	res, err := chromedp.Run(actx, chromedp.Evaluate[string](`JSON.stringify(`+call+`)`))
+	if err != nil {
+		return "", "", fmt.Errorf("%s in the browser: %w", op, err)
+	}
+	var r struct {
+		OK          bool   `json:"ok"`
+		Code        string `json:"code"`
+		Unsupported string `json:"unsupported"`
+		Error       string `json:"error"`
+	}
+	_ = json.Unmarshal([]byte(res), &r)
+	switch {
+	case r.Unsupported != "":
+		return "", "", &Unsupported{Op: r.Unsupported, Message: r.Error}
+	case !r.OK:
+		return "", "", &Rejected{Code: r.Code, Message: r.Error}
+	}
+	var k, status string
+	err = c.await(actx, func() bool {
+		r := c.last[qid]
+		k, status = c.kind(r.State), r.Status
+		return c.seq > from && k != "pending" && k != "sending"
+	})
+	if err != nil {
+		return "", "", fmt.Errorf("%s in the browser: the page did not settle question %s within %v (it says %q)", op, qid, c.s.spec.op(), status)
+	}
+	return k, status, nil
+}
+
+func (c *browserConn) Answer(ctx context.Context, qid string, answers map[string][]string) (Ack, error) {
+	a, _ := json.Marshal(answers)
+	k, status, err := c.act(ctx, "answer", qid, fmt.Sprintf(`window.__askctl.answer(%q, %s)`, qid, a))
+	if err == nil {
+		err = settled(k, status)
+	}
+	if err != nil {
+		return Ack{}, err
+	}
+	return Ack{Status: k}, nil
+}
+
+func (c *browserConn) Skip(ctx context.Context, qid, reason string) error {
+	r, _ := json.Marshal(reason)
+	k, status, err := c.act(ctx, "skip", qid, fmt.Sprintf(`window.__askctl.skip(%q, %s)`, qid, r))
+	if err != nil {
+		return err
+	}
+	if k == "skipped" {
+		return nil
+	}
+	return settled(k, status)
+}
+
+// settled is the error for how the page settled a request after this
+// connection's answer or skip: nil when it took it.
+func settled(kind, status string) error {
+	switch kind {
+	case "answered", "skipped":
+		return nil
+	case "taken":
+		return &Rejected{Code: "session_taken", Message: status}
+	case "error":
+		return &Rejected{Code: "invalid", Message: status}
+	}
+	return &Rejected{Code: "resolved", Message: status}
+}
+
+func (c *browserConn) SendRaw(context.Context, string, []byte) error {
+	return &Unsupported{Op: "raw message", Message: "a person on a web page sends only what its controls send"}
+}
+
+func (c *browserConn) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	c.mu.Unlock()
+	c.s.mu.Lock()
+	delete(c.s.tabs, c)
+	c.s.mu.Unlock()
+	c.cancel()
+	c.mu.Lock()
+	sink := c.sink
+	c.mu.Unlock()
+	if sink != nil {
+		sink(SurfaceEvent{T: time.Now(), Type: SurfClosed, Session: c.session, Reason: "the tab was closed"})
+	}
+	return nil
+}

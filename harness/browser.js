@@ -1,0 +1,177 @@
+// askctl's browser adapter: this script runs in every document of a tab
+// the harness drives. It finds a web UI's questions by the profile's map
+// (CSS for containers, ARIA roles and accessible names for controls, as a
+// screen reader would) and acts as a person: it clicks options, types,
+// presses Send or Skip. It reports what the page shows to the harness
+// (window.__askctlPush) whenever the page changes. The map arrives as
+// window.__askctlMap, set before this runs.
+"use strict";
+(() => {
+  const M = window.__askctlMap;
+  if (!M || window.__askctl) return;
+  const role = (e) => e.computedRole || e.getAttribute("role") || "";
+  const name = (e) => (e.computedName || e.getAttribute("aria-label") || e.textContent || "").trim();
+  const re = (s) => new RegExp(s);
+  const all = (root, sel) => Array.from(root.querySelectorAll(sel));
+  // Controls and groups only: computing every element's role is slow.
+  const CANDIDATES = "input, button, textarea, select, fieldset, a, [role], [contenteditable]";
+  const byRole = (root, roles, nameRe) =>
+    all(root, CANDIDATES).filter((e) => roles.includes(role(e)) && (!nameRe || nameRe.test(name(e))));
+  const text = (root, sel) => {
+    const e = sel && root.querySelector(sel);
+    return e ? e.textContent.trim() : "";
+  };
+
+  // attr reads "SELECTOR@ATTRIBUTE" (no eval: pages forbid it).
+  function attr(spec) {
+    if (!spec) return "";
+    const i = spec.lastIndexOf("@");
+    const e = document.querySelector(spec.slice(0, i));
+    return (e && e.getAttribute(spec.slice(i + 1))) || "";
+  }
+
+  function requests() {
+    return all(document, M.request).filter((e) => e.getAttribute(M.id));
+  }
+
+  function request(qid) {
+    return requests().find((e) => e.getAttribute(M.id) === qid) || null;
+  }
+
+  // questions reads a request's questions as the page shows them.
+  function questions(card) {
+    return byRole(card, M.question_roles).map((q) => {
+      const opts = byRole(q, ["radio", "checkbox"]).filter((o) => !re(M.other).test(name(o)));
+      return {
+        question: text(q, M.text),
+        header: text(q, M.header),
+        multiSelect: opts.some((o) => role(o) === "checkbox"),
+        options: opts.map((o) => {
+          const d = o.getAttribute("aria-describedby");
+          const de = d && document.getElementById(d);
+          return { label: name(o), description: de ? de.textContent.trim() : "" };
+        }),
+      };
+    });
+  }
+
+  // snapshot is what the page shows now.
+  // Snapshots are numbered across the tab's documents (a reload starts a
+  // new one), so the harness can drop one overtaken by a later one.
+  const base = Math.round(performance.timeOrigin * 1000);
+  // When the page first showed each request, and how it ended: the times
+  // the harness reports (a snapshot reaches it a little later).
+  const seenAt = new Map(), endedAt = new Map();
+  const stamp = (m, id) => {
+    if (!m.has(id)) m.set(id, Date.now());
+    return m.get(id);
+  };
+  let seq = 0;
+  function snapshot() {
+    return {
+      seq: base + ++seq,
+      ready: attr(M.ready),
+      taken: !!(M.taken && document.querySelector(M.taken)),
+      requests: requests().map((card) => ({
+        id: card.getAttribute(M.id),
+        state: card.getAttribute(M.state) || "",
+        ended: (M.ended && card.getAttribute(M.ended)) || "",
+        seen_ms: stamp(seenAt, card.getAttribute(M.id)),
+        asked_at: (M.asked_at && card.getAttribute(M.asked_at)) || "",
+        ended_at: (M.ended_at && card.getAttribute(M.ended_at)) || "",
+        ended_ms: M.ended && card.getAttribute(M.ended) ? stamp(endedAt, card.getAttribute(M.id)) : 0,
+        status: text(card, M.status),
+        session: (M.session_attr && card.getAttribute(M.session_attr)) || "",
+      })),
+      sessions: M.sessions ? all(document, M.sessions).map((s) => ({
+        id: s.getAttribute("data-session"), status: s.getAttribute("data-status"),
+        waiting: s.getAttribute("data-waiting") === "true", pending: s.getAttribute("data-pending") || "",
+      })) : [],
+    };
+  }
+
+  function questionOf(card, text0) {
+    return byRole(card, M.question_roles).find((q) => text(q, M.text) === text0) || null;
+  }
+
+  // answer gives answers (question text → labels, or one free text) and
+  // presses Send. It refuses what a person could not do here.
+  // settled tells a request the page no longer takes answers for.
+  function settled(card) {
+    const st = card.getAttribute(M.state) || "";
+    const k = (M.states && M.states[st]) || st;
+    return k !== "pending" && k !== "error";
+  }
+
+  function answer(qid, answers) {
+    const card = request(qid);
+    if (!card) return { code: "not_found", error: "the page shows no question " + qid };
+    if (settled(card)) return { code: "resolved", error: "the page no longer takes an answer: " + text(card, M.status) };
+    const qs = byRole(card, M.question_roles);
+    for (const q of qs) {
+      if (!(text(q, M.text) in answers)) return { unsupported: "partial answer", error: "the page sends every question of a request together" };
+    }
+    for (const [qt, vals] of Object.entries(answers)) {
+      const q = questionOf(card, qt);
+      if (!q) return { code: "invalid", error: "the page shows no question " + JSON.stringify(qt) };
+      const opts = byRole(q, ["radio", "checkbox"]);
+      // Start from nothing picked, then pick in the order given.
+      for (const o of opts) if (o.checked && role(o) === "checkbox") o.click();
+      for (const v of vals) {
+        const o = opts.find((x) => name(x) === v && !re(M.other).test(name(x)));
+        if (o) {
+          if (!o.checked) o.click();
+          continue;
+        }
+        const other = opts.find((x) => re(M.other).test(name(x)));
+        const box = byRole(q, ["textbox"])[0];
+        if (!other || !box) return { unsupported: "free text", error: "the page offers no own words for " + JSON.stringify(qt) };
+        if (!other.checked) other.click();
+        box.focus();
+        box.value = v;
+        box.dispatchEvent(new Event("input", { bubbles: true }));
+      }
+    }
+    const send = byRole(card, ["button"], re(M.send))[0];
+    if (!send) return { unsupported: "answer", error: "no button named " + M.send };
+    if (send.disabled) return { code: "resolved", error: "the page no longer takes an answer: " + text(card, M.status) };
+    send.click();
+    return { ok: true };
+  }
+
+  function skip(qid, reason) {
+    const card = request(qid);
+    if (!card) return { code: "not_found", error: "the page shows no question " + qid };
+    if (settled(card)) return { code: "resolved", error: "the page no longer takes a skip: " + text(card, M.status) };
+    const btn = byRole(card, ["button"], re(M.skip))[0];
+    if (!btn) return { unsupported: "skip", error: "no button named " + M.skip };
+    if (btn.disabled) return { code: "resolved", error: "the page no longer takes a skip: " + text(card, M.status) };
+    const box = byRole(card, ["textbox"], re(M.reason))[0];
+    if (reason && !box) return { unsupported: "skip reason", error: "no field named " + M.reason };
+    if (box) {
+      box.value = reason || "";
+      box.dispatchEvent(new Event("input", { bubbles: true }));
+    }
+    btn.click();
+    return { ok: true };
+  }
+
+  window.__askctl = { snapshot, questions: (qid) => { const c = request(qid); return c ? questions(c) : null; }, answer, skip };
+
+  // Tell the harness whenever the page changes (once per burst).
+  let queued = false;
+  const push = () => {
+    if (queued) return;
+    queued = true;
+    queueMicrotask(() => {
+      queued = false;
+      if (window.__askctlPush) window.__askctlPush(JSON.stringify(snapshot())).catch(() => {});
+    });
+  };
+  const start = () => {
+    new MutationObserver(push).observe(document.documentElement, { subtree: true, childList: true, attributes: true, characterData: true });
+    push();
+  };
+  if (document.documentElement) start();
+  else document.addEventListener("DOMContentLoaded", start);
+})();
