@@ -25,9 +25,9 @@ func controlEvent(e bridgeapi.Event) (any, bool) {
 	case bridgeapi.EventTimeout:
 		return bridgeapi.ControlMessage{Type: protocol.TypeControlCancelRequest, RequestID: e.QuestionID, Status: bridgeapi.QuestionExpired, Reason: e.Error, Time: e.Time}, true
 	case bridgeapi.EventAnswered:
-		return bridgeapi.ControlMessage{Type: protocol.TypeControlCancelRequest, RequestID: e.QuestionID, Status: bridgeapi.QuestionAnswered, Time: e.Time}, true
+		return bridgeapi.ControlMessage{Type: protocol.TypeControlCancelRequest, RequestID: e.QuestionID, Status: bridgeapi.QuestionAnswered, Rule: e.Rule, Time: e.Time}, true
 	case bridgeapi.EventSkipped:
-		return bridgeapi.ControlMessage{Type: protocol.TypeControlCancelRequest, RequestID: e.QuestionID, Status: bridgeapi.QuestionSkipped, Reason: e.Reason, Time: e.Time}, true
+		return bridgeapi.ControlMessage{Type: protocol.TypeControlCancelRequest, RequestID: e.QuestionID, Status: bridgeapi.QuestionSkipped, Reason: e.Reason, Rule: e.Rule, Time: e.Time}, true
 	case bridgeapi.EventWithdrawn:
 		return bridgeapi.ControlMessage{Type: protocol.TypeControlCancelRequest, RequestID: e.QuestionID, Status: bridgeapi.QuestionWithdrawn, Reason: e.Reason, Time: e.Time}, true
 	case bridgeapi.EventStatus:

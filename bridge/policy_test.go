@@ -114,20 +114,28 @@ func TestPolicySkips(t *testing.T) {
 	}
 }
 
-// eventsOf is the session's logged events of one type.
+// eventsOf is the session's logged events of one type, once there is one
+// (an event is logged a moment after the agent, or an MCP caller, has the
+// answer), or none after 10s.
 func eventsOf(t *testing.T, e *env, session, typ string) []bridgeapi.Event {
 	t.Helper()
-	all, err := e.b.EventsAfter(context.Background(), 0, session, 1000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []bridgeapi.Event
-	for _, ev := range all {
-		if ev.Type == typ {
-			out = append(out, ev)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		all, err := e.b.EventsAfter(context.Background(), 0, session, 1000)
+		if err != nil {
+			t.Fatal(err)
 		}
+		var out []bridgeapi.Event
+		for _, ev := range all {
+			if ev.Type == typ {
+				out = append(out, ev)
+			}
+		}
+		if len(out) > 0 || time.Now().After(deadline) {
+			return out
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	return out
 }
 
 // TestPolicyLeavesAStartedAnswer: once a person has answered part of a
@@ -158,5 +166,29 @@ func TestPolicyLeavesAStartedAnswer(t *testing.T) {
 	}
 	if ev := eventsOf(t, e, s.ID, bridgeapi.EventAnswered); len(ev) != 1 || ev[0].Rule != "" {
 		t.Errorf("answered events %+v, want the person's", ev)
+	}
+}
+
+// TestPolicyDecisionOnEverySurface: a rule's decision names the rule on the
+// WebSocket surface and on the control surface (SSE carries the same
+// events as the WebSocket).
+func TestPolicyDecisionOnEverySurface(t *testing.T) {
+	p, err := policy.Parse("wait.policy", []byte(`{"name":"db","match":{"header":"^Database$"},"answer":"Postgres","after":"300ms"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, bridge.Config{Policy: p})
+	s := e.start("ask-single", "Set up storage for the app.")
+	q := e.pending(s.ID, 1)[0]
+	ws, control := wsDial(t, e, s.ID), socketDial(t, e, "/control", s.ID)
+	want := `rule "db" (wait.policy:1)`
+	if m := wsRead(t, ws, "ask_user_answered"); m.Get("question_id").String() != q.ID || m.Get("rule").String() != want {
+		t.Errorf("ws: %s", m.Raw)
+	}
+	if m := wsRead(t, control, "control_cancel_request"); m.Get("status").String() != "answered" || m.Get("rule").String() != want {
+		t.Errorf("control: %s", m.Raw)
+	}
+	if ended := e.ended(s.ID); *ended.ExitCode != 0 {
+		t.Errorf("the agent exited %d: %s", *ended.ExitCode, ended.Detail)
 	}
 }

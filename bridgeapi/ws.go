@@ -56,7 +56,7 @@ type WSReply struct {
 // Server → client:
 //
 //	{"type":"control_request","request_id":"q_…","session_id":"s_…","request":{"subtype":"can_use_tool","tool_name":"AskUserQuestion","input":{"questions":[…]}}}
-//	{"type":"control_cancel_request","request_id":"q_…","status":"expired"|"answered"|"skipped"|"withdrawn","reason":"…"}
+//	{"type":"control_cancel_request","request_id":"q_…","status":"expired"|"answered"|"skipped"|"withdrawn","reason":"…","rule":"…"}
 //	{"type":"session_taken","session_id":"s_…"}
 //	{"type":"session_status",…}                     as on /ws, on connect and on change
 //	{"type":"ask_user_ack",…} and {"type":"error",…}, as on /ws
@@ -80,6 +80,7 @@ type ControlMessage struct {
 	Request   *ControlAsk `json:"request,omitempty"`
 	Status    string      `json:"status,omitempty"`
 	Reason    string      `json:"reason,omitempty"`
+	Rule      string      `json:"rule,omitempty"` // answered or skipped by a policy's rule, not a person
 	Time      time.Time   `json:"time,omitzero"`
 }
 

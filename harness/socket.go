@@ -156,7 +156,7 @@ func controlToEvent(data []byte) SurfaceEvent {
 		case bridgeapi.QuestionSkipped:
 			t = SurfSkipped
 		}
-		return SurfaceEvent{Type: t, QuestionID: m.RequestID, Reason: m.Reason, At: m.Time}
+		return SurfaceEvent{Type: t, QuestionID: m.RequestID, Reason: m.Reason, At: m.Time, By: m.Rule}
 	case bridgeapi.MsgSessionTaken:
 		return SurfaceEvent{Type: SurfTaken, Session: m.SessionID}
 	case bridgeapi.EventStatus:
