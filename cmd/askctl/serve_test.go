@@ -36,7 +36,7 @@ type served struct {
 	state string
 	trans string // fakeclaude transcripts, one per agent process
 	cmd   *exec.Cmd
-	log   *bytes.Buffer
+	log   *lockedBuffer
 	args  []string
 }
 
@@ -56,7 +56,7 @@ func serve(t *testing.T, args ...string) *served {
 func (s *served) start() {
 	s.t.Helper()
 	self, _ := os.Executable()
-	s.log = &bytes.Buffer{}
+	s.log = &lockedBuffer{}
 	s.cmd = exec.Command(self, append([]string{"serve", "--claude", "fakeclaude", "--addr", "127.0.0.1:0"}, s.args...)...)
 	s.cmd.Env = append(os.Environ(), envTestAsAskctl+"=1", bridgeapi.EnvStateDir+"="+s.state)
 	s.cmd.Env = append(s.cmd.Env, fakeclaude.Env{Transcript: filepath.Join(s.trans, "t-{pid}.jsonl"), Timeout: 30 * time.Second, Linger: 2 * time.Second}.Environ()...)
@@ -74,6 +74,24 @@ func (s *served) start() {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// lockedBuffer is what the bridge process wrote, read while it writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // askctl runs an askctl command against the bridge, in process.
