@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/askctl/askctl/harness"
 	"github.com/askctl/askctl/transcript"
@@ -83,8 +84,14 @@ func TestServePolicy(t *testing.T) {
 	if len(sent) != 1 || sent[0] != `{"How should I format the output?":"Summary","Which sections?":"Intro, Outro"}` {
 		t.Errorf("the agent received %v", sent)
 	}
-	if !strings.Contains(s.log.String(), `answered by the policy's rule "format" (`+file+`:3)`) {
-		t.Errorf("the bridge's log does not name the rule:\n%s", s.log)
+	// The bridge logs the decision once the answer went out: maybe just
+	// after the agent exited.
+	logged := `answered by the policy's rule "format" (` + file + `:3)`
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(s.log.String(), logged); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Errorf("the bridge's log does not name the rule:\n%s", s.log)
+			break
+		}
 	}
 	by := harness.SurfaceEvent{Type: harness.SurfAnswered, QuestionID: "q_1", Answers: map[string]string{"Q": "A"}, By: `rule "format" (ci.policy:3)`}
 	if got := describeEvent(by); !strings.Contains(got, `q_1 answered by the policy's rule "format" (ci.policy:3): "Q"="A"`) {

@@ -970,9 +970,14 @@ func TestAgentFailureIsTold(t *testing.T) {
 // its key; --json says when it stops working.
 func TestLoginLinks(t *testing.T) {
 	s := serve(t)
-	printed := regexp.MustCompile(`open (http://127\.0\.0\.1:\d+/login\?code=[0-9a-f]{32})\b`).FindStringSubmatch(s.log.String())
-	if printed == nil {
-		t.Fatalf("askctl serve printed no login link:\n%s", s.log)
+	// serve prints the link just after it says where it listens (which
+	// serve() waits for).
+	linkRe := regexp.MustCompile(`open (http://127\.0\.0\.1:\d+/login\?code=[0-9a-f]{32})\b`)
+	var printed []string
+	for deadline := time.Now().Add(10 * time.Second); printed == nil; time.Sleep(10 * time.Millisecond) {
+		if printed = linkRe.FindStringSubmatch(s.log.String()); printed == nil && time.Now().After(deadline) {
+			t.Fatalf("askctl serve printed no login link within 10s:\n%s", s.log)
+		}
 	}
 	link := strings.TrimSpace(s.must("login"))
 	var j struct {
