@@ -642,22 +642,22 @@ var errPersonStarted = errors.New("a person has begun to answer it")
 func (b *Bridge) stopRule(qid string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if t := b.rule[qid]; t != nil {
-		t.Stop()
-		delete(b.rule, qid)
-	}
+	stopIn(b.rule, qid)
 }
 
+// stopTimer stops question qid's deadline, and the policy's action.
 func (b *Bridge) stopTimer(qid string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if t := b.timer[qid]; t != nil {
+	stopIn(b.timer, qid)
+	stopIn(b.rule, qid)
+}
+
+// stopIn stops and forgets timers[qid]; b.mu is held.
+func stopIn(timers map[string]*time.Timer, qid string) {
+	if t := timers[qid]; t != nil {
 		t.Stop()
-		delete(b.timer, qid)
-	}
-	if t := b.rule[qid]; t != nil {
-		t.Stop()
-		delete(b.rule, qid)
+		delete(timers, qid)
 	}
 }
 

@@ -8,12 +8,12 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"os/exec"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/askctl/askctl/internal/chromium"
 	"github.com/askctl/askctl/protocol"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
@@ -38,34 +38,34 @@ type BrowserSpec struct {
 	// "" opens the page as it is.
 	Login string `json:"login,omitempty"`
 	// Chromium is the browser; default ASKCTL_CHROMIUM, else chromium on
-	// PATH.
+	// PATH. Flags are more of its command-line flags.
 	Chromium string     `json:"chromium,omitempty"`
+	Flags    []string   `json:"chromium_flags,omitempty"`
 	Map      BrowserMap `json:"map"`
 }
 
 // BrowserMap says where a web UI shows what. Names are regexps matched
 // against accessible names.
 type BrowserMap struct {
-	Request       string            `json:"request"`                  // CSS: one request (1-4 questions answered together)
-	ID            string            `json:"id"`                       // the request's attribute that holds the question id
-	State         string            `json:"state"`                    // the request's attribute that holds its state
-	States        map[string]string `json:"states"`                   // state → pending, sending, answered, skipped, expired, withdrawn, taken, late, error, gone
-	Ended         string            `json:"ended,omitempty"`          // the request's attribute that says how it ended (answered, skipped, expired, withdrawn)
-	AskedAt       string            `json:"asked_at,omitempty"`       // the request's attribute with the bridge's time of the question (RFC 3339), if the page keeps it
-	EndedAt       string            `json:"ended_at,omitempty"`       // … and of its end
-	SessionAttr   string            `json:"session_attr,omitempty"`   // the request's attribute that holds its session id
-	QuestionRoles []string          `json:"question_roles"`           // ARIA roles of one question within a request
-	Text          string            `json:"text"`                     // CSS within a question: its text
-	Header        string            `json:"header,omitempty"`         // CSS within a question: its header chip
-	Status        string            `json:"status,omitempty"`         // CSS within a request: what the page says about it
-	Send          string            `json:"send"`                     // the button that sends the answers
-	Skip          string            `json:"skip,omitempty"`           // the button that skips
-	Reason        string            `json:"reason,omitempty"`         // the field for a skip's reason
-	Other         string            `json:"other,omitempty"`          // the choice for one's own words
-	Ready         string            `json:"ready"`                    // "SELECTOR@ATTRIBUTE", set (anew) once the page has the bridge's replay
-	Taken         string            `json:"taken,omitempty"`          // CSS that matches once another tab took the session over
-	Sessions      string            `json:"sessions,omitempty"`       // CSS of a session entry (data-session, data-status, data-waiting, data-pending)
-	Chromium      []string          `json:"chromium_flags,omitempty"` // extra browser flags
+	Request       string            `json:"request"`                // CSS: one request (1-4 questions answered together)
+	ID            string            `json:"id"`                     // the request's attribute that holds the question id
+	State         string            `json:"state"`                  // the request's attribute that holds its state
+	States        map[string]string `json:"states"`                 // state → pending, sending, answered, skipped, expired, withdrawn, taken, late, error, gone
+	Ended         string            `json:"ended,omitempty"`        // the request's attribute that says how it ended (answered, skipped, expired, withdrawn)
+	AskedAt       string            `json:"asked_at,omitempty"`     // the request's attribute with the bridge's time of the question (RFC 3339), if the page keeps it
+	EndedAt       string            `json:"ended_at,omitempty"`     // … and of its end
+	SessionAttr   string            `json:"session_attr,omitempty"` // the request's attribute that holds its session id
+	QuestionRoles []string          `json:"question_roles"`         // ARIA roles of one question within a request
+	Text          string            `json:"text"`                   // CSS within a question: its text
+	Header        string            `json:"header,omitempty"`       // CSS within a question: its header chip
+	Status        string            `json:"status,omitempty"`       // CSS within a request: what the page says about it
+	Send          string            `json:"send"`                   // the button that sends the answers
+	Skip          string            `json:"skip,omitempty"`         // the button that skips
+	Reason        string            `json:"reason,omitempty"`       // the field for a skip's reason
+	Other         string            `json:"other,omitempty"`        // the choice for one's own words
+	Ready         string            `json:"ready"`                  // "SELECTOR@ATTRIBUTE", set (anew) once the page has the bridge's replay
+	Taken         string            `json:"taken,omitempty"`        // CSS that matches once another tab took the session over
+	Sessions      string            `json:"sessions,omitempty"`     // CSS of a session entry (data-session, data-status, data-waiting, data-pending)
 }
 
 // browserStates are the states a map may name.
@@ -163,32 +163,16 @@ func (s *browserSurface) Close() error {
 	return nil
 }
 
-// chromium finds the browser.
-func (s *browserSurface) chromium() (string, error) {
-	if p := s.spec.Browser.Chromium; p != "" {
-		return p, nil
-	}
-	if p := os.Getenv("ASKCTL_CHROMIUM"); p != "" {
-		return p, nil
-	}
-	for _, n := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(n); err == nil {
-			return p, nil
-		}
-	}
-	return "", errors.New("the browser surface needs Chromium: install it (Debian: apt-get install chromium), or set ASKCTL_CHROMIUM or surface.browser.chromium")
-}
-
 // browser is the shared Chromium, logged in when the profile says so.
 func (s *browserSurface) browser(ctx context.Context) (context.Context, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.shared == nil {
-		path, err := s.chromium()
+		path, err := chromium.Find(s.spec.Browser.Chromium)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("the browser surface: %w (or surface.browser.chromium)", err)
 		}
-		if s.shared, err = acquireBrowser(path, s.spec.Browser.Map.Chromium, s.spec.start()); err != nil {
+		if s.shared, err = acquireBrowser(path, s.spec.Browser.Flags, s.spec.start()); err != nil {
 			return nil, err
 		}
 	}

@@ -291,6 +291,24 @@ type matchJSON struct {
 	Input       map[string]string `json:"input"`
 }
 
+// matchFields are the fields of a rule's match.
+const matchFields = "question, header, option, multi_select, session, input"
+
+// decodeProblem reports why an object (a rule, or the field prefix names)
+// did not decode: a field of the wrong type, an unknown field (known says
+// which there are), or no object at all.
+func decodeProblem(err error, prefix, known string, bad func(field, format string, a ...any)) {
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &te):
+		bad(prefix+te.Field, "want %s, got %s", protocol.KindName(te.Type.Kind()), te.Value)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		bad(prefix+strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`), "unknown field (%s)", known)
+	default:
+		bad(strings.TrimSuffix(prefix, "."), "not a JSON object: %v", err)
+	}
+}
+
 // Parse reads a policy; name is the file it came from, for errors. Every
 // problem is reported, each with its line and field.
 func Parse(name string, data []byte) (*Policy, error) {
@@ -314,15 +332,7 @@ func Parse(name string, data []byte) (*Policy, error) {
 		dec := json.NewDecoder(bytes.NewReader(line))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&rj); err != nil {
-			var te *json.UnmarshalTypeError
-			switch {
-			case errors.As(err, &te):
-				bad(te.Field, "want %s, got %s", protocol.KindName(te.Type.Kind()), te.Value)
-			case strings.HasPrefix(err.Error(), "json: unknown field "):
-				bad(strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`), "unknown field (a rule has name, match, answer, text, first, skip, person, after; match has question, header, option, multi_select, session, input)")
-			default:
-				bad("", "not a JSON object: %v", err)
-			}
+			decodeProblem(err, "", "a rule has name, match, answer, text, first, skip, person, after; match has "+matchFields, bad)
 			continue
 		}
 		if dec.More() {
@@ -394,15 +404,7 @@ func Parse(name string, data []byte) (*Policy, error) {
 			md := json.NewDecoder(bytes.NewReader(rj.Match))
 			md.DisallowUnknownFields()
 			if err := md.Decode(m); err != nil {
-				var te *json.UnmarshalTypeError
-				switch {
-				case errors.As(err, &te):
-					bad("match."+te.Field, "want %s, got %s", protocol.KindName(te.Type.Kind()), te.Value)
-				case strings.HasPrefix(err.Error(), "json: unknown field "):
-					bad("match."+strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`), "unknown field (match has question, header, option, multi_select, session, input)")
-				default:
-					bad("match", "want an object: %v", err)
-				}
+				decodeProblem(err, "match.", "match has "+matchFields, bad)
 				m = nil
 			}
 		}

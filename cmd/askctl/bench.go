@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -235,7 +236,7 @@ func runBench(ctx context.Context, o *benchOptions) error {
 	prog.finish()
 
 	rep := &BenchReport{Bridge: p.Name, Scenario: sc.Name, Concurrency: o.concurrency, Sessions: len(results), Outcomes: map[string]int{},
-		Seconds: math.Round(elapsed.Seconds()*100) / 100, Interrupted: ctx.Err() != nil, CPUs: numCPU()}
+		Seconds: math.Round(elapsed.Seconds()*100) / 100, Interrupted: ctx.Err() != nil, CPUs: runtime.NumCPU()}
 	if elapsed > 0 {
 		rep.PerSecond = math.Round(float64(len(results))/elapsed.Seconds()*10) / 10
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -18,9 +17,7 @@ func TestBench(t *testing.T) {
 	t.Setenv(envTestAsAskctl, "1") // the bridge the profile starts is this binary
 	dir := t.TempDir()
 	bench := func(args ...string) (int, string, string) {
-		var out, errOut bytes.Buffer
-		code := run(context.Background(), append([]string{"askctl", "bench"}, args...), func(string) string { return "" }, strings.NewReader(""), &out, &errOut)
-		return code, out.String(), errOut.String()
+		return askctlIn(t, "", append([]string{"bench"}, args...)...)
 	}
 	plot := filepath.Join(dir, "latency.svg")
 	code, out, errOut := bench("--sessions", "6", "--concurrency", "3", "--scenario", "ask-multi", "--json", "--plot", plot)

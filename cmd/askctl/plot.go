@@ -5,12 +5,9 @@ import (
 	"html"
 	"math"
 	"os"
-	"runtime"
 	"strings"
 	"time"
 )
-
-func numCPU() int { return runtime.NumCPU() }
 
 // plotPoint is one question: when its session started in the run, and its
 // two latencies.

@@ -102,11 +102,7 @@ func runPolicyCheck(ctx context.Context, o *policyOptions) error {
 		p, err := policy.Load(f)
 		if err != nil {
 			var pe *policy.Error
-			if errors.As(err, &pe) {
-				fmt.Fprintln(o.io.err, err)
-			} else {
-				fmt.Fprintf(o.io.err, "askctl: %v\n", err)
-			}
+			printLoadError(o.io.err, err, errors.As(err, &pe))
 			bad = true
 			continue
 		}

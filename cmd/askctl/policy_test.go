@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/askctl/askctl/harness"
-	"github.com/askctl/askctl/transcript"
 	"github.com/tidwall/gjson"
 )
 
@@ -76,10 +75,8 @@ func TestServePolicy(t *testing.T) {
 		t.Fatalf("fakeclaude exited %v:\n%s", codes, s.log)
 	}
 	var sent []string
-	for _, r := range s.transcripts() {
-		if r.Dir == transcript.ToCLI && gjson.GetBytes(r.Msg, "type").String() == "control_response" {
-			sent = append(sent, gjson.GetBytes(r.Msg, "response.response.updatedInput.answers").Raw)
-		}
+	for _, r := range s.responses() {
+		sent = append(sent, r.Get("updatedInput.answers").Raw)
 	}
 	if len(sent) != 1 || sent[0] != `{"How should I format the output?":"Summary","Which sections?":"Intro, Outro"}` {
 		t.Errorf("the agent received %v", sent)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 	"unicode/utf8"
@@ -59,6 +60,17 @@ func (o *scenariosOptions) validate() error {
 // descWidth bounds a description in the list.
 const descWidth = 80
 
+// printLoadError prints why a file did not load: its problems (listed) as
+// file:line: field: message, one a line, as compilers do; any other error
+// with askctl's prefix.
+func printLoadError(w io.Writer, err error, listed bool) {
+	if listed {
+		fmt.Fprintln(w, err)
+	} else {
+		fmt.Fprintf(w, "askctl: %v\n", err)
+	}
+}
+
 func runScenarios(ctx context.Context, o *scenariosOptions) error {
 	w := o.io.out
 	switch {
@@ -69,14 +81,8 @@ func runScenarios(ctx context.Context, o *scenariosOptions) error {
 		for _, n := range o.names {
 			sc, err := scenarios.Load(n)
 			if err != nil {
-				// A scenario's problems print as file:line: field: message,
-				// one a line, as compilers do; other errors get askctl's prefix.
 				var list scenarios.ErrorList
-				if errors.As(err, &list) {
-					fmt.Fprintln(o.io.err, err)
-				} else {
-					fmt.Fprintf(o.io.err, "askctl: %v\n", err)
-				}
+				printLoadError(o.io.err, err, errors.As(err, &list))
 				bad = true
 				continue
 			}

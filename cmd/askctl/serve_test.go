@@ -123,6 +123,18 @@ func (s *served) transcripts() []transcript.Record {
 	return out
 }
 
+// responses are the permission results the agents received (each
+// control_response's response.response), in file order.
+func (s *served) responses() []gjson.Result {
+	var out []gjson.Result
+	for _, r := range s.transcripts() {
+		if r.Dir == transcript.ToCLI && gjson.GetBytes(r.Msg, "type").String() == "control_response" {
+			out = append(out, gjson.GetBytes(r.Msg, "response.response"))
+		}
+	}
+	return out
+}
+
 // exits waits for n fakeclaude exit records and returns their codes.
 func (s *served) exits(n int) []int {
 	s.t.Helper()
@@ -192,10 +204,8 @@ func TestServeAnswerEndToEnd(t *testing.T) {
 		t.Errorf("fakeclaude exited %v", codes)
 	}
 	var sent []string
-	for _, r := range s.transcripts() {
-		if r.Dir == transcript.ToCLI && gjson.GetBytes(r.Msg, "type").String() == "control_response" {
-			sent = append(sent, gjson.GetBytes(r.Msg, "response.response.updatedInput.answers").Raw)
-		}
+	for _, r := range s.responses() {
+		sent = append(sent, r.Get("updatedInput.answers").Raw)
 	}
 	if len(sent) != 1 || sent[0] != `{"How should I format the output?":"Summary","Which sections?":"Intro, Outro"}` {
 		t.Errorf("the agent received %v", sent)
@@ -223,10 +233,8 @@ func TestServeSkipAndTimeout(t *testing.T) {
 		t.Errorf("fakeclaude exits %v, want 0 0 (ask-skip accepts a deny)", codes)
 	}
 	var denies []string
-	for _, r := range s.transcripts() {
-		if r.Dir == transcript.ToCLI && gjson.GetBytes(r.Msg, "type").String() == "control_response" {
-			denies = append(denies, gjson.GetBytes(r.Msg, "response.response.behavior").String()+": "+gjson.GetBytes(r.Msg, "response.response.message").String())
-		}
+	for _, r := range s.responses() {
+		denies = append(denies, r.Get("behavior").String()+": "+r.Get("message").String())
 	}
 	if len(denies) != 2 || !strings.Contains(strings.Join(denies, "\n"), "deny: User skipped this question") || !strings.Contains(strings.Join(denies, "\n"), "timed out") {
 		t.Errorf("the agents received %q", denies)
@@ -401,12 +409,7 @@ func TestAutomationLoop(t *testing.T) {
 		t.Errorf("the loop answered:\n%s", out)
 	}
 	codes := s.exits(2)
-	sent := 0
-	for _, r := range s.transcripts() {
-		if r.Dir == transcript.ToCLI && gjson.GetBytes(r.Msg, "type").String() == "control_response" {
-			sent++
-		}
-	}
+	sent := len(s.responses())
 	if codes[0] != 0 || codes[1] != 0 || sent != 2 {
 		t.Errorf("exits %v, %d responses; want 0 0 and 2\n%s", codes, sent, out)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/askctl/askctl/claudecli"
 	"github.com/askctl/askctl/claudecli/mcpclient"
 	"github.com/askctl/askctl/fakeclaude"
+	"github.com/askctl/askctl/internal/chromium"
 )
 
 // RunAsFakeclaude turns the test binary into fakeclaude when an agent started
@@ -115,13 +116,8 @@ func missing(t testing.TB, err error) {
 // Debian's chromium where it is missing: scripts/install-chromium.sh).
 func Chromium(t testing.TB) string {
 	t.Helper()
-	if p := os.Getenv("ASKCTL_CHROMIUM"); p != "" {
+	if p, err := chromium.Find(""); err == nil {
 		return p
-	}
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
 	}
 	if os.Getenv("ASKCTL_REQUIRE_BROWSER") != "" {
 		t.Fatal("chromium not found (make test installs it: scripts/install-chromium.sh; or set ASKCTL_CHROMIUM)")
