@@ -4,7 +4,7 @@ NPM_DIR   := testdata/sdk
 NPM_STAMP := $(NPM_DIR)/node_modules/.installed
 STATICCHECK_VERSION := v0.8.2
 
-.PHONY: help build conformance replay demo test race npm real-cli browser screenshots lint bench fuzz fidelity clean
+.PHONY: help build conformance replay demo test race npm real-cli browser screenshots lint bench mutate fuzz fidelity clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*?## "} /^[a-zA-Z_-]+:.*?## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -23,6 +23,7 @@ demo: build ## start the reference bridge with fakeclaude, run a session, answer
 
 test: npm real-cli browser ## install what the tests need, vet, run every test, and show the fidelity summary (CI runs this)
 	$(GO) vet ./...
+	$(GO) vet -tags mutation ./bridge ./internal/mcpask ./internal/mutation
 	ASKCTL_REQUIRE_NPM=1 ASKCTL_REQUIRE_BROWSER=1 $(GO) test ./...
 	@out=$$(./bin/askctl fidelity 2>&1) || { echo "$$out"; exit 1; }; echo "$$out" | tail -1
 
@@ -51,11 +52,15 @@ $(NPM_STAMP): $(NPM_DIR)/package.json $(NPM_DIR)/package-lock.json
 lint: ## gofmt, go vet, staticcheck, go mod tidy check
 	@test -z "$$(gofmt -l .)" || (echo "gofmt would change:"; gofmt -l .; exit 1)
 	$(GO) vet ./...
+	$(GO) vet -tags mutation ./bridge ./internal/mcpask ./internal/mutation
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 	$(GO) mod tidy -diff
 
 bench: ## run the benchmarks (whole sessions; see the README for figures)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+mutate: ## mutation-test the reference bridge and the MCP ask server, the conformance suite as the oracle (1-2 h on 2 cores; not in CI; see conformance/MUTATION.md)
+	./scripts/mutate.sh
 
 fuzz: ## fuzz the line decoder for 30s
 	$(GO) test -run '^$$' -fuzz FuzzDecoder -fuzztime 30s ./protocol

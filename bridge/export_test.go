@@ -1,3 +1,5 @@
+//go:build !mutation
+
 package bridge
 
 // FailWrites makes the bridge's database writes fail as fault says (nil:

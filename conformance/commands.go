@@ -41,6 +41,7 @@ func commands() map[string]command {
 		"tool-result": {"[!] tool-result [-error] [-timeout D] ALIAS [TEXT|~REGEXP…]  the current question's ask_user call returned to the agent: an answer naming each TEXT (-error: an isError result); ! : names none of them", cmdToolResult},
 		"latency":     {"latency ALIAS deliver|answer MAX  the current question's measured latency is at most MAX", cmdLatency},
 		"pending":     {"pending [-conn C] ALIAS N  the surface lists N questions waiting, the current one among them", cmdPending},
+		"permit":      {"permit [-conn C] ALIAS allow|deny [REASON]  wait for another tool's permission prompt on the surface (capability permissions) and allow or deny it", cmdPermit},
 		"race":        {"race ALIAS LABEL1 LABEL2  two answers to the current (single) question at once: exactly one is accepted", cmdRace},
 		"raw":         {"raw [-conn C] ALIAS DATA  send DATA where an answer goes, in the surface's own protocol: it must be rejected with a message", cmdRaw},
 		"requirement": {"requirement ID  name the requirement the case checks (first line of every case)", cmdRequirement},
@@ -488,6 +489,24 @@ func cmdSkip(ts *testscript.TestScript, neg bool, args []string) {
 	ctx, cancel := waitCtx(ts, 15*time.Second)
 	defer cancel()
 	rejected(ts, neg, f["code"], s.Skip(ctx, connFlag(f), qid, reason), "skipping "+qid, e, args[0])
+}
+
+func cmdPermit(ts *testscript.TestScript, neg bool, args []string) {
+	f, args := flags(ts, args, []string{"conn"}, nil)
+	if neg || len(args) < 2 || len(args) > 3 || (args[1] != "allow" && args[1] != "deny") {
+		ts.Fatalf("usage: permit [-conn C] ALIAS allow|deny [REASON]")
+	}
+	e := envOf(ts)
+	s := e.Session(args[0])
+	reason := ""
+	if len(args) == 3 {
+		reason = args[2]
+	}
+	ctx, cancel := waitCtx(ts, 15*time.Second)
+	defer cancel()
+	id, err := s.Permit(ctx, connFlag(f), args[1] == "allow", reason)
+	rejected(ts, false, "", err, "the permission prompt "+id, e, args[0])
+	ts.Logf("permit %s: %s", id, args[1])
 }
 
 func cmdRaw(ts *testscript.TestScript, neg bool, args []string) {

@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	askctlBin = filepath.Join(dir, "askctl")
-	if out, err := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "../cmd/askctl", "../cmd/fakeclaude", "../cmd/fakeclaude-mcp").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "../cmd/askctl", "../cmd/fakeclaude", "../cmd/fakeclaude-mcp", "../examples/chatbot", "../examples/chatbot/chatbot-adapter").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "building askctl, fakeclaude and fakeclaude-mcp: %v\n%s", err, out)
 		os.Exit(1)
 	}
@@ -50,6 +50,54 @@ func TestReferenceBridge(t *testing.T) {
 			}
 			conformance.Run(t, conformance.Config{Profile: p, Askctl: askctlBin})
 		})
+	}
+}
+
+// TestChatbotExample runs the suite against examples/chatbot, a chat-style
+// bridge written as a third party would (cards, typed numbers, no skip, no
+// header, other tools put to the person), through its own exec adapter and
+// profile, and holds every verdict to what that bridge is: the missing
+// header fails SDK-DELIVER alone (cases that only show questions on the way
+// are BLOCKED by it), cases that need a skip or a malformed answer are
+// skipped naming the operation, and the rest pass, SDK-PASSTHROUGH's
+// permit op and SDK-TIMEOUT among them.
+func TestChatbotExample(t *testing.T) {
+	t.Parallel()
+	p, err := harness.LoadProfile(filepath.Join("..", "examples", "chatbot", "askctl-profile.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Dir(askctlBin)
+	p.Start.Command, p.Surface.Command = filepath.Join(dir, "chatbot"), filepath.Join(dir, "chatbot-adapter")
+	rep, err := conformance.RunSuite(context.Background(), conformance.Config{Profile: p, Askctl: askctlBin}, conformance.RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"SDK-DELIVER":         conformance.Fail + ` header is ""`,
+		"SDK-ISOLATION":       conformance.Blocked + " SDK-DELIVER",
+		"SDK-PASSTHROUGH":     conformance.Blocked + " SDK-DELIVER",
+		"SDK-SEQUENTIAL":      conformance.Blocked + " SDK-DELIVER",
+		"UI-RECONNECT-REPLAY": conformance.Blocked + " SDK-DELIVER",
+		"SDK-BAD-INPUT":       conformance.Skip + " no raw operation",
+		"SDK-LATE-ANSWER":     conformance.Skip + " no skip operation",
+		"SDK-NO-EMPTY":        conformance.Skip + " no skip operation",
+		"SDK-SKIP-DENY":       conformance.Skip + " no skip operation",
+		"UI-PERSIST":          conformance.Skip + " capability persist",
+		"UI-TAKEOVER":         conformance.Skip + " capability takeover",
+	}
+	for _, r := range rep.Results {
+		w := want[r.Case]
+		if w == "" && strings.HasPrefix(r.Case, "MCP-") {
+			w = conformance.Skip + " capability mcp"
+		}
+		if w == "" {
+			w = conformance.Pass
+		}
+		status, detail, _ := strings.Cut(w, " ")
+		if r.Status != status || !strings.Contains(r.Detail, detail) {
+			t.Errorf("%s: %s (%s), want %s naming %q", r.Case, r.Status, r.Detail, status, detail)
+		}
 	}
 }
 

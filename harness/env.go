@@ -354,6 +354,21 @@ func (e *Env) SendRaw(ctx context.Context, alias, conn, qid string, raw []byte) 
 	return c.SendRaw(ctx, qid, raw)
 }
 
+// Permit allows or denies another tool's permission prompt over connection
+// conn of alias's session; an *Unsupported when the surface has no permit
+// operation.
+func (e *Env) Permit(ctx context.Context, alias, conn, promptID string, allow bool, reason string) error {
+	_, c, err := e.conn(alias, conn)
+	if err != nil {
+		return err
+	}
+	p, ok := c.(Permitter)
+	if !ok {
+		return &Unsupported{Op: "permit", Message: "the adapter cannot answer other tools' permission prompts"}
+	}
+	return p.Permit(ctx, promptID, allow, reason)
+}
+
 // Pending lists what connection conn of alias's session shows as waiting.
 func (e *Env) Pending(ctx context.Context, alias, conn string) ([]Pending, error) {
 	_, c, err := e.conn(alias, conn)

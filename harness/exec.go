@@ -27,10 +27,12 @@ import (
 //	→ {"id":5,"op":"skip","conn":"c1","question_id":"q_1","reason":"…"}   ← {"id":5}
 //	→ {"id":6,"op":"raw","conn":"c1","question_id":"q_1","data":"<bytes as the surface would send them>"} ← {"id":6}
 //	→ {"id":7,"op":"close","conn":"c1"}                         ← {"id":7}
+//	→ {"id":8,"op":"permit","conn":"c1","question_id":"p_1","allow":false,"reason":"…"} ← {"id":8}
 //	← {"id":N,"error":"…","code":"resolved"}                      any request the bridge refused
 //	← {"id":N,"unsupported":true,"error":"why"}                    the surface has no such operation (no skip in a chat): the case is skipped, naming it
 //	← {"id":N,"ignored":true}                                     the surface took it and did nothing (an empty message a chat drops)
 //	← {"event":{"type":"question","question_id","session_id","questions":[…]},"conn":"c1"}
+//	← {"event":{"type":"permission","question_id","session_id","tool_name","input"},"conn":"c1"}
 //
 // raw sends data as the surface itself would carry an answer (the body of
 // a chat message, an HTTP body): the bytes a malformed answer would be,
@@ -38,11 +40,16 @@ import (
 // 2..N of one request (several questions shown one at a time) share the
 // request's one question_id: the harness answers a request, never a card.
 //
+// permit answers another tool's permission prompt (a bridge that declares
+// capability permissions shows them as permission events): allow, or deny
+// with a reason.
+//
 // Event types are the Surf* constants (question, expired, answered, held,
-// skipped, withdrawn, resumed, status, taken, closed). answers hold the
+// skipped, withdrawn, resumed, status, taken, closed, permission). answers hold the
 // labels a person picked in order (one element for a single-select
 // question or free text); the command decides how its surface carries them.
-// Each reply must come within 10 s.
+// Each reply must come within the profile's limits.op (the first, and each
+// start's, within limits.start).
 
 type execSurface struct {
 	reply  time.Duration // how long an operation's reply may take (limits.op)
@@ -330,6 +337,11 @@ func (c *execConn) Skip(ctx context.Context, qid, reason string) error {
 
 func (c *execConn) SendRaw(ctx context.Context, qid string, raw []byte) error {
 	_, err := c.e.call(ctx, map[string]any{"op": "raw", "conn": c.conn, "question_id": qid, "data": string(raw)})
+	return err
+}
+
+func (c *execConn) Permit(ctx context.Context, id string, allow bool, reason string) error {
+	_, err := c.e.call(ctx, map[string]any{"op": "permit", "conn": c.conn, "question_id": id, "allow": allow, "reason": reason})
 	return err
 }
 

@@ -153,6 +153,50 @@ func (s *Session) SendRaw(ctx context.Context, conn string, raw []byte) error {
 	return s.e.SendRaw(ctx, s.alias, conn, s.Current(), raw)
 }
 
+// Permit waits until connection conn shows another tool's permission
+// prompt (capability permissions) not answered yet, then allows or denies
+// it, and returns its id. A surface with no permit operation gives an
+// *Unsupported.
+func (s *Session) Permit(ctx context.Context, conn string, allow bool, reason string) (string, error) {
+	var id string
+	next := func(ss *SessionState) string {
+		for _, ev := range ss.Surface {
+			if ev.Conn == conn && ev.Type == SurfPermission && ev.QuestionID != "" && !ss.permitted[ev.QuestionID] {
+				return ev.QuestionID
+			}
+		}
+		return ""
+	}
+	exp := onSession(s.alias, fmt.Sprintf("connection %s of session %s shows another tool's permission prompt", conn, s.alias), func(ss *SessionState) (Verdict, string) {
+		if next(ss) != "" {
+			return Met, ""
+		}
+		for _, ev := range ss.Surface {
+			if ev.Conn == conn && ev.Type == SurfClosed {
+				return Unmeetable, "the connection closed: " + ev.Reason
+			}
+		}
+		return exited(ss)
+	})
+	if err := s.e.Await(ctx, exp); err != nil {
+		return "", err
+	}
+	s.e.mu.Lock()
+	if ss := s.e.st.Sessions[s.alias]; ss != nil {
+		if id = next(ss); id != "" {
+			if ss.permitted == nil {
+				ss.permitted = map[string]bool{}
+			}
+			ss.permitted[id] = true
+		}
+	}
+	s.e.mu.Unlock()
+	if id == "" {
+		return "", fmt.Errorf("connection %s of session %s shows no new permission prompt (another wait took it)", conn, s.alias)
+	}
+	return id, s.e.Permit(ctx, s.alias, conn, id, allow, reason)
+}
+
 // Pending lists what connection conn shows as waiting.
 func (s *Session) Pending(ctx context.Context, conn string) ([]Pending, error) {
 	return s.e.Pending(ctx, s.alias, conn)

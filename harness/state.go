@@ -64,7 +64,8 @@ type SessionState struct {
 	byToolUse    map[string]*Request  // Requests by tool_use id
 	answered     map[string]time.Time // question id → when the harness first answered it
 	consumed     map[string]map[string]bool
-	current      string // the question the case works on: the last one awaited
+	permitted    map[string]bool // permission prompts answered (Session.Permit)
+	current      string          // the question the case works on: the last one awaited
 	conns        map[string]Conn
 	gen          map[string]int // connections opened under each name
 }

@@ -75,6 +75,13 @@ type Interrupter interface {
 	SkipInterrupt(ctx context.Context, questionID, reason string) error
 }
 
+// Permitter is a Conn that puts other tools' permission prompts to the
+// person (capability permissions): it allows or denies the prompt its
+// SurfPermission event named. A Conn without it has no permit operation.
+type Permitter interface {
+	Permit(ctx context.Context, promptID string, allow bool, reason string) error
+}
+
 // Ack is a bridge's acceptance of an answer: answered, or held until the
 // rest of a multi-question request comes (Missing names the rest).
 type Ack struct {
@@ -132,6 +139,10 @@ const (
 	SurfTaken     = "taken"     // another connection took this session over
 	SurfClosed    = "closed"    // the connection ended (Reason says why)
 	SurfOther     = "other"     // anything else the surface said
+	// SurfPermission: another tool's permission prompt put to the person
+	// (capability permissions): QuestionID is the prompt's id, Tool and
+	// Input what the agent wants to run.
+	SurfPermission = "permission"
 )
 
 // SurfaceEvent is one thing a surface told a person.
@@ -150,7 +161,9 @@ type SurfaceEvent struct {
 	Waiting    *bool               `json:"waiting_for_user,omitempty"`
 	PendingID  string              `json:"pending_question_id,omitempty"`
 	Reason     string              `json:"reason,omitempty"`
-	By         string              `json:"by,omitempty"` // who settled it, when the surface says it was not a person (a policy's rule)
+	By         string              `json:"by,omitempty"`        // who settled it, when the surface says it was not a person (a policy's rule)
+	Tool       string              `json:"tool_name,omitempty"` // a permission prompt's tool
+	Input      json.RawMessage     `json:"input,omitempty"`     // a permission prompt's tool input
 	Raw        json.RawMessage     `json:"raw,omitempty"`
 }
 

@@ -1,0 +1,180 @@
+// Package mutation is the oracle of `make mutate`: the conformance suite,
+// run from a test in the package a mutation tool mutates (bridge, and the
+// MCP ask server), against the askctl built from that mutated source.
+//
+// The mutation tool (gremlins) runs `go test -tags mutation` in the mutated
+// package. Under that tag the package's own unit tests are left out (their
+// files say //go:build !mutation), and its mutation_test.go calls Main and
+// Oracle: Main builds askctl, fakeclaude and fakeclaude-mcp from the module
+// the test runs in (so from the mutant), and Oracle runs the conformance
+// suite against the reference bridge through one profile. A mutant is
+// killed when a case fails.
+//
+// A coverage-guided tool tests only the mutants its coverage run reaches,
+// and the bridge runs in a subprocess. When the test runs with -cover, Main
+// builds askctl with -cover, collects the counters its processes write
+// (GOCOVERDIR), and adds them to the test's -coverprofile, so the tool sees
+// what the suite ran.
+package mutation
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/askctl/askctl/conformance"
+	"github.com/askctl/askctl/harness"
+	"github.com/askctl/askctl/internal/testenv"
+)
+
+// EnvProfile names the profile the oracle runs the suite through: a file,
+// or one of conformance/profiles' reference profiles by its surface kind
+// (ws, http, control-ws, exec). Default ws.
+const EnvProfile = "ASKCTL_MUTATE_PROFILE"
+
+// CoveredPackages are the packages whose coverage the oracle reports: those
+// `make mutate` mutates.
+var CoveredPackages = []string{"github.com/askctl/askctl/bridge", "github.com/askctl/askctl/internal/mcpask"}
+
+// mainPackages must be instrumented too: a binary built with -cover writes
+// its counters at exit only when its main package is.
+var mainPackages = []string{"github.com/askctl/askctl/cmd/askctl"}
+
+var askctlBin string
+
+// Main is the mutation test binary's TestMain.
+func Main(m *testing.M) {
+	testenv.RunAsFakeclaude()
+	flag.Parse()
+	code, err := run(m)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mutation:", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+func run(m *testing.M) (int, error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return 1, err
+	}
+	dir, err := os.MkdirTemp("", "askctl-mutation-")
+	if err != nil {
+		return 1, err
+	}
+	defer os.RemoveAll(dir)
+	args := []string{"build", "-o", dir + string(filepath.Separator)}
+	cover := testing.CoverMode() != ""
+	covDir := filepath.Join(dir, "cover")
+	if cover {
+		args = append(args, "-cover", "-covermode", testing.CoverMode(), "-coverpkg", strings.Join(append(CoveredPackages, mainPackages...), ","))
+		if err := os.Mkdir(covDir, 0o755); err != nil {
+			return 1, err
+		}
+		os.Setenv("GOCOVERDIR", covDir)
+	}
+	args = append(args, "./cmd/askctl", "./cmd/fakeclaude", "./cmd/fakeclaude-mcp")
+	build := exec.Command("go", args...)
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		return 1, fmt.Errorf("building askctl from the mutated source: %v\n%s", err, out)
+	}
+	askctlBin = filepath.Join(dir, "askctl")
+	code := m.Run()
+	if cover {
+		if err := addCoverage(covDir, filepath.Join(dir, "cover.txt")); err != nil {
+			return code, err
+		}
+	}
+	return code, nil
+}
+
+func moduleRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %v", err)
+	}
+	mod := strings.TrimSpace(string(out))
+	if mod == "" || mod == os.DevNull {
+		return "", fmt.Errorf("not in a Go module")
+	}
+	return filepath.Dir(mod), nil
+}
+
+// addCoverage appends the counters askctl's processes wrote in covDir to
+// the test's -coverprofile (the testing package wrote it when m.Run ended).
+func addCoverage(covDir, txt string) error {
+	f := flag.Lookup("test.coverprofile")
+	if f == nil || f.Value.String() == "" {
+		return nil
+	}
+	profile := f.Value.String()
+	if !filepath.IsAbs(profile) {
+		if d := flag.Lookup("test.outputdir"); d != nil && d.Value.String() != "" {
+			profile = filepath.Join(d.Value.String(), profile)
+		}
+	}
+	if out, err := exec.Command("go", "tool", "covdata", "textfmt", "-i", covDir, "-o", txt).CombinedOutput(); err != nil {
+		return fmt.Errorf("go tool covdata: %v\n%s", err, out)
+	}
+	in, err := os.Open(txt)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(profile, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(out)
+	sc := bufio.NewScanner(in)
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "mode:") {
+			continue
+		}
+		fmt.Fprintln(w, sc.Text())
+	}
+	if err := sc.Err(); err != nil {
+		out.Close()
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// Oracle runs the conformance suite against the reference bridge built from
+// the mutated source, through the profile EnvProfile names.
+func Oracle(t *testing.T) {
+	name := os.Getenv(EnvProfile)
+	if name == "" {
+		name = "ws"
+	}
+	var (
+		p   *harness.Profile
+		err error
+	)
+	if strings.HasSuffix(name, ".json") {
+		p, err = harness.LoadProfile(name)
+	} else {
+		var data []byte
+		data, err = conformance.Profiles.ReadFile("profiles/reference-" + name + ".json")
+		if err == nil {
+			p, err = harness.ParseProfile("reference-"+name+".json", data)
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	conformance.Run(t, conformance.Config{Profile: p, Askctl: askctlBin})
+}

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# make mutate: mutation testing of the reference bridge and the MCP ask
+# server, with the conformance suite as the oracle (internal/mutation).
+#
+# gremlins (pinned below) mutates one package's source at a time and runs
+# `go test -tags mutation` there: under that tag the package's tests are the
+# conformance suite against askctl built from the mutated source. Each file
+# group is checked through the surface that exercises it. Reports land in
+# .mutate/ (JSON, one per group) and a summary is printed. Not in CI: it
+# takes an hour or more on 2 cores.
+#
+#   scripts/mutate.sh            every group
+#   scripts/mutate.sh control    one group (see GROUPS)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+# The oracle's test binary does not change with the mutant (it builds askctl
+# from source in a subprocess): go test must not serve a cached pass.
+export GOFLAGS="${GOFLAGS:+$GOFLAGS }-count=1"
+gremlins="go run github.com/go-gremlins/gremlins/cmd/gremlins@v0.6.0"
+out="$root/.mutate"
+mkdir -p "$out"
+
+# group: package dir, profile (surface), the files mutated (a regexp)
+declare -A DIR PROFILE FILES
+DIR[core]=bridge;            PROFILE[core]=ws;          FILES[core]='^(bridge|store|events|model|mcp)\.go$'
+DIR[ws]=bridge;              PROFILE[ws]=ws;            FILES[ws]='^ws\.go$'
+DIR[http]=bridge;            PROFILE[http]=http;        FILES[http]='^http\.go$'
+DIR[control]=bridge;         PROFILE[control]=control-ws; FILES[control]='^control\.go$'
+DIR[mcpask]=internal/mcpask; PROFILE[mcpask]=ws;        FILES[mcpask]='^mcpask\.go$'
+GROUPS=(core ws http control mcpask)
+
+groups=("$@")
+[ ${#groups[@]} -gt 0 ] || groups=("${GROUPS[@]}")
+for g in "${groups[@]}"; do
+	[ -n "${DIR[$g]:-}" ] || { echo "mutate: no group $g (groups: ${GROUPS[*]})" >&2; exit 2; }
+	dir=${DIR[$g]}
+	# Exclude every Go file of the package but the group's.
+	excl=()
+	for f in "$dir"/*.go; do
+		b=$(basename "$f")
+		[[ $b =~ _test\.go$ ]] && continue
+		[[ $b =~ ${FILES[$g]} ]] && continue
+		excl+=(-E "(^|/)$b\$")
+	done
+	echo "mutate: $g: $dir (${FILES[$g]}) through the ${PROFILE[$g]} surface"
+	(cd "$dir" && ASKCTL_MUTATE_PROFILE=${PROFILE[$g]} $gremlins unleash \
+		--tags mutation --coverpkg github.com/askctl/askctl/$dir \
+		--workers "${MUTATE_WORKERS:-1}" --timeout-coefficient 4 \
+		"${excl[@]}" -o "$out/$g.json" "$root/$dir") | tee "$out/$g.log"
+done
