@@ -36,6 +36,7 @@ func commands() map[string]command {
 		"check":       {"check ALIAS  once the agent has given its own verdict on every answer it got: it reported no failure (every answer as the scenario expects, one control_response per request, no protocol error)", cmdCheck},
 		"connect":     {"connect ALIAS CONN  open another surface connection to the session", cmdConnect},
 		"delivered":   {"delivered [-conn C] ALIAS  the current question as shown equals what the agent asked: every question, header, option label and description, multiSelect, in order", cmdDelivered},
+		"dimension":   {"dimension NAME  name the dimension row the lines after it check: a failure names it (the generated rows, conformance/dimensions.go)", cmdDimension},
 		"disconnect":  {"disconnect ALIAS CONN  close a surface connection", cmdDisconnect},
 		"mcp-list":    {"mcp-list  connect to the bridge's MCP server as the profile's mcp.config says and check ask_user's input schema (question required; options of label and description; multiSelect)", cmdMCPList},
 		"tool-result": {"[!] tool-result [-error] [-timeout D] ALIAS [TEXT|~REGEXP…]  the current question's ask_user call returned to the agent: an answer naming each TEXT (-error: an isError result); ! : names none of them", cmdToolResult},
@@ -47,7 +48,7 @@ func commands() map[string]command {
 		"requirement": {"requirement ID  name the requirement the case checks (first line of every case)", cmdRequirement},
 		"response":    {"[!] response [-within D] ALIAS PATH [WANT]  gjson PATH on the permission result the agent received for the current question; WANT is JSON, text, or ~REGEXP", cmdResponse},
 		"restart":     {"restart [-kill]  restart the bridge (-kill: SIGKILL, as a crash); connections must be reopened", cmdRestart},
-		"skip":        {"[!] skip-question [-conn C] [-code CODE] ALIAS [REASON]  skip the current question", cmdSkip},
+		"skip":        {"[!] skip-question [-conn C] [-qid ID] [-code CODE] ALIAS [REASON]  skip the current question (-qid: that one)", cmdSkip},
 		"start":       {"start [-detached] ALIAS SCENARIO  start a session whose agent plays SCENARIO (built-in name, a steps .jsonl or a .txtar in $WORK); opens connection main unless -detached. A route mcp scenario runs the agent in print mode with the profile's mcp.config, and main watches every session for its question", cmdStart},
 		"status":      {"status [-conn C] [-timeout D] ALIAS  the connection is told the session waits for the user, on the current question", cmdStatus},
 	}
@@ -60,7 +61,14 @@ func commandFuncs() map[string]func(ts *testscript.TestScript, neg bool, args []
 		if name == "skip" {
 			name = "skip-question" // testscript's own skip skips the case
 		}
-		out[name] = c.run
+		run := c.run
+		out[name] = func(ts *testscript.TestScript, neg bool, args []string) {
+			if row := ts.Getenv("DIMENSION"); row != "" && ts.Getenv("ROW_SKIPPED") == row && name != "dimension" {
+				ts.Logf("(skipped with its row)")
+				return
+			}
+			run(ts, neg, args)
+		}
 	}
 	return out
 }
@@ -131,7 +139,11 @@ func fail(ts *testscript.TestScript, format string, args ...any) {
 	}
 	id := ts.Getenv("REQUIREMENT")
 	r := Requirements[id]
-	ts.Fatalf("FAIL %s (%s): %s\nobserved: %s", id, r.Level, r.Text, fmt.Sprintf(format, args...))
+	msg := fmt.Sprintf(format, args...)
+	if d := ts.Getenv("DIMENSION"); d != "" {
+		msg = "[" + d + "] " + msg
+	}
+	ts.Fatalf("FAIL %s (%s): %s\nobserved: %s", id, r.Level, r.Text, msg)
 }
 
 // failOwned is fail for a check that requirement owner owns: in a case of
@@ -222,6 +234,13 @@ func cmdRequirement(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Logf("%s (%s): %s", r.ID, r.Level, r.Text)
 }
 
+func cmdDimension(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: dimension NAME")
+	}
+	ts.Setenv("DIMENSION", args[0])
+}
+
 func cmdStart(ts *testscript.TestScript, neg bool, args []string) {
 	f, args := flags(ts, args, nil, []string{"detached"})
 	if neg || len(args) != 2 {
@@ -261,8 +280,14 @@ func loadScenario(ts *testscript.TestScript, name string) *scenarios.Scenario {
 		return sc
 	}
 	if strings.HasSuffix(name, ".jsonl") {
+		// A first line with "origin" is the scenario.json line (e.g. a
+		// recorded session's, whose headers may run past 12 characters).
 		base := strings.TrimSuffix(filepath.Base(name), ".jsonl")
-		data = []byte("Steps of a conformance case.\n-- scenario.json --\n{\"name\":\"" + base + "\",\"route\":\"sdk\"}\n-- steps.jsonl --\n" + string(data))
+		head := "{\"name\":\"" + base + "\",\"route\":\"sdk\"}"
+		if first, rest, _ := strings.Cut(string(data), "\n"); gjson.Get(first, "origin").Exists() {
+			head, data = first, []byte(rest)
+		}
+		data = []byte("Steps of a conformance case.\n-- scenario.json --\n" + head + "\n-- steps.jsonl --\n" + string(data))
 	}
 	sc, err := scenarios.Parse(name, data)
 	ts.Check(err)
@@ -390,7 +415,18 @@ func rejected(ts *testscript.TestScript, neg bool, code string, err error, what 
 		// be reached through it. Neither a pass nor a failure: the run
 		// reports a SKIP naming the operation (go test, which has no such
 		// outcome here, a failure).
-		if c := ts.Value(keyCfg).(*Config); c.unsupported != nil {
+		c := ts.Value(keyCfg).(*Config)
+		if row := ts.Getenv("DIMENSION"); row != "" {
+			// In a generated row, the row alone is skipped: the lines
+			// left in it do nothing (commandFuncs), and the case goes on.
+			ts.Setenv("ROW_SKIPPED", row)
+			if c.rowSkipped != nil {
+				c.rowSkipped(row, un.Error())
+			}
+			ts.Logf("row %q skipped: %v", row, un)
+			return
+		}
+		if c.unsupported != nil {
 			c.unsupported(un.Error())
 		}
 		ts.Fatalf("SKIP: %v", un)
@@ -476,12 +512,15 @@ func cmdAnswer(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 func cmdSkip(ts *testscript.TestScript, neg bool, args []string) {
-	f, args := flags(ts, args, []string{"conn", "code"}, nil)
+	f, args := flags(ts, args, []string{"conn", "code", "qid"}, nil)
 	if len(args) < 1 || len(args) > 2 {
-		ts.Fatalf("usage: skip-question [-conn C] [-code CODE] ALIAS [REASON]")
+		ts.Fatalf("usage: skip-question [-conn C] [-qid ID] [-code CODE] ALIAS [REASON]")
 	}
 	e := envOf(ts)
 	s, qid := mustCurrent(ts, e, "skip-question", args[0])
+	if f["qid"] != "" {
+		qid = f["qid"]
+	}
 	reason := s.SkipReason(qid, "User skipped this question")
 	if len(args) == 2 {
 		reason = args[1]

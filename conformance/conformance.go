@@ -27,7 +27,8 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
-// Cases are the suite's cases, one per requirement ID.
+// Cases are the suite's hand-written cases, one per requirement ID;
+// CaseScript adds each one's generated dimension rows.
 //
 //go:embed testdata/*.txtar
 var Cases embed.FS
@@ -68,6 +69,9 @@ type Config struct {
 	blocked func(by, why string)
 	// unsupported hears that the surface has no operation the case needs.
 	unsupported func(why string)
+	// rowSkipped hears that a generated dimension row was skipped for an
+	// operation the surface lacks.
+	rowSkipped func(row, why string)
 }
 
 func (c *Config) defaults() {
@@ -197,7 +201,7 @@ func WriteCases(dir string, match func(string) bool) ([]string, error) {
 		if match != nil && !match(name) {
 			return nil
 		}
-		data, err := Cases.ReadFile(path)
+		data, err := CaseScript(name)
 		if err != nil {
 			return err
 		}

@@ -101,6 +101,54 @@ func TestChatbotExample(t *testing.T) {
 	}
 }
 
+// TestDimensionTable: README.md's dimension table names every generated
+// row, so the documented coverage is the coverage.
+func TestDimensionTable(t *testing.T) {
+	data, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, rows := range conformance.DimensionRows() {
+		for _, r := range rows {
+			if !strings.Contains(string(data), r) {
+				t.Errorf("README.md's dimension table does not name %s's row %q", id, r)
+			}
+		}
+	}
+}
+
+// TestOtherToolsPolicies: SDK-PASSTHROUGH checks whichever policy a profile
+// declares for other tools. The reference bridge passes with allow (the
+// profiles) and with deny (--other-tools deny); a bridge that allows what
+// its profile says it denies, or denies what it says it allows, fails.
+func TestOtherToolsPolicies(t *testing.T) {
+	for _, tc := range []struct {
+		flag, declared, want string
+	}{
+		{"deny", "deny", conformance.Pass},
+		{"allow", "deny", conformance.Fail},
+		{"deny", "allow", conformance.Fail},
+	} {
+		t.Run("bridge "+tc.flag+", profile "+tc.declared, func(t *testing.T) {
+			t.Parallel()
+			p, err := harness.LoadProfile(filepath.Join("profiles", "reference-ws.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Start.Args = append(p.Start.Args, "--other-tools", tc.flag)
+			p.Policy.OtherTools = tc.declared
+			rep, err := conformance.RunSuite(context.Background(), conformance.Config{Profile: p, Askctl: askctlBin},
+				conformance.RunOptions{Match: func(name string) bool { return name == "SDK-PASSTHROUGH" }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rep.Results) != 1 || rep.Results[0].Status != tc.want {
+				t.Fatalf("SDK-PASSTHROUGH: %+v, want %s", rep.Results, tc.want)
+			}
+		})
+	}
+}
+
 // TestReferenceBridgeBrowser runs the whole suite through the reference
 // bridge's page, in headless Chromium (profiles/reference-browser.json): the
 // browser adapter finds questions and controls by ARIA role and accessible
@@ -302,7 +350,7 @@ func TestUnsupportedIsSkip(t *testing.T) {
 // while an agent rejected what it was given.
 func TestEveryCaseHearsTheAgentsVerdict(t *testing.T) {
 	for _, name := range conformance.CaseNames() {
-		data, err := conformance.Cases.ReadFile("testdata/" + name + ".txtar")
+		data, err := conformance.CaseScript(name)
 		if err != nil {
 			t.Fatal(err)
 		}

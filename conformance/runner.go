@@ -277,6 +277,12 @@ func runCaseOnce(cfg Config, file, root string) (Result, *harness.SetupError) {
 		unsupported = why
 		bmu.Unlock()
 	}
+	var rows []string // generated rows skipped: "row: why"
+	cfg.rowSkipped = func(row, why string) {
+		bmu.Lock()
+		rows = append(rows, fmt.Sprintf("%q (%s)", row, why))
+		bmu.Unlock()
+	}
 	r := runCase(cfg, file, root)
 	bmu.Lock()
 	defer bmu.Unlock()
@@ -287,6 +293,9 @@ func runCaseOnce(cfg Config, file, root string) (Result, *harness.SetupError) {
 		r.Status, r.Detail = Blocked, "BLOCKED by "+strings.Join(blocked, "; BLOCKED by ")
 	case len(blocked) > 0 && r.Status == Fail:
 		r.Detail += " (also BLOCKED by " + strings.Join(blocked, "; ") + ")"
+	}
+	if len(rows) > 0 && (r.Status == Pass || r.Status == Blocked) {
+		r.Detail = strings.TrimPrefix(r.Detail+"; rows skipped: "+strings.Join(rows, "; "), "; ")
 	}
 	return r, setupErr
 }

@@ -645,14 +645,26 @@ func (c *browserConn) endedEvent(r browserRequest) (SurfaceEvent, bool) {
 	return SurfaceEvent{T: r.endedAt, At: bridgeTime(r.EndedAt), Type: typ, QuestionID: r.ID, Session: r.Session, Reason: r.Status}, typ != ""
 }
 
-// questions reads a request's questions off the page.
+// questions reads a request's questions off the page. A read that fails
+// or finds none (a busy browser, a card being redrawn) is tried again, a
+// few times within the op limit, before it reports what it found: a
+// request always shows at least one question.
 func (c *browserConn) questions(qid string) []protocol.Question {
 	ctx, cancel := context.WithTimeout(c.tab, c.s.spec.op())
 	defer cancel()
 	var qs []protocol.Question
-	js, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`JSON.stringify(window.__askctl.questions(%q))`, qid)))
-	if err == nil {
-		_ = json.Unmarshal([]byte(js), &qs)
+	for try := 0; try < 5 && ctx.Err() == nil; try++ {
+		if try > 0 {
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Duration(try) * 50 * time.Millisecond):
+			}
+		}
+		js, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`JSON.stringify(window.__askctl.questions(%q))`, qid)))
+		qs = nil
+		if err == nil && json.Unmarshal([]byte(js), &qs) == nil && len(qs) > 0 {
+			return qs
+		}
 	}
 	return qs
 }

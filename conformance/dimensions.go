@@ -1,0 +1,362 @@
+package conformance
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/rogpeppe/go-internal/txtar"
+)
+
+// A requirement is checked along its dimensions, not by one example: each
+// dimension row below is a way the requirement could break (an answer's
+// shape, the state the question is in when something happens, where an
+// operation comes from), generated into the requirement's case after its
+// hand-written lines. The case passes only when every row does, and a
+// failure names its row; a row that needs an operation the surface lacks
+// is skipped alone, and the case says so. conformance/README.md lists the
+// tables.
+
+// row is one dimension row: the lines that check it, with ALIAS for its
+// session, and the steps of the scenario its agent plays (omitted: the
+// row names a built-in in its lines).
+type row struct {
+	name  string
+	lines string
+	steps []string
+	// also is a second session the row starts (OTHER in lines), playing
+	// otherSteps, e.g. a question pending elsewhere while this one is
+	// skipped.
+	otherSteps []string
+}
+
+// option and question build scenario steps.
+type option struct {
+	Label       string `json:"label"`
+	Description string `json:"description"`
+}
+
+type question struct {
+	Question    string   `json:"question"`
+	Header      string   `json:"header"`
+	Options     []option `json:"options"`
+	MultiSelect bool     `json:"multiSelect"`
+}
+
+func opts(labels ...string) []option {
+	out := make([]option, len(labels))
+	for i, l := range labels {
+		out[i] = option{Label: l, Description: "Option " + l}
+	}
+	return out
+}
+
+func single(text, header string, labels ...string) question {
+	return question{Question: text, Header: header, Options: opts(labels...)}
+}
+
+func multi(text, header string, labels ...string) question {
+	return question{Question: text, Header: header, Options: opts(labels...), MultiSelect: true}
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+// ask is an ask step whose person answers as answers says (question →
+// label, []string of labels in order, or free text).
+func ask(answers map[string]any, qs ...question) string {
+	return mustJSON(map[string]any{"ask": map[string]any{"questions": qs}, "user": map[string]any{"answers": answers}})
+}
+
+// askDeny is an ask step the agent expects a deny for.
+func askDeny(qs ...question) string {
+	return mustJSON(map[string]any{"ask": map[string]any{"questions": qs}, "expect": map[string]any{"behavior": "deny"}})
+}
+
+func session(steps ...string) []string {
+	return append(append([]string{`{"prompt":"Ask me."}`}, steps...), `{"text":"Done."}`)
+}
+
+// recorded is session as a recording: a real model's headers may run past
+// the 12 characters the CLI advises.
+func recorded(steps ...string) []string {
+	return append([]string{`{"name":"recorded","route":"sdk","origin":"recorded"}`}, session(steps...)...)
+}
+
+var (
+	qDB       = single("Which database should I use?", "Database", "Postgres", "SQLite")
+	qFormat   = single("How should I format the output?", "Format", "Summary", "Detailed")
+	qSections = multi("Which sections?", "Sections", "Intro", "Body", "Outro")
+	qGreek    = multi("Which letters?", "Letters", "Alpha", "Beta", "Gamma", "Delta")
+	qColours  = multi("Which colours?", "Colours", "Red, bright", "Blue, dark", "Green")
+	qNote     = single("Anything else?", "Notes", "No", "Yes")
+)
+
+// answerLines answers ALIAS's current question as its scenario says, and
+// checks the agent's verdict.
+const answerLines = `await ALIAS question
+answer ALIAS
+await ALIAS answered
+check ALIAS
+`
+
+// dimensions are the generated rows, by requirement.
+var dimensions = map[string][]row{
+	"SDK-ANSWER-MULTI": {
+		{name: "one label, the last option", lines: answerLines,
+			steps: session(ask(map[string]any{qGreek.Question: []string{"Delta"}}, qGreek))},
+		{name: "four labels, picked in reverse order", lines: answerLines,
+			steps: session(ask(map[string]any{qGreek.Question: []string{"Delta", "Gamma", "Beta", "Alpha"}}, qGreek))},
+		{name: `labels that contain ", "`, lines: answerLines + `response ALIAS 'updatedInput.answers.Which colours\?' 'Blue, dark, Red, bright'
+`,
+			steps: session(ask(map[string]any{qColours.Question: []string{"Blue, dark", "Red, bright"}}, qColours))},
+		{name: "two multiSelect questions in one request, each in its own order", lines: answerLines,
+			steps: session(ask(map[string]any{qSections.Question: []string{"Outro", "Body"}, qGreek.Question: []string{"Gamma", "Alpha"}}, qSections, qGreek))},
+	},
+	"SDK-ANSWER-OTHER": {
+		{name: "free text with a newline", lines: answerLines,
+			steps: session(ask(map[string]any{qDB.Question: "Neither.\nWe use files."}, qDB))},
+		{name: "free text with edge and repeated whitespace", lines: answerLines,
+			steps: session(ask(map[string]any{qDB.Question: "  two  spaces,  and edges  "}, qDB))},
+		{name: "free text in other scripts, with emoji", lines: answerLines,
+			steps: session(ask(map[string]any{qDB.Question: "Ünïcödé — 日本語, ελληνικά 🚀✨"}, qDB))},
+		{name: `free text that contains ", "`, lines: answerLines,
+			steps: session(ask(map[string]any{qDB.Question: "MySQL, then Postgres"}, qDB))},
+		{name: "free text for a multiSelect question", lines: answerLines,
+			steps: session(ask(map[string]any{qSections.Question: "All of them, in one page"}, qSections))},
+	},
+	"SDK-ANSWER-ALL": {
+		{name: "two questions", lines: answerLines,
+			steps: session(ask(map[string]any{qDB.Question: "SQLite", qFormat.Question: "Detailed"}, qDB, qFormat))},
+		{name: "four questions, recorded headers longer than 12 characters", lines: answerLines,
+			steps: recorded(ask(map[string]any{qDB.Question: "Postgres", qFormat.Question: "Summary", qSections.Question: []string{"Body"}, qNote.Question: "No"},
+				single(qDB.Question, "Database engine choice", "Postgres", "SQLite"), single(qFormat.Question, "Output formatting", "Summary", "Detailed"),
+				multi(qSections.Question, "Sections to write", "Intro", "Body", "Outro"), single(qNote.Question, "Anything further", "No", "Yes")))},
+		{name: "three questions answered one at a time", lines: `await ALIAS question
+answer -partial ALIAS 'Which database should I use?=SQLite'
+answer -partial ALIAS 'How should I format the output?=Summary'
+! await -for 300ms ALIAS answered
+answer ALIAS 'Which database should I use?=SQLite' 'How should I format the output?=Summary' 'Anything else?=Yes'
+await ALIAS answered
+check ALIAS
+`,
+			steps: session(ask(map[string]any{qDB.Question: "SQLite", qFormat.Question: "Summary", qNote.Question: "Yes"}, qDB, qFormat, qNote))},
+	},
+	"SDK-DELIVER": {
+		{name: "four questions, recorded long headers, no two alike", lines: `await ALIAS question
+delivered ALIAS
+answer ALIAS
+await ALIAS answered
+check ALIAS
+`,
+			steps: recorded(ask(map[string]any{qDB.Question: "Postgres", qColours.Question: []string{"Green"}, qGreek.Question: []string{"Beta"}, qNote.Question: "No"},
+				single(qDB.Question, "Database engine choice", "Postgres", "SQLite"), qColours, qGreek,
+				question{Question: qNote.Question, Header: "Ünïcödé 🚀", Options: []option{{"No", "Nothing — we are done"}, {"Yes", "More, with \"quotes\" and <angles>"}}}))},
+	},
+	"SDK-SKIP-DENY": {
+		{name: "skip with no reason given", lines: `await ALIAS question
+skip-question ALIAS ''
+await ALIAS answered
+response ALIAS behavior deny
+response ALIAS message '~\S'
+check ALIAS
+`,
+			steps: session(askDeny(qDB))},
+		{name: "skip with part of the request answered and held", lines: `await ALIAS question
+answer -partial ALIAS 'Which database should I use?=SQLite'
+skip-question ALIAS 'Not now'
+await ALIAS answered
+response ALIAS behavior deny
+! response ALIAS updatedInput
+check ALIAS
+`,
+			steps: session(askDeny(qDB, qFormat))},
+		{name: "skip while another session's question is pending", lines: `await ALIAS question
+await OTHER question
+skip-question ALIAS 'Not now'
+await ALIAS answered
+response ALIAS behavior deny
+! await -for 300ms OTHER answered
+answer OTHER
+await OTHER answered
+check ALIAS
+check OTHER
+`,
+			steps:      session(askDeny(qDB)),
+			otherSteps: session(ask(map[string]any{qDB.Question: "Postgres"}, qDB))},
+	},
+	"SDK-TIMEOUT": {
+		{name: "timeout with part of the request answered and held", lines: `[cap:timeout] await ALIAS question
+[cap:timeout] answer -partial ALIAS 'Which database should I use?=SQLite'
+[cap:timeout] await -timeout $TIMEOUT_WAIT ALIAS answered
+[cap:timeout] response -within $TIMEOUT_GRACE ALIAS behavior deny
+[cap:timeout] ! response ALIAS updatedInput
+[cap:timeout] await ALIAS surface expired
+[cap:timeout] check ALIAS
+`,
+			steps: session(askDeny(qDB, qFormat))},
+		{name: "timeout while another session's question is answered", lines: `[cap:timeout] await ALIAS question
+[cap:timeout] await OTHER question
+[cap:timeout] answer OTHER
+[cap:timeout] await OTHER answered
+[cap:timeout] await -timeout $TIMEOUT_WAIT ALIAS answered
+[cap:timeout] response ALIAS behavior deny
+[cap:timeout] check ALIAS
+[cap:timeout] check OTHER
+`,
+			steps:      session(askDeny(qDB)),
+			otherSteps: session(ask(map[string]any{qDB.Question: "Postgres"}, qDB))},
+	},
+	"SDK-LATE-ANSWER": {
+		{name: "a skip after the answer", lines: answerLines + `! skip-question ALIAS 'Too late'
+! await -for 300ms ALIAS answered 2
+`,
+			steps: session(ask(map[string]any{qDB.Question: "Postgres"}, qDB))},
+		{name: "the rest of a held answer after a timeout", lines: `[cap:timeout] await ALIAS question
+[cap:timeout] answer -partial ALIAS 'Which database should I use?=SQLite'
+[cap:timeout] await -timeout $TIMEOUT_WAIT ALIAS answered
+[cap:timeout] ! answer ALIAS 'How should I format the output?=Summary'
+[cap:timeout] ! await -for 300ms ALIAS answered 2
+[cap:timeout] check ALIAS
+`,
+			steps: session(askDeny(qDB, qFormat))},
+	},
+	"SDK-ISOLATION": {
+		{name: "another session's question skipped by its id", lines: `await ALIAS question
+await OTHER question
+! skip-question -qid $OTHER_Q ALIAS 'Not mine'
+! await -for 300ms OTHER answered
+answer OTHER
+await OTHER answered
+answer ALIAS
+await ALIAS answered
+check ALIAS
+check OTHER
+`,
+			steps:      session(ask(map[string]any{qFormat.Question: "Summary"}, qFormat)),
+			otherSteps: session(ask(map[string]any{qDB.Question: "SQLite"}, qDB))},
+	},
+	"UI-RECONNECT-REPLAY": {
+		{name: "reconnect with part of the request answered and held", lines: `[cap:reconnect] await ALIAS question
+[cap:reconnect] answer -partial ALIAS 'How should I format the output?=Summary'
+[cap:reconnect] disconnect ALIAS main
+[cap:reconnect] connect ALIAS again
+[cap:reconnect] await -conn again -same ALIAS question
+[cap:reconnect] answer -conn again ALIAS 'Which sections?=Outro' 'Which sections?=Intro'
+[cap:reconnect] await ALIAS answered
+[cap:reconnect] check ALIAS
+`,
+			steps: session(ask(map[string]any{qFormat.Question: "Summary", qSections.Question: []string{"Outro", "Intro"}}, qFormat, qSections))},
+		{name: "reconnect while another session's question is pending", lines: `[cap:reconnect] await ALIAS question
+[cap:reconnect] await OTHER question
+[cap:reconnect] disconnect ALIAS main
+[cap:reconnect] connect ALIAS again
+[cap:reconnect] await -conn again -same ALIAS question
+[cap:reconnect] pending -conn again ALIAS 1
+[cap:reconnect] answer -conn again ALIAS
+[cap:reconnect] answer OTHER
+[cap:reconnect] await ALIAS answered
+[cap:reconnect] await OTHER answered
+[cap:reconnect] check ALIAS
+[cap:reconnect] check OTHER
+`,
+			steps:      session(ask(map[string]any{qFormat.Question: "Detailed"}, qFormat)),
+			otherSteps: session(ask(map[string]any{qDB.Question: "SQLite"}, qDB))},
+	},
+	"UI-TAKEOVER": {
+		{name: "a skip from the old connection after a takeover", lines: `[cap:takeover] await ALIAS question
+[cap:takeover] connect ALIAS newer
+[cap:takeover] await -conn newer -same ALIAS question
+[cap:takeover] await -conn main ALIAS surface taken
+[cap:takeover] ! skip-question -conn main ALIAS 'From the old tab'
+[cap:takeover] ! await -for 300ms ALIAS answered
+[cap:takeover] answer -conn newer ALIAS
+[cap:takeover] await ALIAS answered
+[cap:takeover] check ALIAS
+`,
+			steps: session(ask(map[string]any{qDB.Question: "SQLite"}, qDB))},
+	},
+}
+
+// generated is the script text and files the dimension rows add to
+// requirement id's case ("" when it has none). Row i's session is d<i>, its
+// other session o<i>.
+func generated(id string) (script string, files map[string]string) {
+	rows := dimensions[id]
+	if len(rows) == 0 {
+		return "", nil
+	}
+	files = map[string]string{}
+	var b strings.Builder
+	b.WriteString("\n# Dimension rows (generated: conformance/dimensions.go), one after another:\n# each row's question is asked only when the row begins, so none waits out a\n# short timeout behind the rows before it.\n")
+	for i, r := range rows {
+		alias, other := fmt.Sprintf("d%d", i+1), fmt.Sprintf("o%d", i+1)
+		cond := conditionOf(r.lines)
+		fmt.Fprintf(&b, "\ndimension %s\n", quote(r.name))
+		fmt.Fprintf(&b, "%sstart %s %s.jsonl\n", cond, alias, alias)
+		files[alias+".jsonl"] = strings.Join(r.steps, "\n") + "\n"
+		if r.otherSteps != nil {
+			fmt.Fprintf(&b, "%sstart %s %s.jsonl\n", cond, other, other)
+			files[other+".jsonl"] = strings.Join(r.otherSteps, "\n") + "\n"
+		}
+		b.WriteString(strings.NewReplacer("ALIAS", alias, "OTHER", other).Replace(r.lines))
+	}
+	return b.String(), files
+}
+
+// conditionOf is the condition prefix every line of a row shares (a row
+// of capability timeout runs only where the bridge declares it).
+func conditionOf(lines string) string {
+	first, _, _ := strings.Cut(lines, "\n")
+	if strings.HasPrefix(first, "[") {
+		if i := strings.Index(first, "] "); i > 0 {
+			return first[:i+2]
+		}
+	}
+	return ""
+}
+
+// quote is s as one testscript argument.
+func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// DimensionRows lists each requirement's generated rows by name, for the
+// documentation and its test.
+func DimensionRows() map[string][]string {
+	out := map[string][]string{}
+	for id, rows := range dimensions {
+		for _, r := range rows {
+			out[id] = append(out[id], r.name)
+		}
+	}
+	return out
+}
+
+// CaseScript is case name's script as the suite runs it: the embedded
+// hand-written case, then its generated dimension rows and their files.
+func CaseScript(name string) ([]byte, error) {
+	data, err := Cases.ReadFile("testdata/" + name + ".txtar")
+	if err != nil {
+		return nil, err
+	}
+	script, files := generated(name)
+	if script == "" {
+		return data, nil
+	}
+	a := txtar.Parse(data)
+	a.Comment = append(a.Comment, script...)
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		a.Files = append(a.Files, txtar.File{Name: n, Data: []byte(files[n])})
+	}
+	return txtar.Format(a), nil
+}
