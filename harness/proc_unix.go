@@ -9,7 +9,10 @@ import (
 
 // setProcessGroup puts the bridge in a process group of its own, so Close
 // can end whatever it left running.
-func setProcessGroup(cmd *exec.Cmd) { cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} }
+func setProcessGroup(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	dieWithParent(cmd.SysProcAttr)
+}
 
 func terminate(cmd *exec.Cmd) error { return cmd.Process.Signal(syscall.SIGTERM) }
 
