@@ -734,7 +734,17 @@ func cmdPending(ts *testscript.TestScript, neg bool, args []string) {
 		found = found || p.QuestionID == qid
 	}
 	if len(ps) != n || (n > 0 && qid != "" && !found) {
-		fail(ts, "the surface lists %d pending question(s) %v, want %d including %s\n%s", len(ps), ids, n, qid, summary(e, args[0]))
+		why := ""
+		e.Read(func(st *harness.State) {
+			if ss := st.Sessions[args[0]]; ss != nil && n > 0 && !found {
+				for _, ev := range ss.Surface {
+					if ev.QuestionID == qid && ev.Type == harness.SurfExpired {
+						why = fmt.Sprintf(" (it expired first: the bridge's declared timeout, %s, ran out; a busy machine may need a longer one)", ts.Getenv("TIMEOUT"))
+					}
+				}
+			}
+		})
+		fail(ts, "the surface lists %d pending question(s) %v, want %d including %s%s\n%s", len(ps), ids, n, qid, why, summary(e, args[0]))
 	}
 }
 

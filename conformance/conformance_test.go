@@ -157,6 +157,7 @@ func TestOtherToolsPolicies(t *testing.T) {
 // answers), which are skipped naming it.
 func TestReferenceBridgeBrowser(t *testing.T) {
 	testenv.Chromium(t)
+	t.Parallel()
 	p, err := harness.LoadProfile(filepath.Join("profiles", "reference-browser.json"))
 	if err != nil {
 		t.Fatal(err)
