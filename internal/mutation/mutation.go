@@ -19,6 +19,7 @@ package mutation
 
 import (
 	"bufio"
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -26,6 +27,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/askctl/askctl/conformance"
 	"github.com/askctl/askctl/harness"
@@ -176,5 +178,25 @@ func Oracle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conformance.Run(t, conformance.Config{Profile: p, Askctl: askctlBin})
+	// Every case at once (they mostly wait), and the first failure ends
+	// the run: a mutant that hangs the bridge is killed in seconds, not
+	// at the tool's timeout.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var first string
+	rep, err := conformance.RunSuite(ctx, conformance.Config{Profile: p, Askctl: askctlBin, ClaimTimeout: 5 * time.Second},
+		conformance.RunOptions{Parallel: 8, Progress: func(_, _ int, r conformance.Result) {
+			if (r.Status == conformance.Fail || r.Status == conformance.Blocked) && first == "" {
+				first = fmt.Sprintf("%s %s: %s", r.Case, r.Status, r.Detail)
+				cancel()
+			}
+		}})
+	switch {
+	case first != "":
+		t.Fatal(first)
+	case err != nil:
+		t.Fatal(err)
+	case rep.Failed():
+		t.Fatalf("failing: %v", rep.Failing())
+	}
 }
