@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The suite under a saturated CPU: one busy loop per CPU runs in the
 # background while askctl conformance runs against the reference bridge,
-# with fakeclaude and with the real CLI (against askctl's fake model API).
+# with fakeclaude and with the real CLI (against askctl's fake model API),
+# and while the suite's own tests run: the reference bridge over every
+# surface kind passes, the chat example's verdicts hold, and every broken
+# bridge is still caught.
 # A shared CI runner is at least this busy; the suite must still pass, with
 # no --slow. CI runs it (see .ci/run). Needs bin/askctl (make build) and,
 # for the real agent, the pinned CLI (make real-cli).
@@ -21,3 +24,6 @@ for agent in fake real; do
 	./bin/askctl conformance --agent "$agent"
 	echo "under-load: conformance --agent $agent passed in $(( $(date +%s) - start ))s with every CPU busy"
 done
+start=$(date +%s)
+go test -count=1 -run 'TestReferenceBridge$|TestChatbotExample|TestBrokenBridges$' ./conformance
+echo "under-load: the suite's tests (every surface kind, the chat example, the broken bridges) passed in $(( $(date +%s) - start ))s with every CPU busy"
