@@ -281,6 +281,21 @@ check OTHER
 [cap:takeover] check ALIAS
 `,
 			steps: session(ask(map[string]any{qDB.Question: "SQLite"}, qDB))},
+		{name: "a second takeover, after the first connection went away", lines: `[cap:takeover] await ALIAS question
+[cap:takeover] connect ALIAS second
+[cap:takeover] await -conn second -same ALIAS question
+[cap:takeover] await -conn main ALIAS surface taken
+[cap:takeover] disconnect ALIAS main
+[cap:takeover] connect ALIAS third
+[cap:takeover] await -conn third -same ALIAS question
+[cap:takeover] await -conn second ALIAS surface taken
+[cap:takeover] ! answer -conn second ALIAS 'Which database should I use?=SQLite'
+[cap:takeover] ! await -for 300ms ALIAS answered
+[cap:takeover] answer -conn third ALIAS
+[cap:takeover] await ALIAS answered
+[cap:takeover] check ALIAS
+`,
+			steps: session(ask(map[string]any{qDB.Question: "Postgres"}, qDB))},
 	},
 }
 
