@@ -93,7 +93,7 @@ func Dial(addr string) (Conn, error) {
 	// Non-blocking from the start: the connect is bounded by dialTimeout
 	// (a listener whose backlog is full makes a blocking connect wait), and
 	// os.File polls the socket, so its deadlines work.
-	fd, err := syscall.Socket(family, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC|syscall.SOCK_NONBLOCK, 0)
+	fd, err := socket(family)
 	if err != nil {
 		return nil, os.NewSyscallError("socket", err)
 	}

@@ -95,7 +95,7 @@ func TestAskErrors(t *testing.T) {
 func TestDialIsBounded(t *testing.T) {
 	defer agentlink.SetDialTimeout(agentlink.SetDialTimeout(300 * time.Millisecond))
 	path := filepath.Join(t.TempDir(), "full.sock")
-	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
