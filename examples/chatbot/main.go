@@ -382,6 +382,14 @@ func (b *bot) reply(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 400, map[string]string{"error": err.Error()})
 		return
 	}
+	// The agent is answered after the chat's lock is let go: an agent that
+	// stops reading holds up its own chat only.
+	var send func()
+	defer func() {
+		if send != nil {
+			send()
+		}
+	}()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.postLocked(c, Message{From: "person", Kind: "text", Text: in.Text, ReplyTo: in.ReplyTo})
@@ -410,14 +418,14 @@ func (b *bot) reply(w http.ResponseWriter, r *http.Request) {
 		case "yes", "y":
 			a.done = "answered"
 			a.timer.Stop()
-			c.respond(a.requestID, map[string]any{"behavior": "allow", "updatedInput": a.input})
+			send = func() { c.respond(a.requestID, map[string]any{"behavior": "allow", "updatedInput": a.input}) }
 		case "no", "n":
 			a.done = "answered"
 			a.timer.Stop()
 			if why = strings.TrimSpace(why); why == "" {
 				why = "The user said no."
 			}
-			c.respond(a.requestID, map[string]any{"behavior": "deny", "message": why})
+			send = func() { c.respond(a.requestID, map[string]any{"behavior": "deny", "message": why}) }
 		default:
 			refuse("invalid", "Reply yes, or no: why.")
 			return
@@ -473,7 +481,9 @@ func (b *bot) reply(w http.ResponseWriter, r *http.Request) {
 	if json.Unmarshal(a.input, &whole) == nil {
 		questions = whole["questions"]
 	}
-	c.respond(a.requestID, map[string]any{"behavior": "allow", "updatedInput": map[string]any{"questions": questions, "answers": answers}})
+	send = func() {
+		c.respond(a.requestID, map[string]any{"behavior": "allow", "updatedInput": map[string]any{"questions": questions, "answers": answers}})
+	}
 	m := b.postLocked(c, Message{From: "bot", Kind: "answered", Ask: a.id, Text: "Thanks, sent to Claude.", ReplyTo: in.ReplyTo})
 	writeJSON(w, 200, map[string]any{"reply": m})
 }
