@@ -545,7 +545,9 @@ func cmdPermit(ts *testscript.TestScript, neg bool, args []string) {
 	defer cancel()
 	id, err := s.Permit(ctx, connFlag(f), args[1] == "allow", reason)
 	rejected(ts, false, "", err, "the permission prompt "+id, e, args[0])
-	ts.Logf("permit %s: %s", id, args[1])
+	if err == nil {
+		ts.Logf("permit %s: %s", id, args[1])
+	}
 }
 
 func cmdRaw(ts *testscript.TestScript, neg bool, args []string) {

@@ -39,6 +39,24 @@ var Cases embed.FS
 //go:embed profiles/*.json
 var Profiles embed.FS
 
+// BuiltinProfiles are the reference profiles usable from Profiles as they
+// are (the exec one needs its script on disk, beside the profile file).
+var BuiltinProfiles = []string{"reference-ws", "reference-http", "reference-control-ws", "reference-browser"}
+
+// BuiltinProfile is the built-in reference profile name (BuiltinProfiles),
+// and false when there is no such built-in.
+func BuiltinProfile(name string) (*harness.Profile, bool, error) {
+	if !slices.Contains(BuiltinProfiles, name) {
+		return nil, false, nil
+	}
+	data, err := Profiles.ReadFile("profiles/" + name + ".json")
+	if err != nil {
+		return nil, true, err
+	}
+	p, err := harness.ParseProfile(name, data)
+	return p, true, err
+}
+
 // Config says which bridge the suite checks and how.
 type Config struct {
 	Profile *harness.Profile

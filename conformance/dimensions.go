@@ -19,15 +19,14 @@ import (
 // tables.
 
 // row is one dimension row: the lines that check it, with ALIAS for its
-// session, and the steps of the scenario its agent plays (omitted: the
-// row names a built-in in its lines).
+// session, and the steps of the scenario its agent plays.
 type row struct {
 	name  string
 	lines string
 	steps []string
-	// also is a second session the row starts (OTHER in lines), playing
-	// otherSteps, e.g. a question pending elsewhere while this one is
-	// skipped.
+	// otherSteps, when set, are the steps of a second session the row
+	// starts (OTHER in lines): a question pending elsewhere, say, while
+	// this one is skipped.
 	otherSteps []string
 }
 

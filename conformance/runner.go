@@ -277,7 +277,7 @@ func runCaseOnce(cfg Config, file, root string) (Result, *harness.SetupError) {
 		unsupported = why
 		bmu.Unlock()
 	}
-	var rows []string // generated rows skipped: "row: why"
+	var rows []string // generated rows skipped: `"row" (why)`
 	cfg.rowSkipped = func(row, why string) {
 		bmu.Lock()
 		rows = append(rows, fmt.Sprintf("%q (%s)", row, why))

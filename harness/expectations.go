@@ -22,6 +22,16 @@ func exited(s *SessionState) (Verdict, string) {
 	return Unmet, ""
 }
 
+// closed says whether connection conn has closed, and why.
+func (s *SessionState) closed(conn string) (string, bool) {
+	for _, ev := range s.Surface {
+		if ev.Conn == conn && ev.Type == SurfClosed {
+			return "the connection closed: " + ev.Reason, true
+		}
+	}
+	return "", false
+}
+
 // onSession is an expectation on alias's session: unmeetable when there is
 // no such session.
 func onSession(alias, desc string, check func(*SessionState) (Verdict, string)) Expectation {
@@ -41,10 +51,8 @@ func NewQuestion(alias, conn string) Expectation {
 		if _, ok := s.nextQuestion(conn); ok {
 			return Met, ""
 		}
-		for _, ev := range s.Surface {
-			if ev.Conn == conn && ev.Type == SurfClosed {
-				return Unmeetable, "the connection closed: " + ev.Reason
-			}
+		if why, closed := s.closed(conn); closed {
+			return Unmeetable, why
 		}
 		// Not unmeetable when the agent exits: a bridge that persists
 		// questions still shows one whose agent died with it. An MCP

@@ -171,10 +171,8 @@ func (s *Session) Permit(ctx context.Context, conn string, allow bool, reason st
 		if next(ss) != "" {
 			return Met, ""
 		}
-		for _, ev := range ss.Surface {
-			if ev.Conn == conn && ev.Type == SurfClosed {
-				return Unmeetable, "the connection closed: " + ev.Reason
-			}
+		if why, closed := ss.closed(conn); closed {
+			return Unmeetable, why
 		}
 		return exited(ss)
 	})

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/askctl/askctl/claudecli"
@@ -123,22 +124,15 @@ func (o *conformanceOptions) validate() error {
 	return nil
 }
 
-// embeddedProfiles are the reference profiles askctl carries (the exec one
-// needs its script on disk: conformance/profiles/reference-exec.json).
-var embeddedProfiles = map[string]bool{"reference-ws": true, "reference-http": true, "reference-control-ws": true, "reference-browser": true}
-
 // loadProfile reads --bridge: an embedded reference profile by name, or a
 // file.
 func loadProfile(name string) (*harness.Profile, error) {
-	if embeddedProfiles[name] {
-		data, err := conformance.Profiles.ReadFile("profiles/" + name + ".json")
-		if err == nil {
-			return harness.ParseProfile(name, data)
-		}
+	if p, ok, err := conformance.BuiltinProfile(name); ok {
+		return p, err
 	}
 	p, err := harness.LoadProfile(name)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, usagef("--bridge %s: no such profile file (built in: reference-ws, reference-http, reference-control-ws, reference-browser)", name)
+		return nil, usagef("--bridge %s: no such profile file (built in: %s)", name, strings.Join(conformance.BuiltinProfiles, ", "))
 	}
 	if err != nil {
 		return nil, usageError{err}

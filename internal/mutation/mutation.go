@@ -34,9 +34,9 @@ import (
 	"github.com/askctl/askctl/internal/testenv"
 )
 
-// EnvProfile names the profile the oracle runs the suite through: a file,
-// or one of conformance/profiles' reference profiles by its surface kind
-// (ws, http, control-ws, exec). Default ws.
+// EnvProfile names the profile the oracle runs the suite through: one of
+// the built-in reference profiles by its surface kind (ws, http,
+// control-ws, browser), or a profile file. Default ws.
 const EnvProfile = "ASKCTL_MUTATE_PROFILE"
 
 // CoveredPackages are the packages whose coverage the oracle reports: those
@@ -162,21 +162,12 @@ func Oracle(t *testing.T) {
 	if name == "" {
 		name = "ws"
 	}
-	var (
-		p   *harness.Profile
-		err error
-	)
-	if strings.HasSuffix(name, ".json") {
+	p, ok, err := conformance.BuiltinProfile("reference-" + name)
+	if !ok {
 		p, err = harness.LoadProfile(name)
-	} else {
-		var data []byte
-		data, err = conformance.Profiles.ReadFile("profiles/reference-" + name + ".json")
-		if err == nil {
-			p, err = harness.ParseProfile("reference-"+name+".json", data)
-		}
 	}
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s=%s (a surface kind of a built-in reference profile, or a profile file): %v", EnvProfile, name, err)
 	}
 	// Every case at once (they mostly wait), and the first failure ends
 	// the run: a mutant that hangs the bridge is killed in seconds, not
