@@ -4,7 +4,13 @@ NPM_DIR   := testdata/sdk
 NPM_STAMP := $(NPM_DIR)/node_modules/.installed
 STATICCHECK_VERSION := v0.8.2
 
-.PHONY: help build conformance replay demo test race npm real-cli browser screenshots lint bench mutate fuzz fidelity clean
+# The end-to-end tier: tests that drive the real claude CLI (node, ≈1 s of CPU a
+# session) or Chromium. make test runs every other test; make e2e runs these;
+# CI runs both. A test that reaches the real CLI or a browser under make test
+# fails and says to list it here (internal/testenv, ASKCTL_TIER=fast).
+E2E := TestServeRealCLI|TestMCPRealCLI|TestPage|TestPageLogout|TestPageTimeout|TestPageLogin|TestRecordRealCLI|TestRecordPrintModeMCP|TestEditedRecordingIsReported|TestRecordResumedSession|TestFidelity|TestFidelityCatchesDrift|TestReplayUserMessagesAndDefaultModel|TestReferenceBridgeBrowser|TestReferenceBridgeRealAgent|TestBrokenBridgesRealAgent
+
+.PHONY: help build conformance replay demo test e2e race npm real-cli browser screenshots lint bench mutate fuzz fidelity clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*?## "} /^[a-zA-Z_-]+:.*?## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -21,10 +27,13 @@ replay: build ## replay every built-in scenario against fakeclaude
 demo: build ## start the reference bridge with fakeclaude, run a session, answer it with askctl, show what the agent got
 	@./scripts/demo.sh
 
-test: npm real-cli browser ## install what the tests need, vet, and run every test (CI runs this; fakeclaude's fidelity to the real CLI is TestFidelity, and make fidelity shows it)
+test: npm ## install the pinned npm packages, vet, and run every test but the end-to-end tier (about 2 min warm; CI runs this and make e2e)
 	$(GO) vet ./...
 	$(GO) vet -tags mutation ./bridge ./internal/mcpask ./internal/mutation
-	ASKCTL_REQUIRE_NPM=1 ASKCTL_REQUIRE_BROWSER=1 $(GO) test ./...
+	ASKCTL_TIER=fast ASKCTL_REQUIRE_NPM=1 $(GO) test -parallel 8 -skip '^($(E2E))$$' ./...
+
+e2e: npm real-cli browser ## the end-to-end tier: the tests with the real claude CLI (fakeclaude's fidelity among them) and with Chromium (CI runs it)
+	ASKCTL_REQUIRE_NPM=1 ASKCTL_REQUIRE_BROWSER=1 $(GO) test -run '^($(E2E))$$' ./...
 
 race: npm real-cli browser ## run the tests with the race detector
 	ASKCTL_REQUIRE_NPM=1 ASKCTL_REQUIRE_BROWSER=1 $(GO) test -race ./...

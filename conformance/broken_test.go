@@ -49,6 +49,7 @@ func TestBrokenBridges(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds askctl with the broken bridges and runs the suite once per defect")
 	}
+	t.Parallel()
 	bin := filepath.Join(t.TempDir(), "askctl-broken")
 	if out, err := exec.Command("go", "build", "-tags", "askctl_broken", "-o", bin, "../cmd/askctl").CombinedOutput(); err != nil {
 		t.Fatalf("building the broken bridges: %v\n%s", err, out)

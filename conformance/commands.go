@@ -32,12 +32,13 @@ type command struct {
 func commands() map[string]command {
 	return map[string]command{
 		"answer":      {"[!] answer [-conn C] [-qid ID] [-code CODE] [-partial] ALIAS [QUESTION=ANSWER…]  answer the current question (default: as the scenario's user part); ! expects a rejection; -partial expects it held or refused", cmdAnswer},
-		"await":       {"[!] await [-timeout D] [-for D] [-conn C] [-same] [-alive] ALIAS question|answered [N]|allowed|surface TYPE|turn [N]|exit [CODE]|asked [N]|resumed  wait until it holds (allowed: an answer, an allow, reached the agent); ! checks it does not happen for D (500ms)", cmdAwait},
+		"await":       {"[!] await [-timeout D] [-for D] [-conn C] [-qid ID] [-same] [-alive] ALIAS question|answered [N]|allowed|surface TYPE [N]|turn [N]|exit [CODE]|asked [N]|resumed  wait until it holds (question: sets ALIAS_Q to its id, and ALIAS_Q1, ALIAS_Q2, … by the order questions came; allowed: an answer, an allow, reached the agent; surface TYPE N: told N times; -qid: of that question, not the current one); ! checks it does not happen for D (500ms)", cmdAwait},
 		"check":       {"check ALIAS  once the agent has given its own verdict on every answer it got: it reported no failure (every answer as the scenario expects, one control_response per request, no protocol error)", cmdCheck},
 		"connect":     {"connect ALIAS CONN  open another surface connection to the session", cmdConnect},
 		"delivered":   {"delivered [-conn C] ALIAS  the current question as shown equals what the agent asked: every question, header, option label and description, multiSelect, in order", cmdDelivered},
 		"dimension":   {"dimension NAME  name the dimension row the lines after it check: a failure names it (the generated rows, conformance/dimensions.go)", cmdDimension},
 		"disconnect":  {"disconnect ALIAS CONN  close a surface connection", cmdDisconnect},
+		"drop":        {"drop ALIAS CONN  cut the connection's event stream as a network would, keeping the id of the last event it heard (a surface that resumes streams: SSE's Last-Event-ID; elsewhere the row is skipped)", cmdDrop},
 		"mcp-list":    {"mcp-list  connect to the bridge's MCP server as the profile's mcp.config says and check ask_user's input schema (question required; options of label and description; multiSelect)", cmdMCPList},
 		"tool-result": {"[!] tool-result [-error] [-timeout D] ALIAS [TEXT|~REGEXP…]  the current question's ask_user call returned to the agent: an answer naming each TEXT (-error: an isError result); ! : names none of them", cmdToolResult},
 		"latency":     {"latency ALIAS deliver|answer MAX  the current question's measured latency is at most MAX", cmdLatency},
@@ -47,10 +48,11 @@ func commands() map[string]command {
 		"raw":         {"raw [-conn C] ALIAS DATA  send DATA where an answer goes, in the surface's own protocol: it must be rejected with a message", cmdRaw},
 		"requirement": {"requirement ID  name the requirement the case checks (first line of every case)", cmdRequirement},
 		"response":    {"[!] response [-within D] ALIAS PATH [WANT]  gjson PATH on the permission result the agent received for the current question; WANT is JSON, text, or ~REGEXP", cmdResponse},
+		"resume":      {"resume ALIAS CONN  reconnect a dropped stream asking for what it missed after the last event it heard", cmdResume},
 		"restart":     {"restart [-kill]  restart the bridge (-kill: SIGKILL, as a crash); connections must be reopened", cmdRestart},
 		"skip":        {"[!] skip-question [-conn C] [-qid ID] [-code CODE] ALIAS [REASON]  skip the current question (-qid: that one)", cmdSkip},
 		"start":       {"start [-detached] ALIAS SCENARIO  start a session whose agent plays SCENARIO (built-in name, a steps .jsonl or a .txtar in $WORK); opens connection main unless -detached. A route mcp scenario runs the agent in print mode with the profile's mcp.config, and main watches every session for its question", cmdStart},
-		"status":      {"status [-conn C] [-timeout D] ALIAS  the connection is told the session waits for the user, on the current question", cmdStatus},
+		"status":      {"status [-conn C] [-timeout D] [-done] ALIAS  the connection is told the session waits for the user, on the current question (-done: that it waits no longer on it)", cmdStatus},
 	}
 }
 
@@ -312,6 +314,24 @@ func cmdDisconnect(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(envOf(ts).Disconnect(args[0], args[1]))
 }
 
+func cmdDrop(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: drop ALIAS CONN")
+	}
+	e := envOf(ts)
+	rejected(ts, false, "", e.Drop(args[0], args[1]), "dropping connection "+args[1]+"'s stream", e, args[0])
+}
+
+func cmdResume(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: resume ALIAS CONN")
+	}
+	ctx, cancel := waitCtx(ts, 15*time.Second)
+	defer cancel()
+	e := envOf(ts)
+	rejected(ts, false, "", e.Resume(ctx, args[0], args[1]), "resuming connection "+args[1]+"'s stream", e, args[0])
+}
+
 func cmdRestart(ts *testscript.TestScript, neg bool, args []string) {
 	f, args := flags(ts, args, nil, []string{"kill"})
 	if neg || len(args) != 0 {
@@ -325,13 +345,19 @@ func cmdRestart(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
-	f, args := flags(ts, args, []string{"timeout", "for", "conn"}, []string{"same", "alive"})
+	f, args := flags(ts, args, []string{"timeout", "for", "conn", "qid"}, []string{"same", "alive"})
 	if len(args) < 2 {
-		ts.Fatalf("usage: await [-timeout D] [-for D] [-conn C] [-same] ALIAS WHAT [ARG]")
+		ts.Fatalf("usage: await [-timeout D] [-for D] [-conn C] [-qid ID] [-same] ALIAS WHAT [ARG]")
 	}
 	e := envOf(ts)
 	alias, what, rest := args[0], args[1], args[2:]
 	s, qid := current(ts, e, alias)
+	if f["qid"] != "" {
+		if what != "surface" {
+			ts.Fatalf("await -qid: only with surface TYPE")
+		}
+		qid = f["qid"]
+	}
 	conn := connFlag(f)
 	num := func(def int) int {
 		if len(rest) == 0 {
@@ -361,12 +387,14 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		exp = harness.Allowed(alias, qid)
 	case "surface":
-		if len(rest) != 1 {
-			ts.Fatalf("usage: await ALIAS surface TYPE")
+		if len(rest) != 1 && len(rest) != 2 {
+			ts.Fatalf("usage: await ALIAS surface TYPE [N]")
 		}
-		exp = harness.SurfaceSaw(alias, f["conn"], rest[0], qid)
+		typ := rest[0]
+		rest = rest[1:]
+		exp = harness.SurfaceSawTimes(alias, f["conn"], typ, qid, num(1))
 		if f["alive"] != "" {
-			exp = harness.SurfaceSawWhileAlive(alias, f["conn"], rest[0], qid)
+			exp = harness.SurfaceSawWhileAlive(alias, f["conn"], typ, qid)
 		}
 	case "turn":
 		exp = harness.Turns(alias, num(1))
@@ -397,6 +425,12 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 		got, err := s.AwaitQuestion(ctx, conn, f["same"] != "")
 		if err != nil {
 			fail(ts, "%v\n%s", err, summary(e, alias))
+		}
+		if got != ts.Getenv(alias+"_Q") {
+			n, _ := strconv.Atoi(ts.Getenv(alias + "_QN"))
+			n++
+			ts.Setenv(alias+"_QN", strconv.Itoa(n))
+			ts.Setenv(fmt.Sprintf("%s_Q%d", alias, n), got)
 		}
 		ts.Setenv(alias+"_Q", got)
 		return
@@ -751,15 +785,18 @@ func cmdPending(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 func cmdStatus(ts *testscript.TestScript, neg bool, args []string) {
-	f, args := flags(ts, args, []string{"conn", "timeout"}, nil)
+	f, args := flags(ts, args, []string{"conn", "timeout"}, []string{"done"})
 	if neg || len(args) != 1 {
-		ts.Fatalf("usage: status [-conn C] [-timeout D] ALIAS")
+		ts.Fatalf("usage: status [-conn C] [-timeout D] [-done] ALIAS")
 	}
 	e := envOf(ts)
 	alias := args[0]
 	_, qid := current(ts, e, alias)
 	conn := connFlag(f)
 	exp := harness.WaitingFor(alias, conn, qid)
+	if f["done"] != "" {
+		exp = harness.NotWaitingFor(alias, conn, qid)
+	}
 	ctx, cancel := waitCtx(ts, duration(ts, f["timeout"], "5s"))
 	defer cancel()
 	if err := e.Await(ctx, exp); err != nil {

@@ -41,6 +41,7 @@ func TestMain(m *testing.M) {
 // TestReferenceBridge: the reference bridge passes every case, over each
 // kind of surface.
 func TestReferenceBridge(t *testing.T) {
+	t.Parallel()
 	for _, kind := range []string{"ws", "http", "control-ws", "exec"} {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()

@@ -267,6 +267,47 @@ check OTHER
 `,
 			steps:      session(ask(map[string]any{qFormat.Question: "Detailed"}, qFormat)),
 			otherSteps: session(ask(map[string]any{qDB.Question: "SQLite"}, qDB))},
+		// A stream resumed mid-session (SSE's Last-Event-ID): what
+		// happened while it was down comes once each, and nothing it
+		// heard before comes again. Another connection answers the first
+		// question and sees the second asked, so both are in the bridge's
+		// log before the stream resumes.
+		{name: "an event stream resumed mid-stream with Last-Event-ID", lines: `[cap:reconnect] await ALIAS question
+[cap:reconnect] drop ALIAS main
+[cap:reconnect] connect ALIAS watch
+[cap:reconnect] await -conn watch -same ALIAS question
+[cap:reconnect] answer -conn watch ALIAS
+[cap:reconnect] await ALIAS answered
+[cap:reconnect] await -conn watch ALIAS question
+[cap:reconnect] resume ALIAS main
+[cap:reconnect] await -conn main -qid $ALIAS_Q1 ALIAS surface answered
+[cap:reconnect] await -conn main ALIAS surface question
+[cap:reconnect] answer -conn watch ALIAS
+[cap:reconnect] await ALIAS answered
+[cap:reconnect] await -conn main ALIAS surface answered
+[cap:reconnect] ! await -for 300ms -conn main ALIAS surface question 2
+[cap:reconnect] ! await -for 1ms -conn main -qid $ALIAS_Q1 ALIAS surface question 2
+[cap:reconnect] ! await -for 1ms -conn main -qid $ALIAS_Q1 ALIAS surface answered 2
+[cap:reconnect] check ALIAS
+`,
+			steps: session(ask(map[string]any{qDB.Question: "SQLite"}, qDB), ask(map[string]any{qFormat.Question: "Summary"}, qFormat))},
+	},
+	"UI-STATUS": {
+		{name: "a connection opened after another question was answered, and after the last", lines: `[cap:reconnect] await ALIAS question
+[cap:reconnect] answer ALIAS
+[cap:reconnect] await ALIAS answered
+[cap:reconnect] await ALIAS question
+[cap:reconnect] connect ALIAS later
+[cap:reconnect] await -conn later -same ALIAS question
+[cap:reconnect] status -conn later ALIAS
+[cap:reconnect] answer -conn later ALIAS
+[cap:reconnect] await ALIAS answered
+[cap:reconnect] disconnect ALIAS later
+[cap:reconnect] connect ALIAS last
+[cap:reconnect] status -done -conn last ALIAS
+[cap:reconnect] check ALIAS
+`,
+			steps: session(ask(map[string]any{qDB.Question: "Postgres"}, qDB), ask(map[string]any{qFormat.Question: "Detailed"}, qFormat))},
 	},
 	"UI-TAKEOVER": {
 		{name: "a skip from the old connection after a takeover", lines: `[cap:takeover] await ALIAS question

@@ -354,6 +354,34 @@ func (e *Env) SendRaw(ctx context.Context, alias, conn, qid string, raw []byte) 
 	return c.SendRaw(ctx, qid, raw)
 }
 
+// Drop cuts the event stream of connection conn of alias's session, to be
+// resumed (Resume); an *Unsupported when the surface has no resume
+// operation.
+func (e *Env) Drop(alias, conn string) error {
+	_, c, err := e.conn(alias, conn)
+	if err != nil {
+		return err
+	}
+	r, ok := c.(Resumer)
+	if !ok {
+		return &Unsupported{Op: "resume", Message: "the surface's connections do not resume a dropped event stream"}
+	}
+	return r.Drop()
+}
+
+// Resume reconnects the stream Drop cut, from the last event it heard.
+func (e *Env) Resume(ctx context.Context, alias, conn string) error {
+	_, c, err := e.conn(alias, conn)
+	if err != nil {
+		return err
+	}
+	r, ok := c.(Resumer)
+	if !ok {
+		return &Unsupported{Op: "resume", Message: "the surface's connections do not resume a dropped event stream"}
+	}
+	return r.Resume(ctx)
+}
+
 // Permit allows or denies another tool's permission prompt over connection
 // conn of alias's session; an *Unsupported when the surface has no permit
 // operation.

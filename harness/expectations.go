@@ -71,15 +71,29 @@ func NewQuestion(alias, conn string) Expectation {
 // SurfaceSaw is met when connection conn ("" any) of alias's session saw
 // an event of type typ about question qid ("" any).
 func SurfaceSaw(alias, conn, typ, qid string) Expectation {
+	return SurfaceSawTimes(alias, conn, typ, qid, 1)
+}
+
+// SurfaceSawTimes is SurfaceSaw told at least n times (negated, it checks
+// a surface is not told twice what it must be told once).
+func SurfaceSawTimes(alias, conn, typ, qid string, n int) Expectation {
 	where := "a connection"
 	if conn != "" {
 		where = "connection " + conn
 	}
-	return onSession(alias, fmt.Sprintf("%s of session %s is told %s for question %s", where, alias, typ, qid), func(s *SessionState) (Verdict, string) {
+	what := fmt.Sprintf("%s of session %s is told %s for question %s", where, alias, typ, qid)
+	if n != 1 {
+		what = fmt.Sprintf("%s of session %s is told %s for question %s %d times", where, alias, typ, qid, n)
+	}
+	return onSession(alias, what, func(s *SessionState) (Verdict, string) {
+		seen := 0
 		for _, ev := range s.Surface {
 			if (conn == "" || ev.Conn == conn) && ev.Type == typ && (qid == "" || ev.QuestionID == qid || (ev.QuestionID == "" && typ == SurfTaken)) {
-				return Met, ""
+				seen++
 			}
+		}
+		if seen >= n {
+			return Met, ""
 		}
 		return Unmet, ""
 	})
@@ -127,6 +141,20 @@ func WaitingFor(alias, conn, qid string) Expectation {
 	return onSession(alias, fmt.Sprintf("connection %s of session %s is told the session waits for the user on question %s", conn, alias, qid), func(s *SessionState) (Verdict, string) {
 		for _, ev := range s.Surface {
 			if ev.Conn == conn && ev.Type == SurfStatus && ev.Waiting != nil && *ev.Waiting && ev.PendingID == qid {
+				return Met, ""
+			}
+		}
+		return Unmet, ""
+	})
+}
+
+// NotWaitingFor is met when connection conn of alias's session is told
+// the session waits for no question, or for another than qid: a status
+// after qid was settled.
+func NotWaitingFor(alias, conn, qid string) Expectation {
+	return onSession(alias, fmt.Sprintf("connection %s of session %s is told the session no longer waits on question %s", conn, alias, qid), func(s *SessionState) (Verdict, string) {
+		for _, ev := range s.Surface {
+			if ev.Conn == conn && ev.Type == SurfStatus && ev.Waiting != nil && (!*ev.Waiting || ev.PendingID != qid) {
 				return Met, ""
 			}
 		}

@@ -59,7 +59,8 @@ func (h *httpSurface) Open(ctx context.Context, session string, sink func(Surfac
 		return nil, err
 	}
 	cctx, cancel := context.WithCancel(context.Background())
-	c := &httpConn{window: h.resumeWindow, c: api, session: session, cancel: cancel, done: make(chan struct{})}
+	c := &httpConn{window: h.resumeWindow, c: api, session: session, cancel: cancel, done: make(chan struct{}),
+		down: make(chan struct{}), resumed: make(chan error, 1), resumeNow: make(chan struct{})}
 	ready := make(chan error, 1)
 	go func() {
 		defer close(c.done)
@@ -67,11 +68,19 @@ func (h *httpSurface) Open(ctx context.Context, session string, sink func(Surfac
 		last := int64(-1) // a new client first; after a drop, resume after the last event seen
 		var err error
 		for {
-			err = api.EventsOpened(cctx, session, last, func() {
+			sctx, cut := context.WithCancel(cctx)
+			c.mu.Lock()
+			c.cut = cut
+			c.mu.Unlock()
+			openedNow := false
+			err = api.EventsOpened(sctx, session, last, func() {
+				openedNow = true
 				if !opened {
 					opened = true
 					ready <- nil
+					return
 				}
+				c.signalResumed(nil)
 			}, func(e bridgeapi.Event) error {
 				if e.Seq > 0 {
 					last = e.Seq
@@ -79,11 +88,29 @@ func (h *httpSurface) Open(ctx context.Context, session string, sink func(Surfac
 				sink(fromBridgeEvent(e))
 				return nil
 			})
+			cut()
 			if !opened {
 				ready <- err
 				return
 			}
-			if cctx.Err() != nil || !errors.Is(err, bridgeapi.ErrUnreachable) || !c.resume(cctx) {
+			if cctx.Err() != nil {
+				break
+			}
+			if c.wasDropped() {
+				// Drop cut the stream: nothing more reaches sink until
+				// Resume asks for what was missed.
+				c.down <- struct{}{}
+				select {
+				case <-c.resumeNow:
+					continue
+				case <-cctx.Done():
+				}
+				break
+			}
+			if !openedNow {
+				c.signalResumed(err)
+			}
+			if !errors.Is(err, bridgeapi.ErrUnreachable) || !c.resume(cctx) {
 				break
 			}
 			// With no event seen yet (last -1), it comes back as a new
@@ -118,6 +145,77 @@ type httpConn struct {
 	cancel  context.CancelFunc
 	done    chan struct{}
 	once    sync.Once
+
+	// Drop and Resume: the stream's own cut, whether Drop made it, and
+	// the stream goroutine's word that it is down and that it is back.
+	mu        sync.Mutex
+	cut       context.CancelFunc
+	dropped   bool
+	down      chan struct{}
+	resumeNow chan struct{}
+	resumed   chan error
+}
+
+// Drop cuts the connection's event stream as a network would, and returns
+// once no more of its events reach the harness. The connection keeps the
+// id of the last event it heard, for Resume.
+func (c *httpConn) Drop() error {
+	c.mu.Lock()
+	if c.dropped {
+		c.mu.Unlock()
+		return errors.New("the event stream is already dropped")
+	}
+	c.dropped = true
+	c.cut()
+	c.mu.Unlock()
+	select {
+	case <-c.down:
+		return nil
+	case <-c.done:
+		return errClosed
+	}
+}
+
+// Resume reconnects a dropped stream with Last-Event-ID, the id of the
+// last event it heard: the bridge sends what it missed, and returns once
+// the bridge has accepted the stream.
+func (c *httpConn) Resume(ctx context.Context) error {
+	c.mu.Lock()
+	if !c.dropped {
+		c.mu.Unlock()
+		return errors.New("the event stream was not dropped")
+	}
+	c.dropped = false
+	c.mu.Unlock()
+	select {
+	case c.resumeNow <- struct{}{}:
+	case <-c.done:
+		return errClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-c.resumed:
+		return rejection(err)
+	case <-c.done:
+		return errClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (c *httpConn) wasDropped() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.dropped
+}
+
+// signalResumed tells a Resume waiting how the stream came back.
+func (c *httpConn) signalResumed(err error) {
+	select {
+	case c.resumed <- err:
+	default:
+	}
 }
 
 // resume waits until the bridge answers again (its health endpoint), at

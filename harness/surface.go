@@ -75,6 +75,18 @@ type Interrupter interface {
 	SkipInterrupt(ctx context.Context, questionID, reason string) error
 }
 
+// Resumer is a Conn whose event stream can drop and resume where it left
+// off (SSE's Last-Event-ID): Drop cuts the stream as a network would,
+// without telling the bridge anything else; Resume reconnects asking for
+// what was missed after the last event heard, which the bridge must send
+// once each, and nothing heard before. A Conn without it has no resume
+// operation (a WebSocket surface replays pending questions on a new
+// connection instead: UI-RECONNECT-REPLAY's own lines).
+type Resumer interface {
+	Drop() error
+	Resume(ctx context.Context) error
+}
+
 // Permitter is a Conn that puts other tools' permission prompts to the
 // person (capability permissions): it allows or denies the prompt its
 // SurfPermission event named. A Conn without it has no permit operation.

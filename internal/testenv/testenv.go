@@ -110,12 +110,24 @@ func missing(t testing.TB, err error) {
 	t.Skipf("%v; make test installs it", err)
 }
 
+// endToEnd fails a test that reaches what only the end-to-end tier uses
+// (the real CLI, a browser) while make test runs the fast tier
+// (ASKCTL_TIER=fast): the Makefile's E2E list must name it, so that make
+// test stays fast and make e2e runs it.
+func endToEnd(t testing.TB, what string) {
+	t.Helper()
+	if os.Getenv("ASKCTL_TIER") == "fast" {
+		t.Fatalf("%s needs %s: name it in the Makefile's E2E list (make e2e runs it; make test runs the fast tier)", t.Name(), what)
+	}
+}
+
 // Chromium returns the Chromium the page's browser tests drive:
 // ASKCTL_CHROMIUM, else chromium on PATH. Missing, the test is skipped, or
 // fails under ASKCTL_REQUIRE_BROWSER (make test sets it, and installs
 // Debian's chromium where it is missing: scripts/install-chromium.sh).
 func Chromium(t testing.TB) string {
 	t.Helper()
+	endToEnd(t, "Chromium")
 	if p, err := chromium.Find(""); err == nil {
 		return p
 	}
@@ -130,6 +142,7 @@ func Chromium(t testing.TB) string {
 // the pinned CLI askctl claude install put in the cache, or claude on PATH.
 func RealClaude(t testing.TB) string {
 	t.Helper()
+	endToEnd(t, "the real claude CLI")
 	path, err := claudecli.Find(context.Background(), os.Getenv(claudecli.EnvClaude), io.Discard)
 	if err != nil {
 		missing(t, err)
