@@ -318,8 +318,10 @@ func cmdDrop(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 2 {
 		ts.Fatalf("usage: drop ALIAS CONN")
 	}
+	ctx, cancel := waitCtx(ts, 15*time.Second)
+	defer cancel()
 	e := envOf(ts)
-	rejected(ts, false, "", e.Drop(args[0], args[1]), "dropping connection "+args[1]+"'s stream", e, args[0])
+	rejected(ts, false, "", e.Drop(ctx, args[0], args[1]), "dropping connection "+args[1]+"'s stream", e, args[0])
 }
 
 func cmdResume(ts *testscript.TestScript, neg bool, args []string) {

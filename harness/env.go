@@ -357,7 +357,7 @@ func (e *Env) SendRaw(ctx context.Context, alias, conn, qid string, raw []byte) 
 // Drop cuts the event stream of connection conn of alias's session, to be
 // resumed (Resume); an *Unsupported when the surface has no resume
 // operation.
-func (e *Env) Drop(alias, conn string) error {
+func (e *Env) Drop(ctx context.Context, alias, conn string) error {
 	_, c, err := e.conn(alias, conn)
 	if err != nil {
 		return err
@@ -366,7 +366,7 @@ func (e *Env) Drop(alias, conn string) error {
 	if !ok {
 		return &Unsupported{Op: "resume", Message: "the surface's connections do not resume a dropped event stream"}
 	}
-	return r.Drop()
+	return r.Drop(ctx)
 }
 
 // Resume reconnects the stream Drop cut, from the last event it heard.

@@ -159,7 +159,7 @@ type httpConn struct {
 // Drop cuts the connection's event stream as a network would, and returns
 // once no more of its events reach the harness. The connection keeps the
 // id of the last event it heard, for Resume.
-func (c *httpConn) Drop() error {
+func (c *httpConn) Drop(ctx context.Context) error {
 	c.mu.Lock()
 	if c.dropped {
 		c.mu.Unlock()
@@ -173,6 +173,8 @@ func (c *httpConn) Drop() error {
 		return nil
 	case <-c.done:
 		return errClosed
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

@@ -83,7 +83,7 @@ type Interrupter interface {
 // operation (a WebSocket surface replays pending questions on a new
 // connection instead: UI-RECONNECT-REPLAY's own lines).
 type Resumer interface {
-	Drop() error
+	Drop(ctx context.Context) error
 	Resume(ctx context.Context) error
 }
 
