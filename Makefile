@@ -8,7 +8,7 @@ STATICCHECK_VERSION := v0.8.2
 # session) or Chromium. make test runs every other test; make e2e runs these;
 # CI runs both. A test that reaches the real CLI or a browser under make test
 # fails and says to list it here (internal/testenv, ASKCTL_TIER=fast).
-E2E := TestServeRealCLI|TestMCPRealCLI|TestPage|TestPageLogout|TestPageTimeout|TestPageLogin|TestRecordRealCLI|TestRecordPrintModeMCP|TestEditedRecordingIsReported|TestRecordResumedSession|TestFidelity|TestFidelityCatchesDrift|TestReplayUserMessagesAndDefaultModel|TestReferenceBridgeBrowser|TestReferenceBridgeRealAgent|TestBrokenBridgesRealAgent
+E2E := TestServeRealCLI|TestMCPRealCLI|TestPage|TestPageLogout|TestPageTimeout|TestRecordRealCLI|TestRecordPrintModeMCP|TestEditedRecordingIsReported|TestRecordResumedSession|TestFidelity|TestFidelityCatchesDrift|TestReplayUserMessagesAndDefaultModel|TestReferenceBridgeBrowser|TestReferenceBridgeRealAgent|TestBrokenBridgesRealAgent
 
 .PHONY: help build conformance replay demo test e2e race npm real-cli browser screenshots lint bench mutate fuzz fidelity clean
 
@@ -27,7 +27,7 @@ replay: build ## replay every built-in scenario against fakeclaude
 demo: build ## start the reference bridge with fakeclaude, run a session, answer it with askctl, show what the agent got
 	@./scripts/demo.sh
 
-test: npm ## install the pinned npm packages, vet, and run every test but the end-to-end tier (about 2 min warm; CI runs this and make e2e)
+test: npm ## install the pinned npm packages, vet, and run every test but the end-to-end tier (about 1–1.5 min warm; CI runs this and make e2e)
 	$(GO) vet ./...
 	$(GO) vet -tags mutation ./bridge ./internal/mcpask ./internal/mutation
 	ASKCTL_TIER=fast ASKCTL_REQUIRE_NPM=1 $(GO) test -parallel 8 -skip '^($(E2E))$$' ./...

@@ -32,7 +32,7 @@ type command struct {
 func commands() map[string]command {
 	return map[string]command{
 		"answer":      {"[!] answer [-conn C] [-qid ID] [-code CODE] [-partial] ALIAS [QUESTION=ANSWER…]  answer the current question (default: as the scenario's user part); ! expects a rejection; -partial expects it held or refused", cmdAnswer},
-		"await":       {"[!] await [-timeout D] [-for D] [-conn C] [-qid ID] [-same] [-alive] ALIAS question|answered [N]|allowed|surface TYPE [N]|turn [N]|exit [CODE]|asked [N]|resumed  wait until it holds (question: sets ALIAS_Q to its id, and ALIAS_Q1, ALIAS_Q2, … by the order questions came; allowed: an answer, an allow, reached the agent; surface TYPE N: told N times; -qid: of that question, not the current one); ! checks it does not happen for D (500ms)", cmdAwait},
+		"await":       {"[!] await [-timeout D] [-for D] [-conn C] [-qid ID] [-same] [-alive] ALIAS question|answered [N]|allowed|surface TYPE [N]|turn [N]|exit [CODE]|asked [N]|resumed|repeated  wait until it holds (repeated: the connection was told one event twice, by its id; question: sets ALIAS_Q to its id, and ALIAS_Q1, ALIAS_Q2, … by the order questions came; allowed: an answer, an allow, reached the agent; surface TYPE N: told N times; -qid: of that question, not the current one); ! checks it does not happen for D (500ms)", cmdAwait},
 		"check":       {"check ALIAS  once the agent has given its own verdict on every answer it got: it reported no failure (every answer as the scenario expects, one control_response per request, no protocol error)", cmdCheck},
 		"connect":     {"connect ALIAS CONN  open another surface connection to the session", cmdConnect},
 		"delivered":   {"delivered [-conn C] ALIAS  the current question as shown equals what the agent asked: every question, header, option label and description, multiSelect, in order", cmdDelivered},
@@ -52,6 +52,7 @@ func commands() map[string]command {
 		"restart":     {"restart [-kill]  restart the bridge (-kill: SIGKILL, as a crash); connections must be reopened", cmdRestart},
 		"skip":        {"[!] skip-question [-conn C] [-qid ID] [-code CODE] ALIAS [REASON]  skip the current question (-qid: that one)", cmdSkip},
 		"start":       {"start [-detached] ALIAS SCENARIO  start a session whose agent plays SCENARIO (built-in name, a steps .jsonl or a .txtar in $WORK); opens connection main unless -detached. A route mcp scenario runs the agent in print mode with the profile's mcp.config, and main watches every session for its question", cmdStart},
+		"supports":    {"supports ALIAS CONN OP  the connection has operation OP (resume: drop and resume); where it has not, the row (or the case) is skipped, naming it", cmdSupports},
 		"status":      {"status [-conn C] [-timeout D] [-done] ALIAS  the connection is told the session waits for the user, on the current question (-done: that it waits no longer on it)", cmdStatus},
 	}
 }
@@ -324,6 +325,14 @@ func cmdDrop(ts *testscript.TestScript, neg bool, args []string) {
 	rejected(ts, false, "", e.Drop(ctx, args[0], args[1]), "dropping connection "+args[1]+"'s stream", e, args[0])
 }
 
+func cmdSupports(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: supports ALIAS CONN OP")
+	}
+	e := envOf(ts)
+	rejected(ts, false, "", e.Supports(args[0], args[1], args[2]), "operation "+args[2], e, args[0])
+}
+
 func cmdResume(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 2 {
 		ts.Fatalf("usage: resume ALIAS CONN")
@@ -406,6 +415,8 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 		exp = harness.Asked(alias, num(1))
 	case "resumed":
 		exp = harness.Resumed(alias)
+	case "repeated":
+		exp = harness.Repeated(alias, conn)
 	default:
 		ts.Fatalf("await: unknown condition %q", what)
 	}

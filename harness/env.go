@@ -369,6 +369,24 @@ func (e *Env) Drop(ctx context.Context, alias, conn string) error {
 	return r.Drop(ctx)
 }
 
+// Supports is nil when connection conn of alias's session has operation
+// op ("resume": Drop and Resume), else an *Unsupported naming it: a row
+// asks before it sets up what only that operation checks.
+func (e *Env) Supports(alias, conn, op string) error {
+	_, c, err := e.conn(alias, conn)
+	if err != nil {
+		return err
+	}
+	switch op {
+	case "resume":
+		if _, ok := c.(Resumer); !ok {
+			return &Unsupported{Op: "resume", Message: "the surface's connections do not resume a dropped event stream"}
+		}
+		return nil
+	}
+	return fmt.Errorf("no operation %q to ask about (want resume)", op)
+}
+
 // Resume reconnects the stream Drop cut, from the last event it heard.
 func (e *Env) Resume(ctx context.Context, alias, conn string) error {
 	_, c, err := e.conn(alias, conn)

@@ -154,9 +154,28 @@ func WaitingFor(alias, conn, qid string) Expectation {
 func NotWaitingFor(alias, conn, qid string) Expectation {
 	return onSession(alias, fmt.Sprintf("connection %s of session %s is told the session no longer waits on question %s", conn, alias, qid), func(s *SessionState) (Verdict, string) {
 		for _, ev := range s.Surface {
-			if ev.Conn == conn && ev.Type == SurfStatus && ev.Waiting != nil && (!*ev.Waiting || ev.PendingID != qid) {
+			if ev.Conn == conn && ev.Type == SurfStatus && ev.Waiting != nil && (!*ev.Waiting || ev.PendingID != "" && ev.PendingID != qid) {
 				return Met, ""
 			}
+		}
+		return Unmet, ""
+	})
+}
+
+// Repeated is met when connection conn of alias's session was told one
+// event twice: two events with the same id (a surface that numbers its
+// events). Negated, it checks a resumed stream sent nothing it had sent.
+func Repeated(alias, conn string) Expectation {
+	return onSession(alias, fmt.Sprintf("connection %s of session %s is told an event twice (the same id)", conn, alias), func(s *SessionState) (Verdict, string) {
+		seen := map[int64]bool{}
+		for _, ev := range s.Surface {
+			if ev.Conn != conn || ev.Seq <= 0 {
+				continue
+			}
+			if seen[ev.Seq] {
+				return Met, fmt.Sprintf("event %d (%s)", ev.Seq, ev.Type)
+			}
+			seen[ev.Seq] = true
 		}
 		return Unmet, ""
 	})

@@ -60,7 +60,7 @@ func (h *httpSurface) Open(ctx context.Context, session string, sink func(Surfac
 	}
 	cctx, cancel := context.WithCancel(context.Background())
 	c := &httpConn{window: h.resumeWindow, c: api, session: session, cancel: cancel, done: make(chan struct{}),
-		down: make(chan struct{}), resumed: make(chan error, 1), resumeNow: make(chan struct{})}
+		down: make(chan struct{}, 1), resumed: make(chan error, 1), resumeNow: make(chan struct{})}
 	ready := make(chan error, 1)
 	go func() {
 		defer close(c.done)
@@ -68,8 +68,17 @@ func (h *httpSurface) Open(ctx context.Context, session string, sink func(Surfac
 		last := int64(-1) // a new client first; after a drop, resume after the last event seen
 		var err error
 		for {
-			sctx, cut := context.WithCancel(cctx)
 			c.mu.Lock()
+			if c.dropped {
+				// Dropped between two streams (while a dropped stream
+				// was being retried): stay down.
+				c.mu.Unlock()
+				if !c.parkDropped(cctx) {
+					break
+				}
+				continue
+			}
+			sctx, cut := context.WithCancel(cctx)
 			c.cut = cut
 			c.mu.Unlock()
 			openedNow := false
@@ -99,13 +108,10 @@ func (h *httpSurface) Open(ctx context.Context, session string, sink func(Surfac
 			if c.wasDropped() {
 				// Drop cut the stream: nothing more reaches sink until
 				// Resume asks for what was missed.
-				c.down <- struct{}{}
-				select {
-				case <-c.resumeNow:
-					continue
-				case <-cctx.Done():
+				if !c.parkDropped(cctx) {
+					break
 				}
-				break
+				continue
 			}
 			if !openedNow {
 				c.signalResumed(err)
@@ -151,6 +157,7 @@ type httpConn struct {
 	mu        sync.Mutex
 	cut       context.CancelFunc
 	dropped   bool
+	resuming  bool // Resume waits for the stream's return
 	down      chan struct{}
 	resumeNow chan struct{}
 	resumed   chan error
@@ -166,7 +173,9 @@ func (c *httpConn) Drop(ctx context.Context) error {
 		return errors.New("the event stream is already dropped")
 	}
 	c.dropped = true
-	c.cut()
+	if c.cut != nil {
+		c.cut()
+	}
 	c.mu.Unlock()
 	select {
 	case <-c.down:
@@ -175,6 +184,22 @@ func (c *httpConn) Drop(ctx context.Context) error {
 		return errClosed
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// parkDropped is the stream goroutine's wait while its stream is dropped:
+// it tells Drop the stream is down (a token Drop may have stopped waiting
+// for), then waits for Resume. False when the connection closes.
+func (c *httpConn) parkDropped(ctx context.Context) bool {
+	select {
+	case c.down <- struct{}{}:
+	default:
+	}
+	select {
+	case <-c.resumeNow:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 
@@ -187,20 +212,37 @@ func (c *httpConn) Resume(ctx context.Context) error {
 		c.mu.Unlock()
 		return errors.New("the event stream was not dropped")
 	}
-	c.dropped = false
+	// Tokens of an earlier Drop or reconnect that nobody took.
+	select {
+	case <-c.down:
+	default:
+	}
+	select {
+	case <-c.resumed:
+	default:
+	}
+	c.dropped, c.resuming = false, true
 	c.mu.Unlock()
 	select {
 	case c.resumeNow <- struct{}{}:
 	case <-c.done:
 		return errClosed
 	case <-ctx.Done():
+		c.mu.Lock()
+		c.dropped, c.resuming = true, false
+		c.mu.Unlock()
 		return ctx.Err()
 	}
 	select {
 	case err := <-c.resumed:
 		return rejection(err)
 	case <-c.done:
-		return errClosed
+		select {
+		case err := <-c.resumed:
+			return rejection(err)
+		default:
+			return errClosed
+		}
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -212,8 +254,16 @@ func (c *httpConn) wasDropped() bool {
 	return c.dropped
 }
 
-// signalResumed tells a Resume waiting how the stream came back.
+// signalResumed tells a Resume waiting how the stream came back; a
+// reconnect no Resume asked for tells nobody.
 func (c *httpConn) signalResumed(err error) {
+	c.mu.Lock()
+	asked := c.resuming
+	c.resuming = false
+	c.mu.Unlock()
+	if !asked {
+		return
+	}
 	select {
 	case c.resumed <- err:
 	default:
@@ -314,7 +364,7 @@ func rejection(err error) error {
 func fromBridgeEvent(e bridgeapi.Event) SurfaceEvent {
 	raw, _ := json.Marshal(e)
 	se := SurfaceEvent{T: time.Now(), At: e.Time, QuestionID: e.QuestionID, Session: e.SessionID, Questions: e.Questions, Raw: raw, Reason: e.Reason,
-		Answers: e.Answers, Timeout: e.TimeoutSeconds, Status: e.Status, By: e.Rule}
+		Answers: e.Answers, Timeout: e.TimeoutSeconds, Status: e.Status, By: e.Rule, Seq: e.Seq}
 	switch e.Type {
 	case bridgeapi.EventQuestion:
 		se.Type = SurfQuestion

@@ -177,6 +177,9 @@ type SurfaceEvent struct {
 	Tool       string              `json:"tool_name,omitempty"` // a permission prompt's tool
 	Input      json.RawMessage     `json:"input,omitempty"`     // a permission prompt's tool input
 	Raw        json.RawMessage     `json:"raw,omitempty"`
+	// Seq is the event's own id where the surface numbers its events (an
+	// SSE id): a connection told one id twice was sent one event twice.
+	Seq int64 `json:"seq,omitempty"`
 }
 
 // NewSurface returns the adapter for a profile's surface.
