@@ -8,6 +8,9 @@ STATICCHECK_VERSION := v0.8.2
 # session) or Chromium. make test runs every other test; make e2e runs these;
 # CI runs both. A test that reaches the real CLI or a browser under make test
 # fails and says to list it here (internal/testenv, ASKCTL_TIER=fast).
+# Both run with -count=1: the suites build askctl from source in a
+# subprocess, which go test's cache does not see, so a cached pass could
+# be stale after a change to the bridge.
 E2E := TestServeRealCLI|TestMCPRealCLI|TestPage|TestPageLogout|TestPageTimeout|TestRecordRealCLI|TestRecordPrintModeMCP|TestEditedRecordingIsReported|TestRecordResumedSession|TestFidelity|TestFidelityCatchesDrift|TestReplayUserMessagesAndDefaultModel|TestReferenceBridgeBrowser|TestReferenceBridgeRealAgent|TestBrokenBridgesRealAgent
 
 .PHONY: help build conformance replay demo test e2e race npm real-cli browser screenshots lint bench mutate fuzz fidelity clean
@@ -30,10 +33,10 @@ demo: build ## start the reference bridge with fakeclaude, run a session, answer
 test: npm ## install the pinned npm packages, vet, and run every test but the end-to-end tier (about 1–1.5 min warm; CI runs this and make e2e)
 	$(GO) vet ./...
 	$(GO) vet -tags mutation ./bridge ./internal/mcpask ./internal/mutation
-	ASKCTL_TIER=fast ASKCTL_REQUIRE_NPM=1 $(GO) test -parallel 8 -skip '^($(E2E))$$' ./...
+	ASKCTL_TIER=fast ASKCTL_REQUIRE_NPM=1 $(GO) test -count=1 -parallel 8 -skip '^($(E2E))$$' ./...
 
 e2e: npm real-cli browser ## the end-to-end tier: the tests with the real claude CLI (fakeclaude's fidelity among them) and with Chromium (CI runs it)
-	ASKCTL_REQUIRE_NPM=1 ASKCTL_REQUIRE_BROWSER=1 $(GO) test -run '^($(E2E))$$' ./...
+	ASKCTL_REQUIRE_NPM=1 ASKCTL_REQUIRE_BROWSER=1 $(GO) test -count=1 -run '^($(E2E))$$' ./...
 
 race: npm real-cli browser ## run the tests with the race detector
 	ASKCTL_REQUIRE_NPM=1 ASKCTL_REQUIRE_BROWSER=1 $(GO) test -race ./...

@@ -55,7 +55,7 @@ type Config struct {
 	// stdin closes before it is killed. Default 5s.
 	StopGrace time.Duration
 	// MaxStarting bounds the agents starting at once (spawned, and not yet
-	// through system/init; at most 2s each); more session starts wait their
+	// through system/init; at most 250ms each); more session starts wait their
 	// turn. Default DefaultMaxStarting: one CPU fewer than there are, so
 	// that a burst of starts leaves a CPU to the sessions already running
 	// (their questions and answers).
@@ -71,8 +71,11 @@ type Config struct {
 
 // startSlotHold is the longest one agent's start holds its slot: an agent
 // that hangs before system/init delays the starts behind it by this much,
-// once.
-const startSlotHold = 2 * time.Second
+// once. It is short, so that a slow agent (the real CLI takes about a
+// second to its system/init) does not make the next session's start, and
+// a question already asked, wait its whole start; fakeclaude reaches
+// system/init well within it, so a burst of them is still metered.
+const startSlotHold = 250 * time.Millisecond
 
 // DefaultTimeout is how long a question waits for the person by default.
 const DefaultTimeout = 300 * time.Second
