@@ -354,17 +354,27 @@ func (e *Env) SendRaw(ctx context.Context, alias, conn, qid string, raw []byte) 
 	return c.SendRaw(ctx, qid, raw)
 }
 
+// resumer is connection conn of alias's session as a Resumer; an
+// *Unsupported when the surface has no resume operation.
+func (e *Env) resumer(alias, conn string) (Resumer, error) {
+	_, c, err := e.conn(alias, conn)
+	if err != nil {
+		return nil, err
+	}
+	r, ok := c.(Resumer)
+	if !ok {
+		return nil, &Unsupported{Op: "resume", Message: "the surface's connections do not resume a dropped event stream"}
+	}
+	return r, nil
+}
+
 // Drop cuts the event stream of connection conn of alias's session, to be
 // resumed (Resume); an *Unsupported when the surface has no resume
 // operation.
 func (e *Env) Drop(ctx context.Context, alias, conn string) error {
-	_, c, err := e.conn(alias, conn)
+	r, err := e.resumer(alias, conn)
 	if err != nil {
 		return err
-	}
-	r, ok := c.(Resumer)
-	if !ok {
-		return &Unsupported{Op: "resume", Message: "the surface's connections do not resume a dropped event stream"}
 	}
 	return r.Drop(ctx)
 }
@@ -373,29 +383,18 @@ func (e *Env) Drop(ctx context.Context, alias, conn string) error {
 // op ("resume": Drop and Resume), else an *Unsupported naming it: a row
 // asks before it sets up what only that operation checks.
 func (e *Env) Supports(alias, conn, op string) error {
-	_, c, err := e.conn(alias, conn)
-	if err != nil {
-		return err
+	if op != "resume" {
+		return fmt.Errorf("no operation %q to ask about (want resume)", op)
 	}
-	switch op {
-	case "resume":
-		if _, ok := c.(Resumer); !ok {
-			return &Unsupported{Op: "resume", Message: "the surface's connections do not resume a dropped event stream"}
-		}
-		return nil
-	}
-	return fmt.Errorf("no operation %q to ask about (want resume)", op)
+	_, err := e.resumer(alias, conn)
+	return err
 }
 
 // Resume reconnects the stream Drop cut, from the last event it heard.
 func (e *Env) Resume(ctx context.Context, alias, conn string) error {
-	_, c, err := e.conn(alias, conn)
+	r, err := e.resumer(alias, conn)
 	if err != nil {
 		return err
-	}
-	r, ok := c.(Resumer)
-	if !ok {
-		return &Unsupported{Op: "resume", Message: "the surface's connections do not resume a dropped event stream"}
 	}
 	return r.Resume(ctx)
 }

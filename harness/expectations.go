@@ -83,7 +83,7 @@ func SurfaceSawTimes(alias, conn, typ, qid string, n int) Expectation {
 	}
 	what := fmt.Sprintf("%s of session %s is told %s for question %s", where, alias, typ, qid)
 	if n != 1 {
-		what = fmt.Sprintf("%s of session %s is told %s for question %s %d times", where, alias, typ, qid, n)
+		what += fmt.Sprintf(" %d times", n)
 	}
 	return onSession(alias, what, func(s *SessionState) (Verdict, string) {
 		seen := 0

@@ -70,8 +70,9 @@ func (h *httpSurface) Open(ctx context.Context, session string, sink func(Surfac
 		for {
 			c.mu.Lock()
 			if c.dropped {
-				// Dropped between two streams (while a dropped stream
-				// was being retried): stay down.
+				// Dropped: nothing more reaches sink until Resume asks
+				// for what was missed (Drop may also come between two
+				// streams, while a dropped one is being retried).
 				c.mu.Unlock()
 				if !c.parkDropped(cctx) {
 					break
@@ -106,12 +107,7 @@ func (h *httpSurface) Open(ctx context.Context, session string, sink func(Surfac
 				break
 			}
 			if c.wasDropped() {
-				// Drop cut the stream: nothing more reaches sink until
-				// Resume asks for what was missed.
-				if !c.parkDropped(cctx) {
-					break
-				}
-				continue
+				continue // Drop cut the stream: the loop's top parks it
 			}
 			if !openedNow {
 				c.signalResumed(err)
