@@ -38,8 +38,11 @@ test: npm ## install the pinned npm packages, vet, and run every test but the en
 e2e: npm real-cli browser ## the end-to-end tier: the tests with the real claude CLI (fakeclaude's fidelity among them) and with Chromium (CI runs it)
 	ASKCTL_REQUIRE_NPM=1 ASKCTL_REQUIRE_BROWSER=1 $(GO) test -count=1 -run '^($(E2E))$$' ./...
 
-race: npm real-cli browser ## run the tests with the race detector
-	ASKCTL_REQUIRE_NPM=1 ASKCTL_REQUIRE_BROWSER=1 $(GO) test -race ./...
+# The race detector makes the tests' own code (the harness, chromedp) several
+# times slower on the CPU, so the suite's waits are doubled (ASKCTL_SLOW=2):
+# this pass looks for data races; the tiers above check the deadlines.
+race: npm real-cli browser ## run every test with the race detector (the suite's waits doubled)
+	ASKCTL_SLOW=2 ASKCTL_REQUIRE_NPM=1 ASKCTL_REQUIRE_BROWSER=1 $(GO) test -race -count=1 ./...
 
 npm: $(NPM_STAMP) ## install the pinned TypeScript Agent SDK the tests drive fakeclaude with
 

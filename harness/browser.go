@@ -432,7 +432,11 @@ func (s *browserSurface) newTab(ctx context.Context, target, session string, sin
 		},
 		chromedp.Navigate(target))
 	if err == nil {
-		err = c.await(octx, func() bool { return c.ready != "" })
+		if err = c.await(octx, func() bool { return c.ready != "" }); err != nil {
+			err = fmt.Errorf("the page did not hear the bridge's replay: %w", stopped(ctx, tab, s.spec.start(), err))
+		}
+	} else {
+		err = stopped(ctx, tab, s.spec.start(), err)
 	}
 	if err != nil {
 		_ = c.Close()
@@ -476,10 +480,10 @@ func (c *browserConn) switchTo(ctx context.Context, target, session string, sink
 	defer cancel()
 	t, _ := json.Marshal(target)
 	if _, err := chromedp.Run(actx, chromedp.Evaluate[bool](`location.href = `+string(t)+`, true`)); err != nil {
-		return fmt.Errorf("opening %s in the browser: %w", target, err)
+		return fmt.Errorf("opening %s in the browser: %w", target, stopped(ctx, c.tab, c.s.spec.op(), err))
 	}
 	if err := c.await(actx, func() bool { return c.ready != "" && c.ready != before }); err != nil {
-		return fmt.Errorf("opening %s in the browser: the page did not hear the bridge's replay within %v", target, c.s.spec.op())
+		return fmt.Errorf("opening %s in the browser: the page did not hear the bridge's replay: %w", target, stopped(ctx, c.tab, c.s.spec.op(), err))
 	}
 	return nil
 }
@@ -548,11 +552,33 @@ func (c *browserConn) onSnapshot(data string) {
 	if json.Unmarshal([]byte(data), &snap) != nil {
 		return
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed || snap.Seq <= c.seq {
-		return // an older snapshot, overtaken by a newer one
+	// The questions of a request shown for the first time are read off
+	// the page, with the lock let go: a read is a round trip to a browser
+	// that may be slow, and every wait on this tab checks under the lock.
+	qs := map[string][]protocol.Question{}
+	for {
+		c.mu.Lock()
+		if c.closed || snap.Seq <= c.seq {
+			c.mu.Unlock()
+			return // an older snapshot, overtaken by a newer one
+		}
+		var need []string
+		for _, r := range snap.Requests {
+			_, seen := c.last[r.ID]
+			_, read := qs[r.ID]
+			if c.mine(r) && !seen && !read {
+				need = append(need, r.ID)
+			}
+		}
+		if len(need) == 0 {
+			break // with the lock held
+		}
+		c.mu.Unlock()
+		for _, id := range need {
+			qs[id] = c.questions(id)
+		}
 	}
+	defer c.mu.Unlock()
 	c.seq = snap.Seq
 	now := time.Now()
 	sink := c.sink
@@ -560,8 +586,8 @@ func (c *browserConn) onSnapshot(data string) {
 		sink = func(SurfaceEvent) {} // a spare tab: nobody listens yet
 	}
 	for _, r := range snap.Requests {
-		if c.session != "" && r.Session != "" && r.Session != c.session {
-			continue // another session's, shown before this tab was pointed at its own
+		if !c.mine(r) {
+			continue
 		}
 		prev, seen := c.last[r.ID]
 		if r.Session == "" {
@@ -572,7 +598,7 @@ func (c *browserConn) onSnapshot(data string) {
 			// Shown, even if it ended before this snapshot was taken (an
 			// agent that withdraws a question at once).
 			c.order = append(c.order, r.ID)
-			r.seen, r.qs = pageTime(r.SeenMS, now), c.questions(r.ID)
+			r.seen, r.qs = pageTime(r.SeenMS, now), qs[r.ID]
 			sink(r.shownEvent())
 		}
 		if r.Ended != "" && r.Ended != prev.Ended {
@@ -601,6 +627,12 @@ func (c *browserConn) onSnapshot(data string) {
 	c.changed = make(chan struct{})
 }
 
+// mine reports whether a request the page shows is of this tab's session
+// (a tab pointed at its session may still show another's, from before).
+func (c *browserConn) mine(r browserRequest) bool {
+	return c.session == "" || r.Session == "" || r.Session == c.session
+}
+
 // order0 is the ids of last in the order they were first seen.
 func (c *browserConn) order0(last map[string]browserRequest) []string {
 	ids := make([]string, 0, len(last))
@@ -617,6 +649,24 @@ func (c *browserConn) bound(ctx context.Context) (context.Context, context.Cance
 	actx, cancel := context.WithTimeout(c.tab, c.s.spec.op())
 	stop := context.AfterFunc(ctx, cancel)
 	return actx, func() { stop(); cancel() }
+}
+
+// stopped says why a wait on the page ended early, when it was a context
+// that ended it: the step's own deadline (ctx, the caller's), the tab or
+// its browser going away, or the harness's limit for the wait. Other
+// errors are as they came.
+func stopped(ctx, tab context.Context, limit time.Duration, err error) error {
+	switch {
+	case !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded):
+		return err
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return errors.New("the step's own deadline passed first")
+	case ctx.Err() != nil:
+		return fmt.Errorf("the step was stopped (%w)", ctx.Err())
+	case tab.Err() != nil:
+		return fmt.Errorf("the tab closed (%w)", context.Cause(tab))
+	}
+	return fmt.Errorf("not within %v", limit)
 }
 
 // bridgeTime is a time the bridge gave (SurfaceEvent.At: when the bridge
@@ -718,7 +768,7 @@ func (c *browserConn) act(ctx context.Context, op, qid, call string) (string, st
 	c.mu.Unlock()
 	res, err := chromedp.Run(actx, chromedp.Evaluate[string](`JSON.stringify(`+call+`)`))
 	if err != nil {
-		return "", "", fmt.Errorf("%s in the browser: %w", op, err)
+		return "", "", fmt.Errorf("%s in the browser: %w", op, stopped(ctx, c.tab, c.s.spec.op(), err))
 	}
 	var r struct {
 		OK          bool   `json:"ok"`
@@ -740,7 +790,7 @@ func (c *browserConn) act(ctx context.Context, op, qid, call string) (string, st
 		return c.seq > from && k != "pending" && k != "sending"
 	})
 	if err != nil {
-		return "", "", fmt.Errorf("%s in the browser: the page did not settle question %s within %v (it says %q)", op, qid, c.s.spec.op(), status)
+		return "", "", fmt.Errorf("%s in the browser: the page did not settle question %s (it says %q): %w", op, qid, status, stopped(ctx, c.tab, c.s.spec.op(), err))
 	}
 	return k, status, nil
 }
