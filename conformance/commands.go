@@ -316,13 +316,19 @@ func cmdDisconnect(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 func cmdDrop(ts *testscript.TestScript, neg bool, args []string) {
+	streamOp(ts, neg, args, "drop", "dropping", (*harness.Env).Drop)
+}
+
+// streamOp runs drop or resume (op; doing names it in a failure) on a
+// connection's event stream.
+func streamOp(ts *testscript.TestScript, neg bool, args []string, op, doing string, f func(*harness.Env, context.Context, string, string) error) {
 	if neg || len(args) != 2 {
-		ts.Fatalf("usage: drop ALIAS CONN")
+		ts.Fatalf("usage: %s ALIAS CONN", op)
 	}
 	ctx, cancel := waitCtx(ts, 15*time.Second)
 	defer cancel()
 	e := envOf(ts)
-	rejected(ts, false, "", e.Drop(ctx, args[0], args[1]), "dropping connection "+args[1]+"'s stream", e, args[0])
+	rejected(ts, false, "", f(e, ctx, args[0], args[1]), doing+" connection "+args[1]+"'s stream", e, args[0])
 }
 
 func cmdSupports(ts *testscript.TestScript, neg bool, args []string) {
@@ -334,13 +340,7 @@ func cmdSupports(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 func cmdResume(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 2 {
-		ts.Fatalf("usage: resume ALIAS CONN")
-	}
-	ctx, cancel := waitCtx(ts, 15*time.Second)
-	defer cancel()
-	e := envOf(ts)
-	rejected(ts, false, "", e.Resume(ctx, args[0], args[1]), "resuming connection "+args[1]+"'s stream", e, args[0])
+	streamOp(ts, neg, args, "resume", "resuming", (*harness.Env).Resume)
 }
 
 func cmdRestart(ts *testscript.TestScript, neg bool, args []string) {
