@@ -39,6 +39,7 @@ func commands() map[string]command {
 		"dimension":   {"dimension NAME  name the dimension row the lines after it check: a failure names it (the generated rows, conformance/dimensions.go)", cmdDimension},
 		"disconnect":  {"disconnect ALIAS CONN  close a surface connection", cmdDisconnect},
 		"drop":        {"drop ALIAS CONN  cut the connection's event stream as a network would, keeping the id of the last event it heard (a surface that resumes streams: SSE's Last-Event-ID; elsewhere the row is skipped)", cmdDrop},
+		"invariants":  {"invariants [ALIAS…]  the rules that hold at every moment hold over everything seen so far, in these sessions (default: every session): one control_response per request, no allow after a withdrawal, whole non-blank answers keyed by text, a deny with a message, a timeout's deny within timeout + 1 s of the ask and not early, each connection told only its session's events, each once (the harness's Invariants); a rule another requirement owns makes the case BLOCKED by it", cmdInvariants},
 		"mcp-list":    {"mcp-list  connect to the bridge's MCP server as the profile's mcp.config says and check ask_user's input schema (question required; options of label and description; multiSelect)", cmdMCPList},
 		"tool-result": {"[!] tool-result [-error] [-timeout D] ALIAS [TEXT|~REGEXP…]  the current question's ask_user call returned to the agent: an answer naming each TEXT (-error: an isError result); ! : names none of them", cmdToolResult},
 		"latency":     {"latency ALIAS deliver|answer MAX  the current question's measured latency is at most MAX", cmdLatency},
@@ -66,7 +67,7 @@ func commandFuncs() map[string]func(ts *testscript.TestScript, neg bool, args []
 		}
 		run := c.run
 		out[name] = func(ts *testscript.TestScript, neg bool, args []string) {
-			if row := ts.Getenv("DIMENSION"); row != "" && ts.Getenv("ROW_SKIPPED") == row && name != "dimension" {
+			if row := ts.Getenv("DIMENSION"); row != "" && ts.Getenv("ROW_SKIPPED") == row && name != "dimension" && name != "invariants" {
 				ts.Logf("(skipped with its row)")
 				return
 			}
@@ -239,9 +240,43 @@ func cmdRequirement(ts *testscript.TestScript, neg bool, args []string) {
 
 func cmdDimension(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
-		ts.Fatalf("usage: dimension NAME")
+		ts.Fatalf("usage: dimension NAME|-")
+	}
+	if args[0] == "-" {
+		ts.Setenv("DIMENSION", "") // the lines after it belong to no row
+		return
 	}
 	ts.Setenv("DIMENSION", args[0])
+}
+
+func cmdInvariants(ts *testscript.TestScript, neg bool, args []string) {
+	if neg {
+		ts.Fatalf("usage: invariants [ALIAS…]")
+	}
+	e := envOf(ts)
+	checkInvariants(ts, e, args...)
+}
+
+// checkInvariants fails the case on a broken rule its requirement owns,
+// and reports it BLOCKED by the owner of any other.
+func checkInvariants(ts *testscript.TestScript, e *harness.Env, aliases ...string) {
+	vs := e.Invariants(aliases...)
+	own := ts.Getenv("REQUIREMENT")
+	var mine []string
+	for _, v := range vs {
+		if v.Requirement == own {
+			mine = append(mine, v.Text)
+			continue
+		}
+		failOwned(ts, v.Requirement, "%s", v.Text)
+	}
+	if len(mine) > 0 {
+		s := ""
+		if len(aliases) == 1 {
+			s = "\n" + summary(e, aliases[0])
+		}
+		fail(ts, "%s%s", strings.Join(mine, "\n  "), s)
+	}
 }
 
 func cmdStart(ts *testscript.TestScript, neg bool, args []string) {
@@ -680,6 +715,7 @@ func cmdCheck(ts *testscript.TestScript, neg bool, args []string) {
 	if err != nil {
 		fail(ts, "the agent of session %s gave no verdict on the answers it received: %v\n%s", args[0], err, summary(e, args[0]))
 	}
+	checkInvariants(ts, e, args[0])
 	if len(problems) > 0 {
 		fail(ts, "the agent of session %s reported:\n  %s\n%s", args[0], strings.Join(problems, "\n  "), summary(e, args[0]))
 	}

@@ -3,6 +3,7 @@ package conformance
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -397,6 +398,11 @@ func DimensionRows() map[string][]string {
 	return out
 }
 
+// finalLines end every case: the rules that hold at every moment, over
+// every session the case started (the lines before it may have left a
+// row's name set).
+var finalLines = []byte("\n# The rules that hold at every moment, over every session of the case.\ndimension -\ninvariants\n")
+
 // CaseScript is case name's script as the suite runs it: the embedded
 // hand-written case, then its generated dimension rows and their files.
 func CaseScript(name string) ([]byte, error) {
@@ -405,11 +411,16 @@ func CaseScript(name string) ([]byte, error) {
 		return nil, err
 	}
 	script, files := generated(name)
-	if script == "" {
-		return data, nil
-	}
 	a := txtar.Parse(data)
-	a.Comment = append(a.Comment, script...)
+	// The comment is a slice of data: appending in place would write over
+	// the files after it.
+	a.Comment = append(slices.Clip(a.Comment), script...)
+	a.Comment = append(a.Comment, finalLines...)
+	for i, f := range a.Files {
+		if n := len(f.Data); n > 0 && f.Data[n-1] != '\n' {
+			a.Files[i].Data = append(f.Data, '\n')
+		}
+	}
 	names := make([]string, 0, len(files))
 	for n := range files {
 		names = append(names, n)

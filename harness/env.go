@@ -438,6 +438,9 @@ func (e *Env) Restart(ctx context.Context, kill bool) error {
 	for _, c := range conns {
 		_ = c.Close()
 	}
+	e.mu.Lock()
+	e.st.Restarts = append(e.st.Restarts, time.Now())
+	e.mu.Unlock()
 	if err := e.Bridge.Restart(ctx, kill); err != nil {
 		return &SetupError{Op: "restarting the bridge", Err: err}
 	}

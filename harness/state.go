@@ -23,6 +23,8 @@ type State struct {
 	Sessions map[string]*SessionState // by alias
 	byAgent  map[string]*SessionState // by the agent's session id
 	Stray    []transcript.Record      // records of agents the harness did not start
+	// Restarts are when the harness restarted the bridge (Env.Restart).
+	Restarts []time.Time
 }
 
 // SessionState is what one session the harness started has seen: its
@@ -84,6 +86,9 @@ type Request struct {
 	// Verdict: the agent has reacted to the (first) response: it wrote the
 	// tool_result, reported a failure, or exited.
 	Verdict bool
+	// Cancelled is when the agent withdrew the request
+	// (control_cancel_request); zero if it did not.
+	Cancelled time.Time
 }
 
 // Response is one control_response the agent received.
@@ -143,6 +148,10 @@ func (s *SessionState) fromAgent(r transcript.Record) {
 	case protocol.TypeControlRequest:
 		if !s.MCP && m.Get("request.subtype").String() == protocol.SubtypeCanUseTool && m.Get("request.tool_name").String() == protocol.ToolAskUserQuestion {
 			s.request(&Request{ID: m.Get("request_id").String(), ToolUseID: m.Get("request.tool_use_id").String(), T: r.T, Input: json.RawMessage(m.Get("request.input").Raw)})
+		}
+	case protocol.TypeControlCancelRequest:
+		if req := s.byReq[m.Get("request_id").String()]; req != nil && req.Cancelled.IsZero() {
+			req.Cancelled = r.T
 		}
 	case protocol.TypeAssistant:
 		if !s.MCP {

@@ -1,0 +1,258 @@
+package harness
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/askctl/askctl/internal/clip"
+	"github.com/tidwall/gjson"
+)
+
+// A Violation is a safety rule of the requirements that what an Env saw
+// breaks, with the requirement that states the rule.
+type Violation struct {
+	Requirement string `json:"requirement"`
+	Session     string `json:"session"`
+	Text        string `json:"text"`
+}
+
+func (v Violation) String() string { return v.Requirement + ": " + v.Text }
+
+// timedOut is how a deny says it timed out (SDK-TIMEOUT's wording rule).
+var timedOut = regexp.MustCompile(`(?i)tim(e|ed) ?out|expired|no response|did not respond`)
+
+// Invariants checks the rules that must hold at every moment of every
+// session, whatever the person and the agent did: the safety half of the
+// requirements, checked on everything seen so far, so that a defect breaks
+// them whichever case or explored sequence reaches it. (What must
+// eventually happen, a deny after a timeout, a question replayed, is for
+// the case to await.) None when every rule holds. Sessions are checked in
+// alias order; an empty aliases checks every session.
+//
+// For each request of the agent:
+//   - SDK-LATE-ANSWER: at most one control_response;
+//   - SDK-CANCEL: no allow after the agent withdrew it;
+//   - SDK-ANSWER-ALL, SDK-NO-EMPTY, SDK-ANSWER-SINGLE: an allow answers
+//     every question, none blank, keyed by the question's text, each a
+//     string, with the questions unchanged;
+//   - SDK-SKIP-DENY: a deny has a non-blank message;
+//   - SDK-TIMEOUT (a declared timeout T, no restart since the ask): the
+//     response comes within T + 1 s of the ask, and a deny that says it
+//     timed out comes no earlier than 3/4 T after it (deadlines run from
+//     the ask, and nothing moves them).
+//
+// For each connection of the session:
+//   - SDK-ISOLATION: it hears nothing of another session (its id or its
+//     questions);
+//   - UI-RECONNECT-REPLAY: it hears each event once: no event id twice,
+//     a question at most once, and not again after it ended, and how it
+//     ended once.
+func (e *Env) Invariants(aliases ...string) []Violation {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(aliases) == 0 {
+		for a := range e.st.Sessions {
+			aliases = append(aliases, a)
+		}
+	}
+	sort.Strings(aliases)
+	var out []Violation
+	for _, a := range aliases {
+		s := e.st.Sessions[a]
+		if s == nil {
+			continue
+		}
+		out = append(out, e.st.requestViolations(s, e.Bridge.Profile.Capabilities.Timeout.D())...)
+		out = append(out, e.st.surfaceViolations(s)...)
+	}
+	return out
+}
+
+func (st *State) restartedSince(t time.Time) bool {
+	for _, r := range st.Restarts {
+		if r.After(t) {
+			return true
+		}
+	}
+	return false
+}
+
+// questionOf is the question id the surfaces showed for the i-th request.
+func (s *SessionState) questionOf(i int) string {
+	if i < len(s.Questions) {
+		return s.Questions[i]
+	}
+	return "?"
+}
+
+func (st *State) requestViolations(s *SessionState, timeout time.Duration) []Violation {
+	var out []Violation
+	add := func(req, format string, args ...any) {
+		out = append(out, Violation{Requirement: req, Session: s.Alias, Text: fmt.Sprintf("session %s: ", s.Alias) + fmt.Sprintf(format, args...)})
+	}
+	if s.MCP {
+		return nil // a tool call's result is checked by its case (tool-result)
+	}
+	for i, req := range s.Requests {
+		what := fmt.Sprintf("request %s (question %s)", req.ID, s.questionOf(i))
+		if n := len(req.Responses); n > 1 {
+			add("SDK-LATE-ANSWER", "the agent received %d control_responses for %s: exactly one per request", n, what)
+		}
+		for _, r := range req.Responses {
+			if !req.Cancelled.IsZero() && r.T.After(req.Cancelled) && gjson.GetBytes(r.Result, "behavior").String() == "allow" {
+				add("SDK-CANCEL", "the agent withdrew %s, and then received an allow for it: %s", what, clip.String(string(r.Result), 300))
+			}
+		}
+		if len(req.Responses) == 0 {
+			continue
+		}
+		r := req.Responses[0]
+		res := gjson.ParseBytes(r.Result)
+		switch b := res.Get("behavior").String(); b {
+		case "allow":
+			asked := gjson.GetBytes(req.Input, "questions").Array()
+			answers := res.Get("updatedInput.answers")
+			texts := map[string]bool{}
+			for _, q := range asked {
+				text := q.Get("question").String()
+				texts[text] = true
+				a := answers.Get(gjson.Escape(text))
+				switch {
+				case !a.Exists():
+					add("SDK-ANSWER-ALL", "the allow for %s has no answer to %q: every question is answered, at once", what, text)
+				case a.Type != gjson.String:
+					add("SDK-ANSWER-MULTI", "the answer to %q in the allow for %s is %s, not one string", text, what, a.Raw)
+				case strings.TrimSpace(a.String()) == "":
+					add("SDK-NO-EMPTY", "the answer to %q in the allow for %s is %q: never an empty or blank answer", text, what, a.String())
+				}
+			}
+			answers.ForEach(func(k, _ gjson.Result) bool {
+				if !texts[k.String()] {
+					add("SDK-ANSWER-SINGLE", "the allow for %s answers %q, which is no question's text: answers are keyed by the full question text", what, k.String())
+				}
+				return true
+			})
+			if got := res.Get("updatedInput.questions"); !jsonSame(got.Raw, gjson.GetBytes(req.Input, "questions").Raw) {
+				add("SDK-ANSWER-SINGLE", "the allow for %s carries questions other than those asked: %s", what, clip.String(got.Raw, 300))
+			}
+		case "deny":
+			if strings.TrimSpace(res.Get("message").String()) == "" {
+				add("SDK-SKIP-DENY", "the deny for %s has no message: a deny says why", what)
+			}
+		default:
+			add("SDK-ANSWER-SINGLE", "the response to %s has behavior %q: want allow or deny", what, b)
+		}
+		if timeout <= 0 || st.restartedSince(req.T) {
+			continue
+		}
+		took := r.T.Sub(req.T)
+		if took > timeout+time.Second {
+			add("SDK-TIMEOUT", "the response to %s came %v after the ask, past the declared timeout %v + 1 s: the deadline runs from the ask", what, took.Round(time.Millisecond), timeout)
+		}
+		if res.Get("behavior").String() == "deny" && timedOut.MatchString(res.Get("message").String()) && took < timeout*3/4 && !st.personActed(s, i, r.T) {
+			add("SDK-TIMEOUT", "%s was denied as timed out %v after the ask, before the declared timeout %v: the deadline runs from the ask", what, took.Round(time.Millisecond), timeout)
+		}
+	}
+	return out
+}
+
+// personActed reports whether the harness answered or skipped the i-th
+// request's question before t (a skip reason may say anything).
+func (st *State) personActed(s *SessionState, i int, t time.Time) bool {
+	at, ok := s.answered[s.questionOf(i)]
+	return ok && at.Before(t)
+}
+
+var terminal = map[string]bool{SurfAnswered: true, SurfSkipped: true, SurfExpired: true, SurfWithdrawn: true}
+
+func (st *State) surfaceViolations(s *SessionState) []Violation {
+	var out []Violation
+	add := func(req, format string, args ...any) {
+		out = append(out, Violation{Requirement: req, Session: s.Alias, Text: fmt.Sprintf("session %s: ", s.Alias) + fmt.Sprintf(format, args...)})
+	}
+	others := map[string]string{} // question id → the alias of the other session that showed it
+	for _, o := range st.Sessions {
+		if o == s {
+			continue
+		}
+		for _, q := range o.Questions {
+			others[q] = o.Alias
+		}
+	}
+	type key struct{ conn, typ, qid string }
+	seq := map[string]map[int64]bool{}
+	told := map[key]bool{}
+	reported := map[string]bool{}
+	once := func(k string) bool {
+		if reported[k] {
+			return false
+		}
+		reported[k] = true
+		return true
+	}
+	for _, ev := range s.Surface {
+		c := ev.Conn
+		switch {
+		case ev.Session != "" && s.ID != "" && ev.Session != s.ID:
+			if once("iso-s " + c + ev.Session) {
+				add("SDK-ISOLATION", "connection %s was told %s of session %s, which is not its session (%s)", c, describe(ev), ev.Session, s.ID)
+			}
+		case ev.QuestionID != "" && others[ev.QuestionID] != "":
+			if once("iso-q " + c + ev.QuestionID) {
+				add("SDK-ISOLATION", "connection %s was told %s, a question of session %s", c, describe(ev), others[ev.QuestionID])
+			}
+		}
+		if ev.Seq > 0 {
+			if seq[c] == nil {
+				seq[c] = map[int64]bool{}
+			}
+			if seq[c][ev.Seq] && once(fmt.Sprint("seq ", c, ev.Seq)) {
+				add("UI-RECONNECT-REPLAY", "connection %s was told event %d (%s) twice", c, ev.Seq, describe(ev))
+			}
+			seq[c][ev.Seq] = true
+		}
+		if ev.QuestionID == "" {
+			continue
+		}
+		switch {
+		case ev.Type == SurfQuestion:
+			ended := false
+			for t := range terminal {
+				ended = ended || told[key{c, t, ev.QuestionID}]
+			}
+			switch {
+			case ended && once("again "+c+ev.QuestionID):
+				add("UI-RECONNECT-REPLAY", "connection %s was shown question %s again after it was told the question ended", c, ev.QuestionID)
+			case told[key{c, SurfQuestion, ev.QuestionID}] && once("twice "+c+ev.QuestionID):
+				add("UI-RECONNECT-REPLAY", "connection %s was shown question %s twice", c, ev.QuestionID)
+			}
+		case terminal[ev.Type]:
+			if told[key{c, ev.Type, ev.QuestionID}] && once("end "+c+ev.Type+ev.QuestionID) {
+				add("UI-RECONNECT-REPLAY", "connection %s was told twice that question %s %s", c, ev.QuestionID, ev.Type)
+			}
+		}
+		told[key{c, ev.Type, ev.QuestionID}] = true
+	}
+	return out
+}
+
+func describe(ev SurfaceEvent) string {
+	if ev.QuestionID != "" {
+		return fmt.Sprintf("%q (question %s)", ev.Type, ev.QuestionID)
+	}
+	return fmt.Sprintf("%q", ev.Type)
+}
+
+func jsonSame(a, b string) bool {
+	var x, y any
+	if json.Unmarshal([]byte(a), &x) != nil || json.Unmarshal([]byte(b), &y) != nil {
+		return a == b
+	}
+	ja, _ := json.Marshal(x)
+	jb, _ := json.Marshal(y)
+	return string(ja) == string(jb)
+}
