@@ -36,4 +36,5 @@ require (
 	modernc.org/libc v1.66.3 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.11.0 // indirect
+	pgregory.net/rapid v1.3.0 // indirect
 )

@@ -65,6 +65,10 @@ func (b *Bridge) EventsAfter(ctx context.Context, seq int64, session string, lim
 	return b.st.eventsAfter(ctx, seq, session, limit)
 }
 
+// Head is the sequence number of the latest logged event (0: none): a
+// stream that starts with a Snapshot resumes after it.
+func (b *Bridge) Head(ctx context.Context) (int64, error) { return b.st.head(ctx) }
+
 // Snapshot is what a surface that connects is told first: the session's
 // status (with a session), then every pending question, with its id.
 func (b *Bridge) Snapshot(ctx context.Context, session string) []bridgeapi.Event {

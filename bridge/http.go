@@ -472,12 +472,27 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	}
 	replayed := map[string]bool{}
 	if after < 0 {
-		for _, e := range s.B.Snapshot(ctx, session) {
-			if send(e, false) != nil {
+		// The snapshot holds every event logged up to head: its last event
+		// carries head as its id, so a client that heard only the
+		// snapshot resumes after it (Last-Event-ID) and is not shown the
+		// same pending questions again; what comes live up to head is in
+		// the snapshot already.
+		head, err := s.B.Head(ctx)
+		if err != nil {
+			return
+		}
+		snap := s.B.Snapshot(ctx, session)
+		for i, e := range snap {
+			withID := i == len(snap)-1
+			if withID {
+				e.Seq = head
+			}
+			if send(e, withID) != nil {
 				return
 			}
 			replayed[e.QuestionID] = e.Type == bridgeapi.EventQuestion
 		}
+		after = head
 	}
 	keep := s.Keepalive
 	if keep <= 0 {

@@ -495,6 +495,13 @@ func (s *store) appendEvent(ctx context.Context, session string, data []byte, no
 	}, func() { after(seq) })
 }
 
+// head is the sequence number of the latest logged event (0: none).
+func (s *store) head(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.rd.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM events`).Scan(&n)
+	return n, err
+}
+
 // eventsAfter returns the logged events after seq, for a stream that
 // resumes (SSE Last-Event-ID), at most limit of them.
 func (s *store) eventsAfter(ctx context.Context, seq int64, session string, limit int) ([]bridgeapi.Event, error) {

@@ -32,7 +32,7 @@ type command struct {
 func commands() map[string]command {
 	return map[string]command{
 		"answer":      {"[!] answer [-conn C] [-qid ID] [-code CODE] [-partial] ALIAS [QUESTION=ANSWER…]  answer the current question (default: as the scenario's user part); ! expects a rejection; -partial expects it held or refused", cmdAnswer},
-		"await":       {"[!] await [-timeout D] [-for D] [-conn C] [-qid ID] [-same] [-alive] ALIAS question|answered [N]|allowed|surface TYPE [N]|turn [N]|exit [CODE]|asked [N]|resumed|repeated  wait until it holds (repeated: the connection was told one event twice, by its id; question: sets ALIAS_Q to its id, and ALIAS_Q1, ALIAS_Q2, … by the order questions came; allowed: an answer, an allow, reached the agent; surface TYPE N: told N times; -qid: of that question, not the current one); ! checks it does not happen for D (500ms)", cmdAwait},
+		"await":       {"[!] await [-timeout D] [-for D] [-conn C] [-qid ID] [-same] [-alive] ALIAS question|answered [N]|allowed|surface TYPE [N]|turn [N]|exit [CODE]|asked [N]|resumed|repeated  wait until it holds (repeated: the connection was told one event twice, by its id; question: sets ALIAS_Q to its id, and ALIAS_Q1, ALIAS_Q2, … by the order questions came; allowed: an answer, an allow, reached the agent; surface TYPE N: told N times; -qid: of that question, not the current one, with surface, answered and allowed); ! checks it does not happen for D (500ms)", cmdAwait},
 		"check":       {"check ALIAS  once the agent has given its own verdict on every answer it got: it reported no failure (every answer as the scenario expects, one control_response per request, no protocol error)", cmdCheck},
 		"connect":     {"connect ALIAS CONN  open another surface connection to the session", cmdConnect},
 		"delivered":   {"delivered [-conn C] ALIAS  the current question as shown equals what the agent asked: every question, header, option label and description, multiSelect, in order", cmdDelivered},
@@ -399,8 +399,8 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 	alias, what, rest := args[0], args[1], args[2:]
 	s, qid := current(ts, e, alias)
 	if f["qid"] != "" {
-		if what != "surface" {
-			ts.Fatalf("await -qid: only with surface TYPE")
+		if what != "surface" && what != "answered" && what != "allowed" {
+			ts.Fatalf("await -qid: only with surface TYPE, answered or allowed")
 		}
 		qid = f["qid"]
 	}

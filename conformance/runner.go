@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -97,6 +98,10 @@ type RunOptions struct {
 	// Retried hears of a case run again because the bridge could not be
 	// set up the first time.
 	Retried func(name string, err error)
+	// Files, when set, are the case files to run instead of the embedded
+	// cases (a case the explorer found, a case of your own); Match still
+	// selects among them by name (the file's base name less .txtar).
+	Files []string
 }
 
 func (o RunOptions) retried(name string, err error) {
@@ -133,7 +138,13 @@ func RunSuite(ctx context.Context, cfg Config, o RunOptions) (*Report, error) {
 	if err := os.MkdirAll(caseDir, 0o755); err != nil {
 		return nil, err
 	}
-	files, err := WriteCases(caseDir, o.Match)
+	var files []string
+	var err error
+	if len(o.Files) > 0 {
+		files, err = copyCases(caseDir, o.Files, o.Match)
+	} else {
+		files, err = WriteCases(caseDir, o.Match)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -300,6 +311,30 @@ func runCaseOnce(cfg Config, file, root string) (Result, *harness.SetupError) {
 	return r, setupErr
 }
 
+// copyCases copies case files of the user's into dir.
+func copyCases(dir string, paths []string, match func(string) bool) ([]string, error) {
+	var out []string
+	for _, p := range paths {
+		name := strings.TrimSuffix(filepath.Base(p), ".txtar")
+		if match != nil && !match(name) {
+			continue
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		dst := filepath.Join(dir, name+".txtar")
+		if slices.Contains(out, dst) {
+			return nil, fmt.Errorf("%s: a case named %s is given twice", p, name)
+		}
+		if err := os.WriteFile(dst, data, 0o644); err != nil {
+			return nil, err
+		}
+		out = append(out, dst)
+	}
+	return out, nil
+}
+
 // runCase runs one case file through testscript with a T of our own.
 func runCase(cfg Config, file, root string) Result {
 	name := strings.TrimSuffix(filepath.Base(file), ".txtar")
@@ -328,6 +363,13 @@ func runCase(cfg Config, file, root string) Result {
 	}()
 	r.Duration = time.Since(start)
 	r.Log = t.log.String()
+	if _, known := Requirements[name]; !known && t.failed {
+		// A case of the user's (an explored one) checks several
+		// requirements: the failure names the one it broke.
+		if m := failLine.FindStringSubmatch(r.Log); m != nil {
+			r.Requirement = Requirements[m[1]]
+		}
+	}
 	switch {
 	case t.failed:
 		r.Status, r.Detail = Fail, failureDetail(r.Log)

@@ -31,6 +31,10 @@ type conformanceOptions struct {
 	list     bool
 	shard    string
 	slow     float64
+	cases    []string
+	explore  time.Duration
+	seed     uint64
+	found    string
 	io       *stdio
 
 	match   *regexp.Regexp
@@ -81,6 +85,10 @@ Examples:
 			&cli.BoolFlag{Name: "keep", Usage: "keep the work directory (bridge logs, agent transcripts) and print where it is", Destination: &o.keep},
 			&cli.BoolFlag{Name: "list", Usage: "list the cases and their requirements, and exit", Destination: &o.list},
 			&cli.FloatFlag{Name: "slow", Usage: "scale every wait of the suite and the harness by `FACTOR` (2 doubles them), for a busy machine; never a requirement's own bounds", Destination: &o.slow, Sources: cli.EnvVars(conformance.EnvSlow)},
+			&cli.StringSliceFlag{Name: "case", Usage: "run the case `FILE` (a case the explorer found, or your own) instead of the built-in cases; repeat for several", Destination: &o.cases},
+			&cli.DurationFlag{Name: "explore", Usage: "after the cases, explore for `DURATION`: play generated sequences of sessions, answers, skips, reconnects, takeovers and timeouts, checking the requirements' rules after every step; a failure is shrunk and written as a case (--run '^$' explores alone)", Destination: &o.explore},
+			&cli.Uint64Flag{Name: "seed", Usage: "with --explore: the first sequence's seed (0: from the clock); a found case names its seed", Destination: &o.seed},
+			&cli.StringFlag{Name: "found", Usage: "with --explore: write a found case to `FILE`", Value: "askctl-explored.txtar", Destination: &o.found},
 			&cli.StringFlag{Name: "shard", Usage: "run shard `K/N` of the cases (N CI jobs, K = 1…N, each a share; join their --json reports with askctl conformance merge)", Destination: &o.shard},
 		},
 		Commands: []*cli.Command{newConformanceMergeCmd(s)},
@@ -196,14 +204,29 @@ func runConformance(ctx context.Context, o *conformanceOptions) error {
 			total++
 		}
 	}
+	if len(o.cases) > 0 {
+		total = 0
+		for _, f := range o.cases {
+			if _, err := os.Stat(f); err != nil {
+				return usagef("--case: %v", err)
+			}
+			if match == nil || match(strings.TrimSuffix(filepath.Base(f), ".txtar")) {
+				total++
+			}
+		}
+	}
+	cfg := conformance.Config{Profile: p, Askctl: self, RealClaude: real, Slow: o.slow}
+	if total == 0 && o.explore > 0 {
+		return runExplore(ctx, o, cfg, nil, work)
+	}
 	if total == 0 && o.inShard != nil {
 		fmt.Fprintf(ew, "shard %s holds none of the cases selected\n", o.shard)
 	} else if total == 0 {
 		return usagef("--run %q matches no case (askctl conformance --list lists them)", o.run)
 	}
 	fmt.Fprintf(ew, "checking %s with the %s agent: %d cases\n", p.Name, o.agent, total)
-	rep, err := conformance.RunSuite(ctx, conformance.Config{Profile: p, Askctl: self, RealClaude: real, Slow: o.slow}, conformance.RunOptions{
-		Match: match, Parallel: o.parallel, ExpectedFailures: expected, Work: work,
+	rep, err := conformance.RunSuite(ctx, cfg, conformance.RunOptions{
+		Files: o.cases, Match: match, Parallel: o.parallel, ExpectedFailures: expected, Work: work,
 		Progress: func(done, total int, r conformance.Result) {
 			line := fmt.Sprintf("[%d/%d] %-5s %s (%s)", done, total, r.Status, r.Case, r.Duration.Round(time.Millisecond))
 			if (r.Status == conformance.Fail || r.Status == conformance.Skip) && r.Detail != "" {
@@ -214,6 +237,9 @@ func runConformance(ctx context.Context, o *conformanceOptions) error {
 	})
 	if rep == nil {
 		return err
+	}
+	if err == nil && o.explore > 0 {
+		return runExplore(ctx, o, cfg, rep, work)
 	}
 	fmt.Fprintln(w)
 	conformance.WriteTable(w, rep)
@@ -335,4 +361,66 @@ Example (a CI matrix of 4 jobs, then one job that joins them):
 			return nil
 		},
 	}
+}
+
+// runExplore explores cfg's bridge after the cases of rep (nil: none ran),
+// adds what it found to the report, and prints and writes it.
+func runExplore(ctx context.Context, o *conformanceOptions, cfg conformance.Config, rep *conformance.Report, work string) error {
+	w, ew := o.io.out, o.io.err
+	if rep == nil {
+		rep = &conformance.Report{Profile: cfg.Profile.File, Bridge: cfg.Profile.Name, Agent: o.agent, Started: time.Now()}
+	}
+	fmt.Fprintf(ew, "exploring %s for %v (seed %s)\n", cfg.Profile.Name, o.explore, seedText(o.seed))
+	last := time.Time{}
+	res, err := conformance.Explore(ctx, cfg, conformance.ExploreOptions{Duration: o.explore, Seed: o.seed, Work: filepath.Join(work, "explore"),
+		Progress: func(p conformance.ExploreProgress) {
+			if time.Since(last) < time.Second {
+				return
+			}
+			last = time.Now()
+			state := "exploring"
+			if p.Shrinking {
+				state = "shrinking a failure"
+			}
+			fmt.Fprintf(ew, "  %s: %d sequences, %d steps, %d sessions, %d invariant checks, seed %d (%s)\n",
+				state, p.Sequences, p.Steps, p.Sessions, p.Invariants, p.Seed, p.Elapsed.Round(time.Second))
+		}})
+	if res != nil {
+		r := conformance.Result{Case: fmt.Sprintf("explore (seeds %d…%d)", res.Seed-uint64(max(res.Sequences-1, 0)), res.Seed), Status: conformance.Pass, Duration: res.Elapsed,
+			Detail: fmt.Sprintf("%d sequences, %d steps, %d sessions, %d invariant checks", res.Sequences, res.Steps, res.Sessions, res.Invariants)}
+		if f := res.Failure; f != nil {
+			r.Case = fmt.Sprintf("explore (seed %d)", f.Seed)
+			r.Requirement = conformance.Requirements[f.Requirement]
+			r.Status, r.Detail, r.Log = conformance.Fail, f.Detail, f.Log
+			if err := os.WriteFile(o.found, []byte(f.Case), 0o644); err != nil {
+				return err
+			}
+			replay := "it failed again when replayed from the file"
+			if !f.Replayed {
+				replay = "it did NOT fail again when replayed from the file: the defect depends on timing; run it a few times"
+			}
+			fmt.Fprintf(ew, "found: %s %s, shrunk to %d steps; written to %s (%s)\n  replay it: askctl conformance --bridge %s --case %s\n",
+				f.Status, f.Requirement, f.Steps, o.found, replay, o.bridge, o.found)
+		}
+		rep.Results = append(rep.Results, r)
+	}
+	fmt.Fprintln(w)
+	conformance.WriteTable(w, rep)
+	if err := writeReports(rep, o.json, o.junit); err != nil {
+		return err
+	}
+	switch {
+	case err != nil:
+		return err
+	case rep.Failed():
+		return errMismatch
+	}
+	return nil
+}
+
+func seedText(s uint64) string {
+	if s == 0 {
+		return "from the clock"
+	}
+	return fmt.Sprint(s)
 }

@@ -1,0 +1,297 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+)
+
+// ExploreOptions say how long and from which seed the explorer runs.
+type ExploreOptions struct {
+	// Duration bounds the search for a failing sequence (default 1m);
+	// shrinking a failure found takes at most Shrink more.
+	Duration time.Duration
+	// Shrink bounds the shrinking of a failure (default 2m).
+	Shrink time.Duration
+	// Seed is the first sequence's seed; each next one's is one more. 0
+	// picks one from the clock. A failure names its own seed: --seed
+	// with it plays that sequence again.
+	Seed uint64
+	// Steps is the mean number of steps in a sequence (default 12).
+	Steps int
+	// Progress hears of each sequence played.
+	Progress func(ExploreProgress)
+	// Work is where sequences run (a temporary directory when empty).
+	Work string
+}
+
+// ExploreProgress is where an exploration stands.
+type ExploreProgress struct {
+	Sequences  int           `json:"sequences"`
+	Steps      int           `json:"steps"`
+	Sessions   int           `json:"sessions"`
+	Invariants int           `json:"invariant_checks"`
+	Elapsed    time.Duration `json:"elapsed_ns"`
+	Shrinking  bool          `json:"shrinking,omitempty"`
+	Seed       uint64        `json:"seed"`
+}
+
+// ExploreResult is what an exploration found.
+type ExploreResult struct {
+	ExploreProgress
+	// Failure is nil when every sequence passed.
+	Failure *ExploreFailure `json:"failure,omitempty"`
+}
+
+// ExploreFailure is a failing sequence, shrunk: a case of the suite's
+// own language that askctl conformance --case replays against any bridge.
+type ExploreFailure struct {
+	Seed        uint64 `json:"seed"`
+	Requirement string `json:"requirement"`
+	Status      string `json:"status"` // FAIL or BLOCKED
+	Detail      string `json:"detail"`
+	Case        string `json:"case"`  // the case file's text
+	Steps       int    `json:"steps"` // its steps, shrunk
+	// Replayed: the case, run again from its file, failed as well.
+	Replayed bool   `json:"replayed"`
+	Log      string `json:"log,omitempty"`
+}
+
+var rapidOnce sync.Once
+
+// rapidReady makes rapid usable outside go test: it reads the testing
+// package's flags (testing.Short) and its own, which askctl sets.
+func rapidReady() {
+	rapidOnce.Do(func() {
+		if flag.Lookup("test.short") == nil {
+			testing.Init()
+		}
+		if !flag.Parsed() {
+			_ = flag.CommandLine.Parse(nil)
+		}
+		_ = flag.Set("rapid.nofailfile", "true")
+		_ = flag.Set("rapid.checks", "1")
+	})
+}
+
+// exploreTB is the testing.TB rapid reports to, outside go test.
+type exploreTB struct {
+	mu     sync.Mutex
+	name   string
+	failed bool
+	log    strings.Builder
+}
+
+func (t *exploreTB) Helper()      {}
+func (t *exploreTB) Name() string { return t.name }
+func (t *exploreTB) Logf(format string, args ...any) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	fmt.Fprintf(&t.log, format+"\n", args...)
+}
+func (t *exploreTB) Log(args ...any) { t.Logf("%s", fmt.Sprint(args...)) }
+func (t *exploreTB) Skipf(format string, args ...any) {
+	t.Logf(format, args...)
+	panic(errSkip)
+}
+func (t *exploreTB) Skip(args ...any) { t.Log(args...); panic(errSkip) }
+func (t *exploreTB) SkipNow()         { panic(errSkip) }
+func (t *exploreTB) Errorf(format string, args ...any) {
+	t.Logf(format, args...)
+	t.Fail()
+}
+func (t *exploreTB) Error(args ...any) { t.Log(args...); t.Fail() }
+func (t *exploreTB) Fatalf(format string, args ...any) {
+	t.Errorf(format, args...)
+	panic(errFail)
+}
+func (t *exploreTB) Fatal(args ...any) { t.Error(args...); panic(errFail) }
+func (t *exploreTB) FailNow()          { t.Fail(); panic(errFail) }
+func (t *exploreTB) Fail() {
+	t.mu.Lock()
+	t.failed = true
+	t.mu.Unlock()
+}
+func (t *exploreTB) Failed() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.failed
+}
+
+// failLine finds the requirement a failure names: "FAIL ID (LEVEL)".
+var failLine = regexp.MustCompile(`FAIL ([A-Z]+-[A-Z0-9-]+) \(`)
+
+// Explore plays generated sequences of the model (model.go) against cfg's
+// bridge until one fails or o.Duration has passed; the failing one is
+// shrunk to the shortest that still fails and returned as a case.
+func Explore(ctx context.Context, cfg Config, o ExploreOptions) (*ExploreResult, error) {
+	if cfg.Askctl == "" || cfg.Profile == nil {
+		return nil, errors.New("conformance: Explore needs Config.Askctl and Config.Profile")
+	}
+	cfg.defaults()
+	cfg.ctx = ctx
+	if o.Duration <= 0 {
+		o.Duration = time.Minute
+	}
+	if o.Shrink <= 0 {
+		o.Shrink = 2 * time.Minute
+	}
+	if o.Steps <= 0 {
+		o.Steps = 12
+	}
+	if o.Seed == 0 {
+		o.Seed = uint64(time.Now().UnixNano()%1_000_000_000) + 1
+	}
+	work := o.Work
+	if work == "" {
+		dir, err := os.MkdirTemp("", "askctl-explore-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		work = dir
+	}
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return nil, err
+	}
+	rapidReady()
+	_ = flag.Set("rapid.steps", strconv.Itoa(o.Steps))
+	_ = flag.Set("rapid.shrinktime", o.Shrink.String())
+
+	caps := capsOf(cfg)
+	res := &ExploreResult{}
+	start := time.Now()
+	runs := 0
+	var last struct {
+		script []byte
+		r      Result
+		steps  int
+	}
+	shrinking := false
+	prop := func(t *rapid.T) {
+		m := &xModel{caps: caps, files: map[string]string{}}
+		m.start(t) // a sequence begins with a session
+		t.Repeat(m.actions())
+		runs++
+		script := m.script(fmt.Sprintf("# Explored: seed %d.\n", res.Seed))
+		file := filepath.Join(work, fmt.Sprintf("explore-%d.txtar", runs))
+		if err := os.WriteFile(file, script, 0o644); err != nil {
+			t.Fatalf("%v", err)
+		}
+		r, _ := runCaseOnce(cfg, file, filepath.Join(work, "run"))
+		_ = os.Remove(file)
+		if !shrinking {
+			res.Sequences++
+			res.Steps += m.steps
+			res.Sessions += len(m.sessions)
+			res.Invariants += m.steps + 1
+		}
+		res.Elapsed = time.Since(start)
+		if o.Progress != nil {
+			p := res.ExploreProgress
+			p.Shrinking = shrinking
+			o.Progress(p)
+		}
+		if ctx.Err() != nil {
+			t.Skip("interrupted")
+		}
+		if r.Status == Fail || r.Status == Blocked {
+			last.script, last.r, last.steps = script, r, m.steps
+			shrinking = true
+			t.Fatalf("%s %s", r.Status, r.Detail)
+		}
+	}
+	for seed := o.Seed; time.Since(start) < o.Duration && ctx.Err() == nil; seed++ {
+		res.Seed = seed
+		_ = flag.Set("rapid.seed", strconv.FormatUint(seed, 10))
+		tb := &exploreTB{name: fmt.Sprintf("explore-%d", seed)}
+		func() {
+			defer func() {
+				if v := recover(); v != nil && v != errFail && v != errSkip {
+					panic(v)
+				}
+			}()
+			rapid.Check(tb, prop)
+		}()
+		if ctx.Err() != nil {
+			return res, ErrInterrupted
+		}
+		if tb.Failed() && last.script != nil {
+			f := &ExploreFailure{Seed: seed, Status: last.r.Status, Detail: last.r.Detail, Steps: last.steps, Log: last.r.Log}
+			if m := failLine.FindStringSubmatch(last.r.Log); m != nil {
+				f.Requirement = m[1]
+			}
+			if last.r.Status == Blocked {
+				if by, _, ok := strings.Cut(strings.TrimPrefix(last.r.Detail, "BLOCKED by "), ":"); ok {
+					f.Requirement = by
+				}
+			}
+			f.Case = string(header(f, cfg)) + strings.TrimPrefix(string(last.script), fmt.Sprintf("# Explored: seed %d.\n", seed))
+			// Replay the case as written, once: the file is the proof.
+			file := filepath.Join(work, "found.txtar")
+			if err := os.WriteFile(file, []byte(f.Case), 0o644); err == nil {
+				r, _ := runCaseOnce(cfg, file, filepath.Join(work, "replay"))
+				f.Replayed = r.Status == Fail || r.Status == Blocked
+			}
+			res.Failure = f
+			return res, nil
+		}
+		if tb.Failed() {
+			// No sequence failed: rapid itself did (a model that
+			// generates nothing valid, a panic). That is the explorer's
+			// bug, not the bridge's.
+			return res, fmt.Errorf("the explorer failed at seed %d:\n%s", seed, firstLines(tb.log.String(), 40))
+		}
+		shrinking = false
+	}
+	return res, nil
+}
+
+// header is a found case's comment: where it came from, what it breaks,
+// and how to run it again.
+func header(f *ExploreFailure, cfg Config) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Found by askctl conformance --explore against %s, seed %d; shrunk to %d steps.\n", cfg.Profile.Name, f.Seed, f.Steps)
+	fmt.Fprintf(&b, "# It breaks %s: %s\n", f.Requirement, Requirements[f.Requirement].Text)
+	for _, l := range strings.Split(strings.TrimSpace(firstLines(f.Detail, 6)), "\n") {
+		fmt.Fprintf(&b, "#   %s\n", l)
+	}
+	fmt.Fprintf(&b, "# Run it again: askctl conformance --bridge PROFILE --case THIS_FILE\n")
+	fmt.Fprintf(&b, "# (or generate it again: askctl conformance --explore 1m --seed %d).\n", f.Seed)
+	return []byte(b.String())
+}
+
+func firstLines(s string, n int) string {
+	ls := strings.SplitN(s, "\n", n+1)
+	if len(ls) > n {
+		ls = ls[:n]
+	}
+	return strings.Join(ls, "\n")
+}
+
+// capsOf is what the model may do with cfg's bridge.
+func capsOf(cfg Config) xCaps {
+	p := cfg.Profile
+	c := p.Capabilities
+	return xCaps{
+		sdk:        c.SDK,
+		timeout:    c.Timeout > 0,
+		seconds:    c.Timeout.D().Seconds(),
+		reconnect:  c.Reconnect,
+		takeover:   c.Takeover,
+		resume:     p.Surface.Kind == "http",
+		allowTools: !c.Permissions && p.Policy.OtherTools != "deny",
+		denyTools:  !c.Permissions && p.Policy.OtherTools == "deny",
+	}
+}

@@ -1,0 +1,724 @@
+package conformance
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"pgregory.net/rapid"
+)
+
+// The model: the requirements as a state machine, for the explorer
+// (explore.go). It is pure: it generates a sequence of steps (sessions
+// whose agents ask requests of every shape, connections that drop, come
+// back and take over, a person who answers, holds part, skips with and
+// without a reason, answers late, answers from another session; agents
+// that withdraw a question or exit; questions left to time out) and
+// renders each step as lines of the suite's own case language, with what
+// the model says must follow (the answer the agent gets, byte for byte;
+// the question replayed; the surface told). After every step the script
+// checks the invariants (harness.Env.Invariants). The script is the test:
+// running it is the check, and a failing one, shrunk, is a case any bridge
+// author can replay with askctl conformance --case FILE.
+
+// xModel is the state of one generated sequence.
+type xModel struct {
+	caps      xCaps
+	sessions  []*xSession
+	lines     []string
+	files     map[string]string
+	steps     int
+	reqOfLine string  // the requirement the lines written now check
+	now       float64 // the model's clock, in seconds of waiting
+}
+
+// xCaps are what the profile lets the model do.
+type xCaps struct {
+	sdk, timeout, reconnect, takeover, resume, allowTools, denyTools bool
+	// seconds is the declared timeout in seconds (0: none).
+	seconds float64
+}
+
+// Time. A question the person is to answer must be answered before the
+// bridge's timeout ends it, so the model keeps a clock: each step costs
+// what it waits at most (a check that nothing happens waits 300 ms), and
+// no step is taken that would leave a question the person is to answer
+// waiting past half the timeout. The other half is the margin for a busy
+// machine.
+const (
+	costStep = 0.1
+	costHold = 0.4
+)
+
+// budget is how long a question the person is to answer may wait.
+func (m *xModel) budget() float64 {
+	if m.caps.seconds <= 0 {
+		return 1e9
+	}
+	return m.caps.seconds / 2
+}
+
+// cancelAfter is when an agent that withdraws its question, or exits,
+// does so: within the timeout, so it is the agent that ends it.
+func (m *xModel) cancelAfter() float64 {
+	if m.caps.seconds <= 0 {
+		return 1.0
+	}
+	return m.caps.seconds / 2
+}
+
+// spend takes a step of cost seconds, or skips it when it would leave a
+// question the person is to answer (but for except) past its budget.
+func (m *xModel) spend(t *rapid.T, cost float64, except *xReq) {
+	for _, s := range m.sessions {
+		r := s.req()
+		if r == nil || r.done || r == except || (r.outcome != "answer" && r.outcome != "skip") {
+			continue
+		}
+		if m.now+cost-r.since > m.budget() {
+			t.Skip("a question would wait past its budget")
+		}
+	}
+	m.now += cost
+}
+
+type xSession struct {
+	alias   string
+	reqs    []*xReq
+	cur     int    // the request being asked; len(reqs) once the agent is done
+	conn    string // the open connection, "" when none
+	dropped bool   // conn's stream is cut (drop), to be resumed
+	conns   int    // connections opened so far
+	shown   int    // questions awaited (ALIAS_Q1…)
+	exited  bool
+}
+
+// xReq is one AskUserQuestion request the session's agent asks, and how
+// its person (or its agent, or time) ends it.
+type xReq struct {
+	qs      []question
+	answers map[string]any // the person's answers (outcome answer): label, []string, or free text
+	outcome string         // answer, skip, timeout, cancel, exit
+	reason  string         // a skip's reason ("" gives none)
+	tool    string         // another tool's prompt before the ask: "allow", "deny" or ""
+	held    map[string]bool
+	since   float64 // when the agent asked it, on the model's clock
+	shown   int     // its number among the session's questions awaited (ALIAS_Qn), 0 before
+	done    bool // ended: the agent got its response, or withdrew it
+	seen    bool // the open connection showed it (since it opened)
+}
+
+func (s *xSession) req() *xReq {
+	if s.cur < len(s.reqs) {
+		return s.reqs[s.cur]
+	}
+	return nil
+}
+
+func (m *xModel) emit(format string, args ...any) {
+	m.lines = append(m.lines, fmt.Sprintf(format, args...))
+}
+
+// requirement names the requirement the next lines check (a failure
+// names it), writing the line only when it changes.
+func (m *xModel) requirement(id string) {
+	if m.reqOfLine != id {
+		m.emit("requirement %s", id)
+		m.reqOfLine = id
+	}
+}
+
+// q quotes an argument for testscript.
+func q(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// --- generators -----------------------------------------------------------
+
+var (
+	xTexts = []string{
+		"Which database should I use?", "How should I format the output?", "¿Qué formato prefieres?",
+		"Welche Sprache soll ich nutzen?", "どのデータベースを使いますか？", "Which one? (pick 1.2 or *)",
+		"Deploy now — or wait?", "Which colours, 🎨?", "Include \"quoted\" <tags>?", "Which sections?",
+	}
+	xHeaders = []string{"Database", "Format", "Formato", "Sprache", "データ", "Pick", "Deploy", "🎨 Colours", "Tags", "Sections"}
+	xLabels  = []string{"Postgres", "SQLite", "Summary", "Detailed", "Ja", "Nein", "日本語", "Red, bright", "Blue, dark", "Green", "Now", "Later", "1.2", "Ünïcödé"}
+	xFree    = []string{
+		"Use MySQL, actually", "  two  spaces and edges  ", "Línea con acentos — y guion", "絵文字 🚀 and text",
+		"a, b, c", "tab\there", "Other: none of these", "line one\nline two",
+	}
+	xReasons = []string{"Not now, thanks", "Ask me later — I’m busy", "No: ¡cambia el plan!", "skip 🙅", "  spaced reason  "}
+)
+
+func (m *xModel) genQuestion(t *rapid.T, used map[string]bool) question {
+	var free []int
+	for i, s := range xTexts {
+		if !used[s] {
+			free = append(free, i)
+		}
+	}
+	i := rapid.SampledFrom(free).Draw(t, "question")
+	used[xTexts[i]] = true
+	n := rapid.IntRange(2, 4).Draw(t, "options")
+	perm := rapid.Permutation(xLabels).Draw(t, "labels")
+	qq := question{Question: xTexts[i], Header: xHeaders[i], MultiSelect: rapid.Bool().Draw(t, "multiSelect")}
+	for _, l := range perm[:n] {
+		qq.Options = append(qq.Options, option{Label: l, Description: "Means " + l})
+	}
+	return qq
+}
+
+// genAnswer is what the person gives for qq: a label, labels in the order
+// picked, or free text.
+func genAnswer(t *rapid.T, qq question) any {
+	if rapid.IntRange(0, 4).Draw(t, "free") == 0 {
+		return rapid.SampledFrom(xFree).Draw(t, "text")
+	}
+	labels := make([]string, len(qq.Options))
+	for i, o := range qq.Options {
+		labels[i] = o.Label
+	}
+	if !qq.MultiSelect {
+		return rapid.SampledFrom(labels).Draw(t, "label")
+	}
+	perm := rapid.Permutation(labels).Draw(t, "picked")
+	return perm[:rapid.IntRange(1, len(perm)).Draw(t, "npicked")]
+}
+
+func (m *xModel) genReq(t *rapid.T, last bool) *xReq {
+	r := &xReq{held: map[string]bool{}}
+	used := map[string]bool{}
+	n := rapid.IntRange(1, 4).Draw(t, "questions")
+	for range n {
+		r.qs = append(r.qs, m.genQuestion(t, used))
+	}
+	outcomes := []string{"answer", "answer", "answer", "skip"}
+	if last { // the agent asks nothing after a withdrawal, an exit or (to keep the clock) a timeout
+		outcomes = append(outcomes, "cancel", "exit")
+		if m.caps.timeout {
+			outcomes = append(outcomes, "timeout")
+		}
+	}
+	r.outcome = rapid.SampledFrom(outcomes).Draw(t, "outcome")
+	switch r.outcome {
+	case "answer":
+		r.answers = map[string]any{}
+		for _, qq := range r.qs {
+			r.answers[qq.Question] = genAnswer(t, qq)
+		}
+	case "skip":
+		if rapid.Bool().Draw(t, "reasoned") {
+			r.reason = rapid.SampledFrom(xReasons).Draw(t, "reason")
+		}
+	}
+	var tools []string
+	if m.caps.allowTools {
+		tools = append(tools, "allow")
+	}
+	if m.caps.denyTools {
+		tools = append(tools, "deny")
+	}
+	if len(tools) > 0 && rapid.IntRange(0, 3).Draw(t, "tool") == 0 {
+		r.tool = rapid.SampledFrom(tools).Draw(t, "policy")
+	}
+	return r
+}
+
+// steps is the scenario the session's agent plays.
+func (s *xSession) scenario(cancelAfter float64) string {
+	var b strings.Builder
+	b.WriteString(`{"prompt":"Help me set things up."}` + "\n")
+	for i, r := range s.reqs {
+		if r.tool != "" {
+			input := map[string]any{"command": fmt.Sprintf("touch askctl-%s-%d.txt", s.alias, i), "description": "Create a file"}
+			step := map[string]any{"tool": map[string]any{"name": "Bash", "input": input, "output": ""}}
+			if r.tool == "allow" {
+				step["user"] = map[string]any{"allow": true}
+				// Other tools come back with their input unchanged.
+				step["expect"] = map[string]any{"behavior": "allow", "match": map[string]any{"updatedInput": input}}
+			} else {
+				step["expect"] = map[string]any{"behavior": "deny"}
+			}
+			b.WriteString(mustJSON(step) + "\n")
+		}
+		step := map[string]any{"ask": map[string]any{"questions": r.qs}}
+		switch r.outcome {
+		case "answer":
+			step["user"] = map[string]any{"answers": r.answers}
+		case "skip":
+			expect := map[string]any{"behavior": "deny"}
+			if r.reason != "" {
+				// The person's reason reaches the agent byte for byte.
+				expect["match"] = map[string]any{"message": r.reason}
+			}
+			step["expect"] = expect
+		case "timeout":
+			step["expect"] = map[string]any{"behavior": "deny"}
+		case "cancel":
+			step["user"] = map[string]any{"silent": true}
+			step["cancel_after"] = fmt.Sprintf("%dms", int(cancelAfter*1000))
+		case "exit":
+			step["user"] = map[string]any{"silent": true}
+			step["exit_after"] = fmt.Sprintf("%dms", int(cancelAfter*1000))
+			step["exit_code"] = 1
+		}
+		b.WriteString(mustJSON(step) + "\n")
+		if r.outcome == "cancel" || r.outcome == "exit" {
+			break // a withdrawal ends the turn; an exit, the agent
+		}
+		b.WriteString(mustJSON(map[string]any{"text": fmt.Sprintf("Noted %d.", i+1)}) + "\n")
+	}
+	return b.String()
+}
+
+// --- actions --------------------------------------------------------------
+
+// actions are the model's steps for rapid's state machine: each checks its
+// precondition (rapid.T.Skip when it does not hold) and writes its lines.
+func (m *xModel) actions() map[string]func(*rapid.T) {
+	return map[string]func(*rapid.T){
+		"start":         m.start,
+		"answer":        m.answer,
+		"answerPart":    m.answerPart,
+		"skip":          m.skip,
+		"expire":        m.expire,
+		"withdraw":      m.withdraw,
+		"late":          m.late,
+		"otherSession":  m.otherSession,
+		"disconnect":    m.disconnect,
+		"connect":       m.connect,
+		"takeover":      m.takeover,
+		"drop":          m.drop,
+		"resume":        m.resume,
+		"pending":       m.pending,
+		"":              func(*rapid.T) {},
+	}
+}
+
+// pick draws a session for which ok holds, or skips the action.
+func (m *xModel) pick(t *rapid.T, ok func(*xSession) bool) *xSession {
+	var c []*xSession
+	for _, s := range m.sessions {
+		if ok(s) {
+			c = append(c, s)
+		}
+	}
+	if len(c) == 0 {
+		t.Skip("no session for it")
+	}
+	return c[rapid.IntRange(0, len(c)-1).Draw(t, "session")]
+}
+
+// live: the session's connection is open and its stream flows.
+func (s *xSession) live() bool { return s.conn != "" && !s.dropped }
+
+// awaitable: its current request is pending and shown as the current
+// question, with the connection live.
+func (s *xSession) awaitable() bool {
+	r := s.req()
+	return r != nil && !r.done && r.shown > 0 && s.live() && r.seen
+}
+
+func (m *xModel) done() { m.steps++; m.emit("invariants") }
+
+func (m *xModel) start(t *rapid.T) {
+	if len(m.sessions) >= 3 {
+		t.Skip("three sessions at most")
+	}
+	s := &xSession{alias: fmt.Sprintf("s%d", len(m.sessions)+1), conn: "main", conns: 1}
+	n := rapid.IntRange(1, 3).Draw(t, "requests")
+	for i := range n {
+		s.reqs = append(s.reqs, m.genReq(t, i == n-1))
+	}
+	m.spend(t, 0.3, nil)
+	m.sessions = append(m.sessions, s)
+	s.reqs[0].since = m.now
+	m.files[s.alias+".jsonl"] = s.scenario(m.cancelAfter())
+	m.emit("")
+	m.requirement("SDK-DELIVER")
+	m.emit("start %s %s.jsonl", s.alias, s.alias)
+	m.asked(s)
+	m.done()
+}
+
+// asked writes what follows the agent asking its current request: the
+// live connection shows it, as asked.
+func (m *xModel) asked(s *xSession) {
+	r := s.req()
+	if r == nil || !s.live() {
+		return
+	}
+	m.requirement("SDK-DELIVER")
+	m.emit("await -conn %s %s question", s.conn, s.alias)
+	s.shown++
+	r.shown, r.seen = s.shown, true
+	m.emit("delivered -conn %s %s", s.conn, s.alias)
+}
+
+// ended is the request over; the agent asks its next one, if any.
+func (m *xModel) ended(s *xSession) {
+	s.req().done = true
+	m.emit("check %s", s.alias)
+	s.cur++
+	if r := s.req(); r != nil {
+		r.since = m.now
+	}
+	m.asked(s)
+}
+
+func answerReq(r *xReq) string {
+	switch {
+	case len(r.qs) > 1:
+		return "SDK-ANSWER-ALL"
+	}
+	switch a := r.answers[r.qs[0].Question].(type) {
+	case []string:
+		return "SDK-ANSWER-MULTI"
+	case string:
+		for _, o := range r.qs[0].Options {
+			if o.Label == a {
+				return "SDK-ANSWER-SINGLE"
+			}
+		}
+		return "SDK-ANSWER-OTHER"
+	}
+	return "SDK-ANSWER-SINGLE"
+}
+
+func (m *xModel) answer(t *rapid.T) {
+	s := m.pick(t, func(s *xSession) bool { return s.awaitable() && s.req().outcome == "answer" })
+	r := s.req()
+	m.spend(t, costStep, r)
+	m.emit("")
+	m.requirement(answerReq(r))
+	m.emit("answer -conn %s %s", s.conn, s.alias)
+	m.emit("await %s answered", s.alias)
+	m.ended(s)
+	m.done()
+}
+
+// answerPart answers part of a request of several questions: the bridge
+// holds it (or refuses it) and nothing reaches the agent.
+func (m *xModel) answerPart(t *rapid.T) {
+	s := m.pick(t, func(s *xSession) bool {
+		r := s.req()
+		if !s.awaitable() || len(r.qs) < 2 || r.outcome == "cancel" || r.outcome == "exit" {
+			return false
+		}
+		if r.outcome == "timeout" && m.now+costHold-r.since > m.budget() {
+			return false // the hold after would race with the timeout
+		}
+		return len(s.req().held) < len(s.req().qs)-1
+	})
+	r := s.req()
+	var args []string
+	var part string
+	for _, qq := range r.qs {
+		a := r.answers[qq.Question]
+		if r.outcome != "answer" {
+			a = qq.Options[0].Label // the person began to answer, then skipped or left
+		}
+		vals, ok := a.([]string)
+		if !ok {
+			vals = []string{a.(string)}
+		}
+		if r.held[qq.Question] || strings.Contains(strings.Join(vals, ""), "\n") || strings.Contains(qq.Question, "=") {
+			continue // held already, or not writable on one line
+		}
+		for _, v := range vals {
+			args = append(args, q(qq.Question+"="+v))
+		}
+		part = qq.Question
+		break
+	}
+	if len(args) == 0 {
+		t.Skip("nothing to answer in part on one line")
+	}
+	m.spend(t, costHold, nil)
+	r.held[part] = true
+	m.emit("")
+	m.requirement("SDK-ANSWER-ALL")
+	m.emit("answer -partial -conn %s %s %s", s.conn, s.alias, strings.Join(args, " "))
+	m.emit("! await -for 300ms %s answered", s.alias)
+	m.done()
+}
+
+func (m *xModel) skip(t *rapid.T) {
+	s := m.pick(t, func(s *xSession) bool { return s.awaitable() && s.req().outcome == "skip" })
+	r := s.req()
+	m.spend(t, costStep, r)
+	m.emit("")
+	m.requirement("SDK-SKIP-DENY")
+	m.emit("skip-question -conn %s %s %s", s.conn, s.alias, q(r.reason))
+	m.emit("await %s answered", s.alias)
+	m.emit("response %s behavior deny", s.alias)
+	m.ended(s)
+	m.done()
+}
+
+// expire waits out the declared timeout of a question nobody answers.
+func (m *xModel) expire(t *rapid.T) {
+	s := m.pick(t, func(s *xSession) bool {
+		r := s.req()
+		return r != nil && !r.done && r.shown > 0 && r.outcome == "timeout"
+	})
+	r := s.req()
+	m.spend(t, max(0, r.since+m.caps.seconds+1-m.now)+costStep, r)
+	m.emit("")
+	m.requirement("SDK-TIMEOUT")
+	m.emit("await -timeout $TIMEOUT_WAIT %s answered", s.alias)
+	m.emit("response %s behavior deny", s.alias)
+	m.emit("response %s message '~(?i)tim(e|ed) ?out|expired|no response|did not respond'", s.alias)
+	if s.live() && s.req().seen {
+		m.emit("await -conn %s %s surface expired", s.conn, s.alias)
+	}
+	m.ended(s)
+	m.done()
+}
+
+// withdraw waits for the agent to withdraw its question or exit, and
+// checks the surface is told.
+func (m *xModel) withdraw(t *rapid.T) {
+	s := m.pick(t, func(s *xSession) bool {
+		r := s.req()
+		return r != nil && !r.done && r.shown > 0 && (r.outcome == "cancel" || r.outcome == "exit") && s.live() && r.seen
+	})
+	r := s.req()
+	m.spend(t, max(0, r.since+m.cancelAfter()+0.5-m.now)+costStep, r)
+	m.emit("")
+	if r.outcome == "cancel" {
+		m.requirement("SDK-CANCEL")
+		m.emit("await -conn %s -alive %s surface withdrawn", s.conn, s.alias)
+	} else {
+		m.requirement("SDK-AGENT-EXIT")
+		m.emit("await %s exit", s.alias)
+		m.emit("await -conn %s %s surface withdrawn", s.conn, s.alias)
+		s.exited = true
+	}
+	m.emit("pending -conn %s %s 0", s.conn, s.alias)
+	r.done = true
+	if !s.exited {
+		m.emit("check %s", s.alias)
+	}
+	s.cur = len(s.reqs)
+	m.done()
+}
+
+// late answers or skips a request that has ended: it must be rejected and
+// never reach the agent.
+func (m *xModel) late(t *rapid.T) {
+	s := m.pick(t, func(s *xSession) bool {
+		if !s.live() {
+			return false
+		}
+		for _, r := range s.reqs {
+			if r.done && r.shown > 0 {
+				return true
+			}
+		}
+		return false
+	})
+	var ended []*xReq
+	for _, r := range s.reqs {
+		if r.done && r.shown > 0 {
+			ended = append(ended, r)
+		}
+	}
+	r := rapid.SampledFrom(ended).Draw(t, "ended")
+	m.spend(t, costHold, nil)
+	m.emit("")
+	m.requirement("SDK-LATE-ANSWER")
+	qid := fmt.Sprintf("$%s_Q%d", s.alias, r.shown)
+	if rapid.Bool().Draw(t, "lateSkip") {
+		m.emit("! skip-question -conn %s -qid %s %s %s", s.conn, qid, s.alias, q("Too late to skip"))
+	} else {
+		m.emit("! answer -conn %s -qid %s %s %s", s.conn, qid, s.alias, q(r.qs[0].Question+"="+r.qs[0].Options[len(r.qs[0].Options)-1].Label))
+	}
+	m.emit("! await -for 300ms -qid %s %s answered 2", qid, s.alias)
+	m.done()
+}
+
+// otherSession answers (or skips) a pending question of one session from
+// another session's connection: it must be refused.
+func (m *xModel) otherSession(t *rapid.T) {
+	a := m.pick(t, func(s *xSession) bool {
+		r := s.req()
+		// Not one that ends by itself: the hold after would race with it.
+		return r != nil && !r.done && r.shown > 0 && (r.outcome == "answer" || r.outcome == "skip")
+	})
+	b := m.pick(t, func(s *xSession) bool { return s != a && s.live() })
+	r := a.req()
+	qid := fmt.Sprintf("$%s_Q%d", a.alias, r.shown)
+	m.spend(t, costHold, nil)
+	m.emit("")
+	m.requirement("SDK-ISOLATION")
+	if rapid.Bool().Draw(t, "otherSkip") {
+		m.emit("! skip-question -conn %s -qid %s %s %s", b.conn, qid, b.alias, q("Not mine"))
+	} else {
+		var args []string
+		for _, qq := range r.qs {
+			args = append(args, q(qq.Question+"="+qq.Options[0].Label))
+		}
+		m.emit("! answer -conn %s -qid %s %s %s", b.conn, qid, b.alias, strings.Join(args, " "))
+	}
+	m.emit("! await -for 300ms -qid %s %s answered", qid, a.alias)
+	m.done()
+}
+
+func (m *xModel) disconnect(t *rapid.T) {
+	if !m.caps.reconnect {
+		t.Skip("no capability reconnect")
+	}
+	s := m.pick(t, func(s *xSession) bool { return s.conn != "" && !s.dropped })
+	m.spend(t, costStep, nil)
+	m.emit("")
+	m.requirement("UI-RECONNECT-REPLAY")
+	m.emit("disconnect %s %s", s.alias, s.conn)
+	s.conn = ""
+	for _, r := range s.reqs {
+		r.seen = false
+	}
+	m.done()
+}
+
+// open opens a new connection to s and writes what it must be shown: the
+// pending question, replayed with the same id, and the session's status.
+func (m *xModel) open(s *xSession) {
+	s.conns++
+	s.conn = fmt.Sprintf("c%d", s.conns)
+	m.emit("connect %s %s", s.alias, s.conn)
+	r := s.req()
+	if r == nil || r.done || s.exited {
+		return
+	}
+	if r.outcome == "timeout" || r.outcome == "cancel" || r.outcome == "exit" {
+		return // it may end any moment: whether it is replayed is a race
+	}
+	if r.shown > 0 {
+		m.emit("await -conn %s -same %s question", s.conn, s.alias)
+		r.seen = true
+		m.emit("delivered -conn %s %s", s.conn, s.alias)
+		m.requirement("UI-STATUS")
+		m.emit("status -conn %s %s", s.conn, s.alias)
+		return
+	}
+	m.asked(s) // asked while nobody was connected: shown now
+}
+
+func (m *xModel) connect(t *rapid.T) {
+	if !m.caps.reconnect {
+		t.Skip("no capability reconnect")
+	}
+	s := m.pick(t, func(s *xSession) bool { return s.conn == "" && !s.exited })
+	m.spend(t, costStep, nil)
+	m.emit("")
+	m.requirement("UI-RECONNECT-REPLAY")
+	m.open(s)
+	m.done()
+}
+
+// takeover opens a second connection while the first is open: the first
+// is told, and what it sends after is refused.
+func (m *xModel) takeover(t *rapid.T) {
+	if !m.caps.takeover {
+		t.Skip("no capability takeover")
+	}
+	s := m.pick(t, func(s *xSession) bool {
+		r := s.req()
+		return s.live() && r != nil && !r.done && r.seen && (r.outcome == "answer" || r.outcome == "skip")
+	})
+	old := s.conn
+	m.spend(t, costHold, nil)
+	m.emit("")
+	m.requirement("UI-TAKEOVER")
+	m.open(s)
+	m.requirement("UI-TAKEOVER")
+	m.emit("await -conn %s %s surface taken", old, s.alias)
+	if s.req().outcome == "answer" {
+		m.emit("! answer -conn %s %s", old, s.alias)
+	} else {
+		m.emit("! skip-question -conn %s %s %s", old, s.alias, q("From the old tab"))
+	}
+	m.emit("! await -for 300ms %s answered", s.alias)
+	m.emit("disconnect %s %s", s.alias, old)
+	m.done()
+}
+
+func (m *xModel) drop(t *rapid.T) {
+	if !m.caps.resume {
+		t.Skip("the surface does not resume streams")
+	}
+	s := m.pick(t, func(s *xSession) bool { return s.live() })
+	m.spend(t, costStep, nil)
+	m.emit("")
+	m.requirement("UI-RECONNECT-REPLAY")
+	m.emit("drop %s %s", s.alias, s.conn)
+	s.dropped = true
+	m.done()
+}
+
+// resume reconnects a dropped stream: what happened meanwhile comes once.
+func (m *xModel) resume(t *rapid.T) {
+	s := m.pick(t, func(s *xSession) bool { return s.conn != "" && s.dropped })
+	m.spend(t, costHold, nil)
+	m.emit("")
+	m.requirement("UI-RECONNECT-REPLAY")
+	m.emit("resume %s %s", s.alias, s.conn)
+	m.emit("! await -conn %s -for 200ms %s repeated", s.conn, s.alias)
+	s.dropped = false
+	if r := s.req(); r != nil && !r.done && !r.seen && r.outcome != "timeout" && r.outcome != "cancel" && r.outcome != "exit" {
+		if r.shown > 0 {
+			m.emit("await -conn %s -same %s question", s.conn, s.alias)
+			r.seen = true
+		} else {
+			m.asked(s)
+		}
+	}
+	m.done()
+}
+
+// pending checks what the surface lists as waiting: exactly the model's.
+func (m *xModel) pending(t *rapid.T) {
+	s := m.pick(t, func(s *xSession) bool {
+		r := s.req()
+		if !s.live() {
+			return false
+		}
+		// A question its agent is about to withdraw has no fixed count.
+		return r == nil || r.done || (r.shown > 0 && r.outcome != "cancel" && r.outcome != "exit" && r.outcome != "timeout")
+	})
+	n := 0
+	if r := s.req(); r != nil && !r.done {
+		n = 1
+	}
+	m.spend(t, costStep, nil)
+	m.emit("")
+	m.requirement("UI-RECONNECT-REPLAY")
+	m.emit("pending -conn %s %s %d", s.conn, s.alias, n)
+	m.done()
+}
+
+// script is the generated case: its lines, the scenarios, and a comment
+// that says how it came to be.
+func (m *xModel) script(header string) []byte {
+	var b strings.Builder
+	b.WriteString(header)
+	for _, l := range m.lines {
+		b.WriteString(l + "\n")
+	}
+	b.WriteString("\n# Every agent's verdict, and the rules, at the end.\n")
+	for _, s := range m.sessions {
+		if !s.exited {
+			fmt.Fprintf(&b, "check %s\n", s.alias)
+		}
+	}
+	b.WriteString("invariants\n")
+	names := make([]string, 0, len(m.files))
+	for n := range m.files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(&b, "\n-- %s --\n%s", n, m.files[n])
+	}
+	return []byte(b.String())
+}
+
