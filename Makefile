@@ -13,7 +13,7 @@ STATICCHECK_VERSION := v0.8.2
 # be stale after a change to the bridge.
 E2E := TestServeRealCLI|TestMCPRealCLI|TestPage|TestPageLogout|TestPageTimeout|TestRecordRealCLI|TestRecordPrintModeMCP|TestEditedRecordingIsReported|TestRecordResumedSession|TestFidelity|TestFidelityCatchesDrift|TestReplayUserMessagesAndDefaultModel|TestReferenceBridgeBrowser|TestReferenceBridgeRealAgent|TestBrokenBridgesRealAgent
 
-.PHONY: help build conformance replay demo test e2e race npm real-cli browser screenshots lint bench mutate fuzz fidelity clean
+.PHONY: help build conformance explore replay demo test e2e race npm real-cli browser screenshots lint bench mutate fuzz fidelity clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*?## "} /^[a-zA-Z_-]+:.*?## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -21,8 +21,14 @@ help: ## list the targets
 build: ## build bin/askctl and bin/fakeclaude
 	$(GO) build -o bin/ ./cmd/...
 
-conformance: build ## the main job: check the reference bridge against every requirement (askctl conformance)
-	./bin/askctl conformance
+conformance: build ## the main job: check the reference bridge against every requirement, then explore it for 20s (askctl conformance --explore)
+	./bin/askctl conformance --explore 20s --found bin/explored.txtar
+
+explore: build ## explore the reference bridge over ws, http and control-ws for 2 minutes each, and prove the explorer finds every broken bridge (CI runs it; about 15 min)
+	./bin/askctl conformance --bridge reference-ws --run '^$$' --explore 2m --seed 1000 --found bin/explored-ws.txtar
+	./bin/askctl conformance --bridge reference-http --run '^$$' --explore 2m --seed 1000 --found bin/explored-http.txtar
+	./bin/askctl conformance --bridge reference-control-ws --run '^$$' --explore 2m --seed 1000 --found bin/explored-control-ws.txtar
+	ASKCTL_EXPLORE_DEFECTS=1 $(GO) test -count=1 -timeout 60m -run '^TestExploreFindsDefects$$' -v ./conformance
 
 replay: build ## replay every built-in scenario against fakeclaude
 	./bin/askctl replay

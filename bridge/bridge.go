@@ -470,6 +470,10 @@ func (b *Bridge) watch(id string, l *live) {
 		return
 	}
 	for _, q := range qs {
+		if defect("exit-withdraw-silent") {
+			_, _ = b.st.resolve(b.ctx, q.ID, bridgeapi.QuestionWithdrawn, nil, "the agent exited", time.Now())
+			continue
+		}
 		b.withdraw(q, bridgeapi.QuestionWithdrawn, "the agent exited")
 	}
 	b.cfg.Logf("session %s ended: status %d %s", id, code, ss.Detail)
@@ -532,8 +536,16 @@ func (b *Bridge) StopSession(ctx context.Context, id string) error {
 func (b *Bridge) ask(sessionID string, s *sdk.Session, r sdk.Request) {
 	if r.ToolName != protocol.ToolAskUserQuestion {
 		reply := protocol.Reply{Allow: true}
-		if b.cfg.OtherTools == "deny" {
+		if b.cfg.OtherTools == "deny" || defect("passthrough-blocked-path") && r.BlockedPath != "" {
 			reply = protocol.Reply{Skip: true, Message: "The bridge's policy denies " + r.ToolName + "."}
+		} else if defect("passthrough-input-strings") {
+			var fields map[string]string
+			_ = json.Unmarshal(r.Input, &fields) // a field that is not a string comes out ""
+			in, _ := json.Marshal(fields)
+			if err := s.RespondRaw(r.ID, protocol.SuccessResponse(r.ID, protocol.Allow(in))); err != nil {
+				b.cfg.Logf("session %s: %s: %v", sessionID, r.ToolName, err)
+			}
+			return
 		}
 		if err := s.Respond(r.ID, reply); err != nil {
 			b.cfg.Logf("session %s: %s: %v", sessionID, r.ToolName, err)
@@ -735,6 +747,13 @@ func (b *Bridge) answer(ctx context.Context, id string, given map[string]bridgea
 		}
 		q.Draft = merged
 		b.stopRule(id) // a person has begun: the policy leaves the question to them
+		if defect("deadline-reset-held") {
+			b.mu.Lock()
+			if t := b.timer[id]; t != nil {
+				t.Reset(b.cfg.Timeout)
+			}
+			b.mu.Unlock()
+		}
 		b.publish(bridgeapi.Event{Type: bridgeapi.EventHeld, SessionID: q.SessionID, QuestionID: id, Answers: merged, Reason: fmt.Sprintf("waiting for %d more answer(s)", len(missing))})
 		return &bridgeapi.AnswerResult{Question: q, Held: true, Missing: missing}, nil
 	}
@@ -794,6 +813,9 @@ func (b *Bridge) answer(ctx context.Context, id string, given map[string]bridgea
 // Skip declines question id: the agent gets a deny with reason (never an
 // allow), and interrupt also aborts its turn.
 func (b *Bridge) Skip(ctx context.Context, id, reason string, interrupt bool) (*bridgeapi.Question, error) {
+	if defect("skip-reason-dropped") {
+		reason = ""
+	}
 	return b.skip(ctx, id, reason, interrupt, "")
 }
 
@@ -803,6 +825,12 @@ func (b *Bridge) skip(ctx context.Context, id, reason string, interrupt bool, ru
 	q, err := b.pending(ctx, id)
 	if err != nil {
 		return nil, err
+	}
+	if defect("skip-other-pending") {
+		if qs, _ := b.st.questions(ctx, bridgeapi.QuestionPending, q.SessionID); len(qs) > 0 {
+			q = qs[len(qs)-1]
+			id = q.ID
+		}
 	}
 	if strings.TrimSpace(reason) == "" {
 		reason = bridgeapi.DefaultSkipReason
@@ -844,7 +872,9 @@ func (b *Bridge) expire(id string) {
 		return
 	}
 	var won bool
-	if err == nil {
+	if err == nil && defect("expiry-not-persisted") {
+		won = true
+	} else if err == nil {
 		won, err = b.st.resolve(ctx, id, bridgeapi.QuestionExpired, nil, "timed out", time.Now())
 	}
 	if err != nil {
@@ -859,7 +889,11 @@ func (b *Bridge) expire(id string) {
 		return
 	}
 	if l := b.liveSession(q.SessionID); l != nil {
-		reply := protocol.Reply{Skip: true, Message: TimeoutMessage(b.cfg.Timeout), Interrupt: b.cfg.TimeoutInterrupt}
+		msg := TimeoutMessage(b.cfg.Timeout)
+		if defect("timeout-says-skipped") {
+			msg = bridgeapi.DefaultSkipReason
+		}
+		reply := protocol.Reply{Skip: true, Message: msg, Interrupt: b.cfg.TimeoutInterrupt}
 		if defect("timeout-allow") {
 			first := map[string]string{}
 			for _, qq := range q.Questions {

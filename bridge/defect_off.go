@@ -25,3 +25,7 @@ func (b *Bridge) forwardAgain(_ context.Context, _ string, _ map[string]bridgeap
 func activeMCPDefect() string { return "" }
 
 func misreport(_ context.Context, q *bridgeapi.Question) (*bridgeapi.Question, error) { return q, nil }
+
+func optionOrder(_ protocol.Question, a string) string { return a }
+
+func latin1Answers(given map[string]bridgeapi.Answer) map[string]bridgeapi.Answer { return given }

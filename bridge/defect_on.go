@@ -26,6 +26,10 @@ var Defects = []string{
 	"late-forwarded", "double-answer", "lost-on-reconnect", "takeover-ignored", "sessions-crossed",
 	"descriptions-dropped", "cancel-ignored", "lost-on-restart", "partial-sent",
 	"mcp-timeout-empty", "mcp-skip-success", "mcp-multi-first", "mcp-never-returns",
+	"other-collapsed", "multi-option-order", "answer-latin1", "skip-reason-dropped", "skip-other-pending",
+	"replay-multiselect-lost", "replay-outcome-dropped", "deadline-reset-held", "timeout-says-skipped",
+	"snapshot-all-sessions", "exit-withdraw-silent", "passthrough-blocked-path", "passthrough-input-strings",
+	"expiry-not-persisted",
 }
 
 // activeMCPDefect is the active defect when it is one of the MCP server's.
@@ -101,4 +105,45 @@ func (b *Bridge) forwardAgain(ctx context.Context, id string, given map[string]b
 	}
 	_ = l.s.Send(msg)
 	return &bridgeapi.AnswerResult{Question: q}, nil
+}
+
+// optionOrder is a broken bridge's multiSelect answer: the selected labels
+// collected by walking the options (checkbox order), not in the order the
+// person picked them; what is no label (free text) goes last.
+func optionOrder(q protocol.Question, a string) string {
+	picked := strings.Split(a, protocol.MultiSelectSeparator)
+	sel := map[string]bool{}
+	for _, l := range picked {
+		sel[l] = true
+	}
+	var out []string
+	for _, o := range q.Options {
+		if sel[o.Label] {
+			out = append(out, o.Label)
+		}
+	}
+	for _, l := range picked {
+		if !protocol.IsLabel(q, l) {
+			out = append(out, l)
+		}
+	}
+	return protocol.JoinLabels(out)
+}
+
+// latin1Answers is a broken bridge's reading of answers: each byte taken as
+// a character (Latin-1), so UTF-8 text comes out as mojibake ("é" → "Ã©").
+func latin1Answers(given map[string]bridgeapi.Answer) map[string]bridgeapi.Answer {
+	out := make(map[string]bridgeapi.Answer, len(given))
+	for k, vals := range given {
+		c := make(bridgeapi.Answer, len(vals))
+		for i, v := range vals {
+			r := make([]rune, len(v))
+			for j := 0; j < len(v); j++ {
+				r[j] = rune(v[j])
+			}
+			c[i] = string(r)
+		}
+		out[k] = c
+	}
+	return out
 }

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/askctl/askctl/bridgeapi"
+	"github.com/askctl/askctl/protocol"
 )
 
 // subscriptionBuffer is how many events a subscriber may fall behind before
@@ -81,9 +82,20 @@ func (b *Bridge) Snapshot(ctx context.Context, session string) []bridgeapi.Event
 	if defect("lost-on-reconnect") {
 		return out
 	}
-	qs, _ := b.Pending(ctx, session)
+	filter := session
+	if defect("snapshot-all-sessions") {
+		filter = ""
+	}
+	qs, _ := b.Pending(ctx, filter)
 	for _, q := range qs {
-		out = append(out, bridgeapi.Event{Type: bridgeapi.EventQuestion, SessionID: q.SessionID, QuestionID: q.ID, Questions: shown(q.Questions), TimeoutSeconds: q.TimeoutSeconds, Time: q.CreatedAt})
+		questions := shown(q.Questions)
+		if defect("replay-multiselect-lost") {
+			questions = append([]protocol.Question(nil), questions...)
+			for i := range questions {
+				questions[i].MultiSelect = false
+			}
+		}
+		out = append(out, bridgeapi.Event{Type: bridgeapi.EventQuestion, SessionID: q.SessionID, QuestionID: q.ID, Questions: questions, TimeoutSeconds: q.TimeoutSeconds, Time: q.CreatedAt})
 	}
 	return out
 }

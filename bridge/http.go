@@ -519,7 +519,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			if after >= 0 && e.Seq > 0 && e.Seq <= after {
 				continue // already sent from the log
 			}
-			if e.Type == bridgeapi.EventQuestion && replayed[e.QuestionID] {
+			if (e.Type == bridgeapi.EventQuestion || defect("replay-outcome-dropped")) && replayed[e.QuestionID] {
 				continue // already sent as pending
 			}
 			if send(e, true) != nil {

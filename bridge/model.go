@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/askctl/askctl/bridgeapi"
@@ -22,9 +23,25 @@ func resolvedError(q *bridgeapi.Question) error {
 // resolveAnswers applies the answer rules (package protocol) to answers
 // given for q, merging them into its draft; a refusal is ErrInvalid.
 func resolveAnswers(q *bridgeapi.Question, given map[string]bridgeapi.Answer) (map[string]string, []string, error) {
+	if defect("answer-latin1") {
+		given = latin1Answers(given)
+	}
 	merged, missing, err := protocol.MergeAnswers(q.Questions, q.Draft, given)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", bridgeapi.ErrInvalid, err)
+	}
+	for _, qq := range q.Questions {
+		a, ok := merged[qq.Question]
+		if !ok {
+			continue
+		}
+		if defect("other-collapsed") {
+			a = strings.Join(strings.Fields(a), " ")
+		}
+		if defect("multi-option-order") && qq.MultiSelect {
+			a = optionOrder(qq, a)
+		}
+		merged[qq.Question] = a
 	}
 	return merged, missing, nil
 }

@@ -119,7 +119,7 @@ func (s *Server) socket(w http.ResponseWriter, r *http.Request, d dialect) {
 					conn.Close(websocket.StatusTryAgainLater, "fell behind; reconnect")
 					return
 				}
-				if e.Type == bridgeapi.EventQuestion && replayed[e.QuestionID] {
+				if (e.Type == bridgeapi.EventQuestion || defect("replay-outcome-dropped")) && replayed[e.QuestionID] {
 					continue
 				}
 				m, ok := d.encode(e)

@@ -44,7 +44,10 @@ type ExploreProgress struct {
 	Invariants int           `json:"invariant_checks"`
 	Elapsed    time.Duration `json:"elapsed_ns"`
 	Shrinking  bool          `json:"shrinking,omitempty"`
-	Seed       uint64        `json:"seed"`
+	// SetupRetries counts sequences run again because the bridge could
+	// not be set up the first time.
+	SetupRetries int    `json:"setup_retries,omitempty"`
+	Seed         uint64 `json:"seed"`
 }
 
 // ExploreResult is what an exploration found.
@@ -189,7 +192,14 @@ func Explore(ctx context.Context, cfg Config, o ExploreOptions) (*ExploreResult,
 		if err := os.WriteFile(file, script, 0o644); err != nil {
 			t.Fatalf("%v", err)
 		}
-		r, _ := runCaseOnce(cfg, file, filepath.Join(work, "run"))
+		r, se := runCaseOnce(cfg, file, filepath.Join(work, "run"))
+		if se != nil && (r.Status == Fail || r.Status == Blocked) {
+			// The bridge could not be set up (it did not start, or would
+			// not start a session): once more, as the suite does, before
+			// it counts.
+			res.SetupRetries++
+			r, _ = runCaseOnce(cfg, file, filepath.Join(work, "run"))
+		}
 		_ = os.Remove(file)
 		if !shrinking {
 			res.Sequences++

@@ -3,6 +3,7 @@ package conformance_test
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -49,6 +50,58 @@ func TestExploreReference(t *testing.T) {
 			}
 			if res.Sequences == 0 {
 				t.Fatal("no sequence ran")
+			}
+		})
+	}
+}
+
+// exploredDefects are the broken bridges (bridge/defect_on.go) the
+// explorer must find with no case written for them: the defects written
+// after the suite's cases, by someone who did not read them, and the
+// older ones whose own case was written next to them.
+var exploredDefects = []string{
+	"other-collapsed", "multi-option-order", "answer-latin1", "skip-reason-dropped", "skip-other-pending",
+	"timeout-says-skipped", "snapshot-all-sessions", "passthrough-input-strings", "passthrough-blocked-path",
+	"deadline-reset-held", "replay-outcome-dropped",
+	"skip-allow-empty", "multi-comma", "keys-index", "timeout-allow", "late-forwarded", "sessions-crossed", "partial-sent",
+}
+
+// TestExploreFindsDefects proves the explorer's power: against each broken
+// bridge it finds a failing sequence within its budget (ASKCTL_EXPLORE,
+// default 90s), shrinks it, and the case it writes fails again when
+// replayed from its file. It takes minutes, so it runs where
+// ASKCTL_EXPLORE_DEFECTS=1 (make explore; CI).
+func TestExploreFindsDefects(t *testing.T) {
+	if os.Getenv("ASKCTL_EXPLORE_DEFECTS") == "" {
+		t.Skip("set ASKCTL_EXPLORE_DEFECTS=1 (make explore) to explore every broken bridge")
+	}
+	bin := filepath.Join(t.TempDir(), "askctl-broken")
+	if out, err := exec.Command("go", "build", "-tags", "askctl_broken", "-o", bin, "../cmd/askctl").CombinedOutput(); err != nil {
+		t.Fatalf("building the broken bridges: %v\n%s", err, out)
+	}
+	base, err := harness.LoadProfile(filepath.Join("profiles", "reference-ws.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range exploredDefects {
+		t.Run(d, func(t *testing.T) {
+			p := *base
+			st := *base.Start
+			st.Env = map[string]string{"ASKCTL_DEFECT": d}
+			p.Start = &st
+			p.Name = "broken bridge: " + d
+			res, err := conformance.Explore(context.Background(), conformance.Config{Profile: &p, Askctl: bin},
+				conformance.ExploreOptions{Duration: exploreFor(t, 90*time.Second), Seed: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := res.Failure
+			if f == nil {
+				t.Fatalf("not found in %d sequences (%d steps, %v)", res.Sequences, res.Steps, res.Elapsed)
+			}
+			t.Logf("found at seed %d after %d sequences (%v): %s %s, shrunk to %d steps", f.Seed, res.Sequences, res.Elapsed.Round(time.Second), f.Status, f.Requirement, f.Steps)
+			if !f.Replayed {
+				t.Errorf("the case written did not fail again when replayed:\n%s", f.Case)
 			}
 		})
 	}

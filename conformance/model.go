@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -104,8 +105,8 @@ type xReq struct {
 	held    map[string]bool
 	since   float64 // when the agent asked it, on the model's clock
 	shown   int     // its number among the session's questions awaited (ALIAS_Qn), 0 before
-	done    bool // ended: the agent got its response, or withdrew it
-	seen    bool // the open connection showed it (since it opened)
+	done    bool    // ended: the agent got its response, or withdrew it
+	seen    bool    // the open connection showed it (since it opened)
 }
 
 func (s *xSession) req() *xReq {
@@ -228,8 +229,12 @@ func (s *xSession) scenario(cancelAfter float64) string {
 	b.WriteString(`{"prompt":"Help me set things up."}` + "\n")
 	for i, r := range s.reqs {
 		if r.tool != "" {
-			input := map[string]any{"command": fmt.Sprintf("touch askctl-%s-%d.txt", s.alias, i), "description": "Create a file"}
-			step := map[string]any{"tool": map[string]any{"name": "Bash", "input": input, "output": ""}}
+			file := fmt.Sprintf("askctl-%s-%d.txt", s.alias, i)
+			// Fields of every JSON type, and the blocked path the CLI
+			// sends along: the input must come back as it went.
+			input := map[string]any{"command": "touch " + file, "description": "Create a file", "timeout": 60000, "run_in_background": false}
+			step := map[string]any{"tool": map[string]any{"name": "Bash", "input": input, "output": "",
+				"request": map[string]any{"description": "Create a file", "blocked_path": "${CWD}/" + file}}}
 			if r.tool == "allow" {
 				step["user"] = map[string]any{"allow": true}
 				// Other tools come back with their input unchanged.
@@ -275,21 +280,21 @@ func (s *xSession) scenario(cancelAfter float64) string {
 // precondition (rapid.T.Skip when it does not hold) and writes its lines.
 func (m *xModel) actions() map[string]func(*rapid.T) {
 	return map[string]func(*rapid.T){
-		"start":         m.start,
-		"answer":        m.answer,
-		"answerPart":    m.answerPart,
-		"skip":          m.skip,
-		"expire":        m.expire,
-		"withdraw":      m.withdraw,
-		"late":          m.late,
-		"otherSession":  m.otherSession,
-		"disconnect":    m.disconnect,
-		"connect":       m.connect,
-		"takeover":      m.takeover,
-		"drop":          m.drop,
-		"resume":        m.resume,
-		"pending":       m.pending,
-		"":              func(*rapid.T) {},
+		"start":        m.start,
+		"answer":       m.answer,
+		"answerPart":   m.answerPart,
+		"skip":         m.skip,
+		"expire":       m.expire,
+		"withdraw":     m.withdraw,
+		"late":         m.late,
+		"otherSession": m.otherSession,
+		"disconnect":   m.disconnect,
+		"connect":      m.connect,
+		"takeover":     m.takeover,
+		"drop":         m.drop,
+		"resume":       m.resume,
+		"pending":      m.pending,
+		"":             func(*rapid.T) {},
 	}
 }
 
@@ -364,21 +369,29 @@ func (m *xModel) ended(s *xSession) {
 	m.asked(s)
 }
 
+// answerReq is the requirement an answer's check is about: the most
+// specific shape in the request (labels joined in the person's order, free
+// text verbatim), else the whole set of several questions, else one label.
+// A rule another requirement owns is named by the invariants.
 func answerReq(r *xReq) string {
-	switch {
-	case len(r.qs) > 1:
-		return "SDK-ANSWER-ALL"
-	}
-	switch a := r.answers[r.qs[0].Question].(type) {
-	case []string:
-		return "SDK-ANSWER-MULTI"
-	case string:
-		for _, o := range r.qs[0].Options {
-			if o.Label == a {
-				return "SDK-ANSWER-SINGLE"
+	free := false
+	for _, qq := range r.qs {
+		switch a := r.answers[qq.Question].(type) {
+		case []string:
+			if len(a) > 1 {
+				return "SDK-ANSWER-MULTI"
+			}
+		case string:
+			if !slices.ContainsFunc(qq.Options, func(o option) bool { return o.Label == a }) {
+				free = true
 			}
 		}
+	}
+	switch {
+	case free:
 		return "SDK-ANSWER-OTHER"
+	case len(r.qs) > 1:
+		return "SDK-ANSWER-ALL"
 	}
 	return "SDK-ANSWER-SINGLE"
 }
@@ -403,9 +416,7 @@ func (m *xModel) answerPart(t *rapid.T) {
 		if !s.awaitable() || len(r.qs) < 2 || r.outcome == "cancel" || r.outcome == "exit" {
 			return false
 		}
-		if r.outcome == "timeout" && m.now+costHold-r.since > m.budget() {
-			return false // the hold after would race with the timeout
-		}
+
 		return len(s.req().held) < len(s.req().qs)-1
 	})
 	r := s.req()
@@ -432,12 +443,20 @@ func (m *xModel) answerPart(t *rapid.T) {
 	if len(args) == 0 {
 		t.Skip("nothing to answer in part on one line")
 	}
-	m.spend(t, costHold, nil)
+	if r.outcome == "timeout" {
+		// No hold after it: the timeout may come any moment, and the
+		// invariants catch a part sent as the whole answer.
+		m.spend(t, costStep, nil)
+	} else {
+		m.spend(t, costHold, nil)
+	}
 	r.held[part] = true
 	m.emit("")
 	m.requirement("SDK-ANSWER-ALL")
 	m.emit("answer -partial -conn %s %s %s", s.conn, s.alias, strings.Join(args, " "))
-	m.emit("! await -for 300ms %s answered", s.alias)
+	if r.outcome != "timeout" {
+		m.emit("! await -for 300ms %s answered", s.alias)
+	}
 	m.done()
 }
 
@@ -696,6 +715,16 @@ func (m *xModel) pending(t *rapid.T) {
 	m.done()
 }
 
+// think is the person taking their time: what runs on a clock (a
+// timeout's deadline, held parts) is seen at another moment.
+func (m *xModel) think(t *rapid.T) {
+	d := rapid.SampledFrom([]float64{0.3, 0.7}).Draw(t, "think")
+	m.spend(t, d, nil)
+	m.emit("")
+	m.emit("sleep %dms", int(d*1000))
+	m.done()
+}
+
 // script is the generated case: its lines, the scenarios, and a comment
 // that says how it came to be.
 func (m *xModel) script(header string) []byte {
@@ -721,4 +750,3 @@ func (m *xModel) script(header string) []byte {
 	}
 	return []byte(b.String())
 }
-

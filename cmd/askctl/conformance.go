@@ -404,6 +404,7 @@ func runExplore(ctx context.Context, o *conformanceOptions, cfg conformance.Conf
 		}
 		rep.Results = append(rep.Results, r)
 	}
+	rep.Duration = time.Since(rep.Started)
 	fmt.Fprintln(w)
 	conformance.WriteTable(w, rep)
 	if err := writeReports(rep, o.json, o.junit); err != nil {
