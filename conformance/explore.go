@@ -182,7 +182,14 @@ func Explore(ctx context.Context, cfg Config, o ExploreOptions) (*ExploreResult,
 		steps  int
 	}
 	shrinking := false
+	var shrinkStart time.Time
 	prop := func(t *rapid.T) {
+		if shrinking && time.Since(shrinkStart) > o.Shrink {
+			// rapid looks at its shrink deadline between passes, and a
+			// sequence that waits out timeouts is seconds long: past the
+			// bound every candidate is dropped, so shrinking ends.
+			t.Skip("the time to shrink is up")
+		}
 		m := &xModel{caps: caps, files: map[string]string{}}
 		m.start(t) // a sequence begins with a session
 		t.Repeat(m.actions())
@@ -218,7 +225,9 @@ func Explore(ctx context.Context, cfg Config, o ExploreOptions) (*ExploreResult,
 		}
 		if r.Status == Fail || r.Status == Blocked {
 			last.script, last.r, last.steps = script, r, m.steps
-			shrinking = true
+			if !shrinking {
+				shrinking, shrinkStart = true, time.Now()
+			}
 			t.Fatalf("%s %s", r.Status, r.Detail)
 		}
 	}

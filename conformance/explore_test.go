@@ -60,10 +60,12 @@ func TestExploreReference(t *testing.T) {
 // after the suite's cases, by someone who did not read them, and the
 // older ones whose own case was written next to them.
 var exploredDefects = []string{
-	"other-collapsed", "multi-option-order", "answer-latin1", "skip-reason-dropped", "skip-other-pending",
-	"timeout-says-skipped", "snapshot-all-sessions", "passthrough-input-strings", "passthrough-blocked-path",
-	"deadline-reset-held", "replay-outcome-dropped",
-	"skip-allow-empty", "multi-comma", "keys-index", "timeout-allow", "late-forwarded", "sessions-crossed", "partial-sent",
+	// Written after the suite's cases, by a reader of the bridge alone:
+	// the cases miss skip-reason-dropped (before its case checked the
+	// reason byte for byte) and replay-outcome-dropped.
+	"other-collapsed", "multi-option-order", "answer-latin1", "skip-reason-dropped", "replay-outcome-dropped",
+	// Older ones, whose own case was written next to them.
+	"skip-allow-empty", "timeout-allow", "keys-index", "late-forwarded", "multi-comma", "partial-sent", "sessions-crossed",
 }
 
 // TestExploreFindsDefects proves the explorer's power: against each broken
@@ -91,7 +93,7 @@ func TestExploreFindsDefects(t *testing.T) {
 			p.Start = &st
 			p.Name = "broken bridge: " + d
 			res, err := conformance.Explore(context.Background(), conformance.Config{Profile: &p, Askctl: bin},
-				conformance.ExploreOptions{Duration: exploreFor(t, 90*time.Second), Seed: 1})
+				conformance.ExploreOptions{Duration: exploreFor(t, 90*time.Second), Shrink: time.Minute, Seed: 1})
 			if err != nil {
 				t.Fatal(err)
 			}
