@@ -40,6 +40,26 @@ var defects = map[string]string{
 	"mcp-never-returns":    "MCP-ANSWER",
 }
 
+// buildBroken builds askctl with the broken bridges (-tags askctl_broken).
+func buildBroken(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "askctl-broken")
+	if out, err := exec.Command("go", "build", "-tags", "askctl_broken", "-o", bin, "../cmd/askctl").CombinedOutput(); err != nil {
+		t.Fatalf("building the broken bridges: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// brokenProfile is base, its bridge started with defect d.
+func brokenProfile(base *harness.Profile, d string) *harness.Profile {
+	p := *base
+	st := *base.Start
+	st.Env = map[string]string{"ASKCTL_DEFECT": d}
+	p.Start = &st
+	p.Name = "broken bridge: " + d
+	return &p
+}
+
 // TestBrokenBridges proves the suite can fail: askctl built with
 // -tags askctl_broken serves bridges with one defect each, and the suite
 // run against each must fail the case named for the defect. With
@@ -50,10 +70,7 @@ func TestBrokenBridges(t *testing.T) {
 		t.Skip("builds askctl with the broken bridges and runs the suite once per defect")
 	}
 	t.Parallel()
-	bin := filepath.Join(t.TempDir(), "askctl-broken")
-	if out, err := exec.Command("go", "build", "-tags", "askctl_broken", "-o", bin, "../cmd/askctl").CombinedOutput(); err != nil {
-		t.Fatalf("building the broken bridges: %v\n%s", err, out)
-	}
+	bin := buildBroken(t)
 	profiles := map[string]*harness.Profile{}
 	for _, kind := range []string{"ws", "http"} {
 		p, err := harness.LoadProfile(filepath.Join("profiles", "reference-"+kind+".json"))
@@ -77,11 +94,7 @@ func TestBrokenBridges(t *testing.T) {
 			t.Parallel()
 			d, kind, _ := strings.Cut(name, "/")
 			base := profiles[kind]
-			p := *base
-			st := *base.Start
-			st.Env = map[string]string{"ASKCTL_DEFECT": d}
-			p.Start = &st
-			p.Name = "broken bridge: " + d
+			p := brokenProfile(base, d)
 			// The case named for the defect; the whole suite for the defect
 			// whose BLOCKED attribution is checked, and for every defect
 			// when ASKCTL_BROKEN_TABLE asks for the table of what each one
@@ -90,7 +103,7 @@ func TestBrokenBridges(t *testing.T) {
 			if os.Getenv("ASKCTL_BROKEN_TABLE") == "" && d != "descriptions-dropped" {
 				match = func(n string) bool { return n == defects[d] }
 			}
-			rep, err := conformance.RunSuite(context.Background(), conformance.Config{Profile: &p, Askctl: bin}, conformance.RunOptions{Parallel: 3, Match: match})
+			rep, err := conformance.RunSuite(context.Background(), conformance.Config{Profile: p, Askctl: bin}, conformance.RunOptions{Parallel: 3, Match: match})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -145,10 +158,7 @@ func TestBrokenBridgesRealAgent(t *testing.T) {
 		t.Skip("builds askctl with the broken bridges")
 	}
 	claude := testenv.RealClaude(t)
-	bin := filepath.Join(t.TempDir(), "askctl-broken")
-	if out, err := exec.Command("go", "build", "-tags", "askctl_broken", "-o", bin, "../cmd/askctl").CombinedOutput(); err != nil {
-		t.Fatalf("building the broken bridges: %v\n%s", err, out)
-	}
+	bin := buildBroken(t)
 	base, err := harness.LoadProfile(filepath.Join("profiles", "reference-ws.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -156,11 +166,8 @@ func TestBrokenBridgesRealAgent(t *testing.T) {
 	for d, want := range defects {
 		t.Run(d, func(t *testing.T) {
 			t.Parallel()
-			p := *base
-			st := *base.Start
-			st.Env = map[string]string{"ASKCTL_DEFECT": d}
-			p.Start = &st
-			rep, err := conformance.RunSuite(context.Background(), conformance.Config{Profile: &p, Askctl: bin, RealClaude: claude},
+			p := brokenProfile(base, d)
+			rep, err := conformance.RunSuite(context.Background(), conformance.Config{Profile: p, Askctl: bin, RealClaude: claude},
 				conformance.RunOptions{Parallel: 1, Match: func(name string) bool { return name == want }})
 			if err != nil {
 				t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/askctl/askctl/harness"
+	"github.com/askctl/askctl/protocol"
 	"github.com/askctl/askctl/scenarios"
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/tidwall/gjson"
@@ -755,7 +756,7 @@ func cmdResponse(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Check(err)
 		ok = got.Exists() && re.MatchString(got.String())
 	case json.Valid([]byte(want)) && (strings.ContainsAny(want[:1], `{["0123456789-`) || want == "true" || want == "false" || want == "null"):
-		ok = got.Exists() && jsonEqual(got.Raw, want)
+		ok = got.Exists() && protocol.SameJSON([]byte(got.Raw), []byte(want))
 	default:
 		ok = got.Exists() && got.String() == want
 	}
@@ -773,16 +774,6 @@ func orMissing(r gjson.Result) string {
 		return "missing"
 	}
 	return r.Raw
-}
-
-func jsonEqual(a, b string) bool {
-	var x, y any
-	if json.Unmarshal([]byte(a), &x) != nil || json.Unmarshal([]byte(b), &y) != nil {
-		return false
-	}
-	xa, _ := json.Marshal(x)
-	ya, _ := json.Marshal(y)
-	return string(xa) == string(ya)
 }
 
 func cmdDelivered(ts *testscript.TestScript, neg bool, args []string) {

@@ -416,11 +416,6 @@ func CaseScript(name string) ([]byte, error) {
 	// the files after it.
 	a.Comment = append(slices.Clip(a.Comment), script...)
 	a.Comment = append(a.Comment, finalLines...)
-	for i, f := range a.Files {
-		if n := len(f.Data); n > 0 && f.Data[n-1] != '\n' {
-			a.Files[i].Data = append(f.Data, '\n')
-		}
-	}
 	names := make([]string, 0, len(files))
 	for n := range files {
 		names = append(names, n)

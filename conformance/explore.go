@@ -38,17 +38,20 @@ type ExploreOptions struct {
 
 // ExploreProgress is where an exploration stands.
 type ExploreProgress struct {
-	Sequences  int           `json:"sequences"`
-	Steps      int           `json:"steps"`
-	Sessions   int           `json:"sessions"`
-	Invariants int           `json:"invariant_checks"`
-	Elapsed    time.Duration `json:"elapsed_ns"`
-	Shrinking  bool          `json:"shrinking,omitempty"`
+	Sequences int           `json:"sequences"`
+	Steps     int           `json:"steps"`
+	Sessions  int           `json:"sessions"`
+	Elapsed   time.Duration `json:"elapsed_ns"`
+	Shrinking bool          `json:"shrinking,omitempty"`
 	// SetupRetries counts sequences run again because the bridge could
 	// not be set up the first time.
 	SetupRetries int    `json:"setup_retries,omitempty"`
 	Seed         uint64 `json:"seed"`
 }
+
+// InvariantChecks is how many times the rules were checked: after every
+// step of every sequence, and once more at its end.
+func (p ExploreProgress) InvariantChecks() int { return p.Steps + p.Sequences }
 
 // ExploreResult is what an exploration found.
 type ExploreResult struct {
@@ -156,18 +159,11 @@ func Explore(ctx context.Context, cfg Config, o ExploreOptions) (*ExploreResult,
 	if o.Seed == 0 {
 		o.Seed = uint64(time.Now().UnixNano()%1_000_000_000) + 1
 	}
-	work := o.Work
-	if work == "" {
-		dir, err := os.MkdirTemp("", "askctl-explore-")
-		if err != nil {
-			return nil, err
-		}
-		defer os.RemoveAll(dir)
-		work = dir
-	}
-	if err := os.MkdirAll(work, 0o755); err != nil {
+	work, cleanup, err := workDir(o.Work, "askctl-explore-")
+	if err != nil {
 		return nil, err
 	}
+	defer cleanup()
 	rapidReady()
 	_ = flag.Set("rapid.steps", strconv.Itoa(o.Steps))
 	_ = flag.Set("rapid.shrinktime", o.Shrink.String())
@@ -194,7 +190,7 @@ func Explore(ctx context.Context, cfg Config, o ExploreOptions) (*ExploreResult,
 		m.start(t) // a sequence begins with a session
 		t.Repeat(m.actions())
 		runs++
-		script := m.script(fmt.Sprintf("# Explored: seed %d.\n", res.Seed))
+		script := m.script()
 		file := filepath.Join(work, fmt.Sprintf("explore-%d.txtar", runs))
 		if err := os.WriteFile(file, script, 0o644); err != nil {
 			t.Fatalf("%v", err)
@@ -212,7 +208,6 @@ func Explore(ctx context.Context, cfg Config, o ExploreOptions) (*ExploreResult,
 			res.Sequences++
 			res.Steps += m.steps
 			res.Sessions += len(m.sessions)
-			res.Invariants += m.steps + 1
 		}
 		res.Elapsed = time.Since(start)
 		if o.Progress != nil {
@@ -256,7 +251,7 @@ func Explore(ctx context.Context, cfg Config, o ExploreOptions) (*ExploreResult,
 					f.Requirement = by
 				}
 			}
-			f.Case = string(header(f, cfg)) + strings.TrimPrefix(string(last.script), fmt.Sprintf("# Explored: seed %d.\n", seed))
+			f.Case = string(header(f, cfg)) + string(last.script)
 			// Replay the case as written, once: the file is the proof.
 			file := filepath.Join(work, "found.txtar")
 			if err := os.WriteFile(file, []byte(f.Case), 0o644); err == nil {
@@ -304,8 +299,6 @@ func capsOf(cfg Config) xCaps {
 	p := cfg.Profile
 	c := p.Capabilities
 	return xCaps{
-		sdk:        c.SDK,
-		timeout:    c.Timeout > 0,
 		seconds:    c.Timeout.D().Seconds(),
 		reconnect:  c.Reconnect,
 		takeover:   c.Takeover,

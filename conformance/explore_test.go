@@ -3,7 +3,6 @@ package conformance_test
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -51,7 +50,7 @@ func TestExploreReference(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Logf("%d sequences, %d steps, %d sessions, %d invariant checks in %v", res.Sequences, res.Steps, res.Sessions, res.Invariants, res.Elapsed)
+			t.Logf("%d sequences, %d steps, %d sessions, %d invariant checks in %v", res.Sequences, res.Steps, res.Sessions, res.InvariantChecks(), res.Elapsed)
 			if f := res.Failure; f != nil {
 				t.Fatalf("seed %d: %s %s: %s\n%s\nlog:\n%s", f.Seed, f.Status, f.Requirement, f.Detail, f.Case, f.Log)
 			}
@@ -84,22 +83,15 @@ func TestExploreFindsDefects(t *testing.T) {
 	if os.Getenv("ASKCTL_EXPLORE_DEFECTS") == "" {
 		t.Skip("set ASKCTL_EXPLORE_DEFECTS=1 (make explore) to explore every broken bridge")
 	}
-	bin := filepath.Join(t.TempDir(), "askctl-broken")
-	if out, err := exec.Command("go", "build", "-tags", "askctl_broken", "-o", bin, "../cmd/askctl").CombinedOutput(); err != nil {
-		t.Fatalf("building the broken bridges: %v\n%s", err, out)
-	}
+	bin := buildBroken(t)
 	base, err := harness.LoadProfile(filepath.Join("profiles", "reference-ws.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, d := range exploredDefects {
 		t.Run(d, func(t *testing.T) {
-			p := *base
-			st := *base.Start
-			st.Env = map[string]string{"ASKCTL_DEFECT": d}
-			p.Start = &st
-			p.Name = "broken bridge: " + d
-			res, err := conformance.Explore(context.Background(), conformance.Config{Profile: &p, Askctl: bin},
+			p := brokenProfile(base, d)
+			res, err := conformance.Explore(context.Background(), conformance.Config{Profile: p, Askctl: bin},
 				conformance.ExploreOptions{Duration: exploreFor(t, 90*time.Second), Shrink: time.Minute, Seed: 1})
 			if err != nil {
 				t.Fatal(err)

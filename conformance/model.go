@@ -2,6 +2,8 @@ package conformance
 
 import (
 	"fmt"
+
+	"github.com/askctl/askctl/harness"
 	"slices"
 	"sort"
 	"strings"
@@ -35,7 +37,7 @@ type xModel struct {
 
 // xCaps are what the profile lets the model do.
 type xCaps struct {
-	sdk, timeout, reconnect, takeover, resume, allowTools, denyTools bool
+	reconnect, takeover, resume, allowTools, denyTools bool
 	// seconds is the declared timeout in seconds (0: none).
 	seconds float64
 }
@@ -194,7 +196,7 @@ func (m *xModel) genReq(t *rapid.T, last bool) *xReq {
 	outcomes := []string{"answer", "answer", "answer", "skip"}
 	if last { // the agent asks nothing after a withdrawal, an exit or (to keep the clock) a timeout
 		outcomes = append(outcomes, "cancel", "exit")
-		if m.caps.timeout {
+		if m.caps.seconds > 0 {
 			outcomes = append(outcomes, "timeout")
 		}
 	}
@@ -485,7 +487,7 @@ func (m *xModel) expire(t *rapid.T) {
 	m.requirement("SDK-TIMEOUT")
 	m.emit("await -timeout $TIMEOUT_WAIT %s answered", s.alias)
 	m.emit("response %s behavior deny", s.alias)
-	m.emit("response %s message '~(?i)tim(e|ed) ?out|expired|no response|did not respond'", s.alias)
+	m.emit("response %s message %s", s.alias, q("~"+harness.TimedOut.String()))
 	if s.live() && s.req().seen {
 		m.emit("await -conn %s %s surface expired", s.conn, s.alias)
 	}
@@ -725,11 +727,10 @@ func (m *xModel) think(t *rapid.T) {
 	m.done()
 }
 
-// script is the generated case: its lines, the scenarios, and a comment
-// that says how it came to be.
-func (m *xModel) script(header string) []byte {
+// script is the generated case: its lines and the scenarios (a found
+// case gets a comment that says how it came to be: header).
+func (m *xModel) script() []byte {
 	var b strings.Builder
-	b.WriteString(header)
 	for _, l := range m.lines {
 		b.WriteString(l + "\n")
 	}

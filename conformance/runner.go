@@ -125,21 +125,16 @@ func RunSuite(ctx context.Context, cfg Config, o RunOptions) (*Report, error) {
 	}
 	cfg.defaults()
 	cfg.ctx = ctx
-	work := o.Work
-	if work == "" {
-		dir, err := os.MkdirTemp("", "askctl-conformance-")
-		if err != nil {
-			return nil, err
-		}
-		defer os.RemoveAll(dir)
-		work = dir
+	work, cleanup, err := workDir(o.Work, "askctl-conformance-")
+	if err != nil {
+		return nil, err
 	}
+	defer cleanup()
 	caseDir := filepath.Join(work, "cases")
 	if err := os.MkdirAll(caseDir, 0o755); err != nil {
 		return nil, err
 	}
 	var files []string
-	var err error
 	if len(o.Files) > 0 {
 		files, err = copyCases(caseDir, o.Files, o.Match)
 	} else {
@@ -309,6 +304,18 @@ func runCaseOnce(cfg Config, file, root string) (Result, *harness.SetupError) {
 		r.Detail = strings.TrimPrefix(r.Detail+"; rows skipped: "+strings.Join(rows, "; "), "; ")
 	}
 	return r, setupErr
+}
+
+// workDir is dir, made if need be, or a new temporary directory named
+// after prefix that done removes.
+func workDir(dir, prefix string) (work string, cleanup func(), err error) {
+	if dir != "" {
+		return dir, func() {}, os.MkdirAll(dir, 0o755)
+	}
+	if dir, err = os.MkdirTemp("", prefix); err != nil {
+		return "", nil, err
+	}
+	return dir, func() { os.RemoveAll(dir) }, nil
 }
 
 // copyCases copies case files of the user's into dir.

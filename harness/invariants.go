@@ -1,7 +1,6 @@
 package harness
 
 import (
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"sort"
@@ -9,6 +8,7 @@ import (
 	"time"
 
 	"github.com/askctl/askctl/internal/clip"
+	"github.com/askctl/askctl/protocol"
 	"github.com/tidwall/gjson"
 )
 
@@ -22,8 +22,8 @@ type Violation struct {
 
 func (v Violation) String() string { return v.Requirement + ": " + v.Text }
 
-// timedOut is how a deny says it timed out (SDK-TIMEOUT's wording rule).
-var timedOut = regexp.MustCompile(`(?i)tim(e|ed) ?out|expired|no response|did not respond`)
+// TimedOut is how a deny says it timed out (SDK-TIMEOUT's wording rule).
+var TimedOut = regexp.MustCompile(`(?i)tim(e|ed) ?out|expired|no response|did not respond`)
 
 // Invariants checks the rules that must hold at every moment of every
 // session, whatever the person and the agent did: the safety half of the
@@ -136,7 +136,7 @@ func (st *State) requestViolations(s *SessionState, timeout time.Duration) []Vio
 				}
 				return true
 			})
-			if got := res.Get("updatedInput.questions"); !jsonSame(got.Raw, gjson.GetBytes(req.Input, "questions").Raw) {
+			if got := res.Get("updatedInput.questions"); !protocol.SameJSON([]byte(got.Raw), []byte(gjson.GetBytes(req.Input, "questions").Raw)) {
 				add("SDK-ANSWER-SINGLE", "the allow for %s carries questions other than those asked: %s", what, clip.String(got.Raw, 300))
 			}
 		case "deny":
@@ -153,7 +153,7 @@ func (st *State) requestViolations(s *SessionState, timeout time.Duration) []Vio
 		if took > timeout+time.Second {
 			add("SDK-TIMEOUT", "the response to %s came %v after the ask, past the declared timeout %v + 1 s: the deadline runs from the ask", what, took.Round(time.Millisecond), timeout)
 		}
-		if res.Get("behavior").String() == "deny" && timedOut.MatchString(res.Get("message").String()) && took < timeout*3/4 && !st.personActed(s, i, r.T) {
+		if res.Get("behavior").String() == "deny" && TimedOut.MatchString(res.Get("message").String()) && took < timeout*3/4 && !st.personActed(s, i, r.T) {
 			add("SDK-TIMEOUT", "%s was denied as timed out %v after the ask, before the declared timeout %v: the deadline runs from the ask", what, took.Round(time.Millisecond), timeout)
 		}
 	}
@@ -245,14 +245,4 @@ func describe(ev SurfaceEvent) string {
 		return fmt.Sprintf("%q (question %s)", ev.Type, ev.QuestionID)
 	}
 	return fmt.Sprintf("%q", ev.Type)
-}
-
-func jsonSame(a, b string) bool {
-	var x, y any
-	if json.Unmarshal([]byte(a), &x) != nil || json.Unmarshal([]byte(b), &y) != nil {
-		return a == b
-	}
-	ja, _ := json.Marshal(x)
-	jb, _ := json.Marshal(y)
-	return string(ja) == string(jb)
 }

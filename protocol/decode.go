@@ -192,3 +192,13 @@ func jsonErrText(err error) string {
 	}
 	return err.Error()
 }
+
+// SameJSON reports whether two JSON texts hold the same value, key order
+// and spacing aside; false when either is not JSON.
+func SameJSON(a, b []byte) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
+}

@@ -49,7 +49,7 @@ func (e *Expect) checkMatch(doc json.RawMessage) []string {
 		switch {
 		case !got.Exists():
 			problems = append(problems, fmt.Sprintf("match %s: missing, want %s", p, e.Match[p]))
-		case !jsonEqual([]byte(got.Raw), e.Match[p]):
+		case !protocol.SameJSON([]byte(got.Raw), e.Match[p]):
 			problems = append(problems, fmt.Sprintf("match %s: got %s, want %s", p, clip.String(got.Raw, 200), e.Match[p]))
 		}
 	}
@@ -76,14 +76,6 @@ func (e *Expect) checkAnswers(in *protocol.AskInput) []string {
 }
 
 func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
-
-func jsonEqual(a, b []byte) bool {
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return false
-	}
-	return reflect.DeepEqual(x, y)
-}
 
 // CheckMCP compares what an mcp step's tool returned with e, one sentence
 // per difference. result is the CallToolResult as JSON ({"content":[…],

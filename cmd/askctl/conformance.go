@@ -383,11 +383,11 @@ func runExplore(ctx context.Context, o *conformanceOptions, cfg conformance.Conf
 				state = "shrinking a failure"
 			}
 			fmt.Fprintf(ew, "  %s: %d sequences, %d steps, %d sessions, %d invariant checks, seed %d (%s)\n",
-				state, p.Sequences, p.Steps, p.Sessions, p.Invariants, p.Seed, p.Elapsed.Round(time.Second))
+				state, p.Sequences, p.Steps, p.Sessions, p.InvariantChecks(), p.Seed, p.Elapsed.Round(time.Second))
 		}})
 	if res != nil {
 		r := conformance.Result{Case: fmt.Sprintf("explore (seeds %d…%d)", res.Seed-uint64(max(res.Sequences-1, 0)), res.Seed), Status: conformance.Pass, Duration: res.Elapsed,
-			Detail: fmt.Sprintf("%d sequences, %d steps, %d sessions, %d invariant checks", res.Sequences, res.Steps, res.Sessions, res.Invariants)}
+			Detail: fmt.Sprintf("%d sequences, %d steps, %d sessions, %d invariant checks", res.Sequences, res.Steps, res.Sessions, res.InvariantChecks())}
 		if f := res.Failure; f != nil {
 			r.Case = fmt.Sprintf("explore (seed %d)", f.Seed)
 			r.Requirement = conformance.Requirements[f.Requirement]
