@@ -60,13 +60,17 @@ func (e *Env) Invariants(aliases ...string) []Violation {
 		}
 	}
 	sort.Strings(aliases)
+	var timeout time.Duration
+	if e.Bridge != nil && e.Bridge.Profile != nil {
+		timeout = e.Bridge.Profile.Capabilities.Timeout.D()
+	}
 	var out []Violation
 	for _, a := range aliases {
 		s := e.st.Sessions[a]
 		if s == nil {
 			continue
 		}
-		out = append(out, e.st.requestViolations(s, e.Bridge.Profile.Capabilities.Timeout.D())...)
+		out = append(out, e.st.requestViolations(s, timeout)...)
 		out = append(out, e.st.surfaceViolations(s)...)
 	}
 	return out

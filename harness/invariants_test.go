@@ -1,0 +1,123 @@
+package harness
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/askctl/askctl/transcript"
+)
+
+// TestInvariants: a session that keeps every rule breaks none, and each
+// way of breaking one is named by the requirement that states it, and by
+// no other.
+func TestInvariants(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	const input = `{"questions":[{"question":"Which one?","header":"Pick","options":[{"label":"A","description":"a"},{"label":"B","description":"b"}],"multiSelect":true},{"question":"Why?","header":"Why","options":[{"label":"C","description":"c"},{"label":"D","description":"d"}],"multiSelect":false}]}`
+	ask := func(id string, ms int) transcript.Record {
+		return transcript.Record{T: at(ms), Dir: transcript.FromCLI, Msg: fmt.Appendf(nil, `{"type":"control_request","request_id":%q,"request":{"subtype":"can_use_tool","tool_name":"AskUserQuestion","tool_use_id":"tu_%s","input":%s}}`, id, id, input)}
+	}
+	respond := func(id string, ms int, result string) transcript.Record {
+		return transcript.Record{T: at(ms), Dir: transcript.ToCLI, Msg: fmt.Appendf(nil, `{"type":"control_response","response":{"subtype":"success","request_id":%q,"response":%s}}`, id, result)}
+	}
+	allow := func(answers string) string {
+		return fmt.Sprintf(`{"behavior":"allow","updatedInput":{"questions":%s,"answers":%s}}`, input[len(`{"questions":`):len(input)-1], answers)
+	}
+	good := allow(`{"Which one?":"B, A","Why?":"C"}`)
+	cancel := func(id string, ms int) transcript.Record {
+		return transcript.Record{T: at(ms), Dir: transcript.FromCLI, Msg: fmt.Appendf(nil, `{"type":"control_cancel_request","request_id":%q}`, id)}
+	}
+	q := func(conn, typ, qid string, seq int64) SurfaceEvent {
+		return SurfaceEvent{Conn: conn, Type: typ, QuestionID: qid, Seq: seq}
+	}
+	for _, c := range []struct {
+		name    string
+		records []transcript.Record
+		surface []SurfaceEvent
+		other   []SurfaceEvent // the surface events of a second session, s2 (id s_2)
+		want    []string
+	}{
+		{name: "every rule kept",
+			records: []transcript.Record{ask("r1", 0), respond("r1", 500, good), ask("r2", 600), respond("r2", 2300, `{"behavior":"deny","message":"The question timed out"}`)},
+			surface: []SurfaceEvent{q("main", SurfQuestion, "q_1", 1), q("main", SurfAnswered, "q_1", 2), q("main", SurfQuestion, "q_2", 3), q("c2", SurfQuestion, "q_2", 0), q("c2", SurfExpired, "q_2", 4)},
+			other:   []SurfaceEvent{q("main", SurfQuestion, "q_9", 5)}},
+		{name: "two responses", records: []transcript.Record{ask("r1", 0), respond("r1", 100, good), respond("r1", 200, good)}, want: []string{"SDK-LATE-ANSWER"}},
+		{name: "allow after a withdrawal", records: []transcript.Record{ask("r1", 0), cancel("r1", 100), respond("r1", 200, good)}, want: []string{"SDK-CANCEL"}},
+		{name: "a library's deny after a withdrawal", records: []transcript.Record{ask("r1", 0), cancel("r1", 100), respond("r1", 200, `{"behavior":"deny","message":"Permission request cancelled"}`)}},
+		{name: "a partial set", records: []transcript.Record{ask("r1", 0), respond("r1", 100, allow(`{"Which one?":"A"}`))}, want: []string{"SDK-ANSWER-ALL"}},
+		{name: "a blank answer", records: []transcript.Record{ask("r1", 0), respond("r1", 100, allow(`{"Which one?":"A","Why?":"  "}`))}, want: []string{"SDK-NO-EMPTY"}},
+		{name: "labels as an array", records: []transcript.Record{ask("r1", 0), respond("r1", 100, allow(`{"Which one?":["A","B"],"Why?":"C"}`))}, want: []string{"SDK-ANSWER-MULTI"}},
+		{name: "keyed by index", records: []transcript.Record{ask("r1", 0), respond("r1", 100, allow(`{"q_0":"A","Which one?":"A","Why?":"C"}`))}, want: []string{"SDK-ANSWER-SINGLE"}},
+		{name: "questions changed", records: []transcript.Record{ask("r1", 0), respond("r1", 100, `{"behavior":"allow","updatedInput":{"questions":[],"answers":{"Which one?":"A","Why?":"C"}}}`)}, want: []string{"SDK-ANSWER-SINGLE"}},
+		{name: "a deny without a message", records: []transcript.Record{ask("r1", 0), respond("r1", 100, `{"behavior":"deny","message":" "}`)}, want: []string{"SDK-SKIP-DENY"}},
+		{name: "neither allow nor deny", records: []transcript.Record{ask("r1", 0), respond("r1", 100, `{"behavior":"ask"}`)}, want: []string{"SDK-ANSWER-SINGLE"}},
+		{name: "a deadline moved later", records: []transcript.Record{ask("r1", 0), respond("r1", 3500, `{"behavior":"deny","message":"timed out"}`)}, want: []string{"SDK-TIMEOUT"}},
+		{name: "a deadline run from before the ask", records: []transcript.Record{ask("r1", 0), respond("r1", 900, `{"behavior":"deny","message":"The user did not respond in time"}`)}, want: []string{"SDK-TIMEOUT"}},
+		{name: "another session's question", records: []transcript.Record{ask("r1", 0)},
+			surface: []SurfaceEvent{q("main", SurfQuestion, "q_1", 1), q("main", SurfQuestion, "q_9", 2)}, other: []SurfaceEvent{q("main", SurfQuestion, "q_9", 7)}, want: []string{"SDK-ISOLATION"}},
+		{name: "another session's event", records: []transcript.Record{ask("r1", 0)},
+			surface: []SurfaceEvent{q("main", SurfQuestion, "q_1", 1), {Conn: "main", Type: SurfStatus, Session: "s_2"}}, want: []string{"SDK-ISOLATION"}},
+		{name: "an event id twice", records: []transcript.Record{ask("r1", 0)},
+			surface: []SurfaceEvent{q("main", SurfQuestion, "q_1", 1), {Conn: "main", Type: SurfStatus, Seq: 1}}, want: []string{"UI-RECONNECT-REPLAY"}},
+		{name: "a question shown twice", records: []transcript.Record{ask("r1", 0)},
+			surface: []SurfaceEvent{q("main", SurfQuestion, "q_1", 0), q("main", SurfQuestion, "q_1", 0)}, want: []string{"UI-RECONNECT-REPLAY"}},
+		{name: "a question shown after it ended", records: []transcript.Record{ask("r1", 0), respond("r1", 100, good)},
+			surface: []SurfaceEvent{q("main", SurfQuestion, "q_1", 0), q("main", SurfAnswered, "q_1", 0), q("main", SurfQuestion, "q_1", 0)}, want: []string{"UI-RECONNECT-REPLAY"}},
+		{name: "a question shown after it ended, to a connection that had not seen it", records: []transcript.Record{ask("r1", 0), respond("r1", 100, good)},
+			surface: []SurfaceEvent{q("c2", SurfAnswered, "q_1", 0), q("c2", SurfQuestion, "q_1", 0)}, want: []string{"UI-RECONNECT-REPLAY"}},
+		{name: "an end told twice", records: []transcript.Record{ask("r1", 0), respond("r1", 100, good)},
+			surface: []SurfaceEvent{q("main", SurfQuestion, "q_1", 0), q("main", SurfAnswered, "q_1", 0), q("main", SurfAnswered, "q_1", 0)}, want: []string{"UI-RECONNECT-REPLAY"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newTestEnv()
+			e.Bridge.Profile = &Profile{Capabilities: Capabilities{Timeout: Duration(2 * time.Second)}}
+			s := newSessionState("s1", "a1", nil, false)
+			s.ID = "s_1"
+			e.st.Sessions["s1"], e.st.byAgent["a1"] = s, s
+			for _, r := range c.records {
+				r.Session = "a1"
+				e.onRecord(r)
+			}
+			for _, ev := range c.surface {
+				s.show(ev)
+			}
+			if c.other != nil {
+				o := newSessionState("s2", "a2", nil, false)
+				o.ID = "s_2"
+				e.st.Sessions["s2"], e.st.byAgent["a2"] = o, o
+				for _, ev := range c.other {
+					o.show(ev)
+				}
+			}
+			var got []string
+			for _, v := range e.Invariants("s1") {
+				if !slices.Contains(got, v.Requirement) {
+					got = append(got, v.Requirement)
+				}
+				if !strings.HasPrefix(v.Text, "session s1: ") {
+					t.Errorf("%q does not name its session", v.Text)
+				}
+			}
+			if !slices.Equal(got, c.want) {
+				t.Errorf("broken rules %v, want %v: %v", got, c.want, e.Invariants("s1"))
+			}
+		})
+	}
+	// After a restart the timing rules do not apply: the agent died with
+	// the bridge, and a late answer resumes it.
+	e := newTestEnv()
+	e.Bridge.Profile = &Profile{Capabilities: Capabilities{Timeout: Duration(2 * time.Second)}}
+	s := newSessionState("s1", "a1", nil, false)
+	e.st.Sessions["s1"], e.st.byAgent["a1"] = s, s
+	e.st.Restarts = []time.Time{at(1000)}
+	for _, r := range []transcript.Record{ask("r1", 0), respond("r1", 5000, good)} {
+		r.Session = "a1"
+		e.onRecord(r)
+	}
+	if vs := e.Invariants(); len(vs) != 0 {
+		t.Errorf("after a restart: %v", vs)
+	}
+}
