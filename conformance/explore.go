@@ -43,10 +43,10 @@ type ExploreProgress struct {
 	Sessions  int           `json:"sessions"`
 	Elapsed   time.Duration `json:"elapsed_ns"`
 	Shrinking bool          `json:"shrinking,omitempty"`
-	// SetupRetries counts sequences run again because the bridge could
+	// SetupRetries are why sequences were run again: the bridge could
 	// not be set up the first time.
-	SetupRetries int    `json:"setup_retries,omitempty"`
-	Seed         uint64 `json:"seed"`
+	SetupRetries []string `json:"setup_retries,omitempty"`
+	Seed         uint64   `json:"seed"`
 }
 
 // InvariantChecks is how many times the rules were checked: after every
@@ -195,15 +195,20 @@ func Explore(ctx context.Context, cfg Config, o ExploreOptions) (*ExploreResult,
 		if err := os.WriteFile(file, script, 0o644); err != nil {
 			t.Fatalf("%v", err)
 		}
-		r, se := runCaseOnce(cfg, file, filepath.Join(work, "run"))
+		root := filepath.Join(work, fmt.Sprintf("run-%d", runs))
+		r, se := runCaseOnce(cfg, file, root)
 		if se != nil && (r.Status == Fail || r.Status == Blocked) {
 			// The bridge could not be set up (it did not start, or would
 			// not start a session): once more, as the suite does, before
 			// it counts.
-			res.SetupRetries++
-			r, _ = runCaseOnce(cfg, file, filepath.Join(work, "run"))
+			res.SetupRetries = append(res.SetupRetries, firstLines(r.Detail, 3))
+			_ = os.RemoveAll(root)
+			r, _ = runCaseOnce(cfg, file, root)
 		}
 		_ = os.Remove(file)
+		if r.Status != Fail && r.Status != Blocked {
+			_ = os.RemoveAll(root) // a long exploration keeps only what failed
+		}
 		if !shrinking {
 			res.Sequences++
 			res.Steps += m.steps

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -136,7 +135,7 @@ func RunSuite(ctx context.Context, cfg Config, o RunOptions) (*Report, error) {
 	}
 	var files []string
 	if len(o.Files) > 0 {
-		files, err = copyCases(caseDir, o.Files, o.Match)
+		files, err = userCases(o.Files, o.Match)
 	} else {
 		files, err = WriteCases(caseDir, o.Match)
 	}
@@ -318,26 +317,28 @@ func workDir(dir, prefix string) (work string, cleanup func(), err error) {
 	return dir, func() { os.RemoveAll(dir) }, nil
 }
 
-// copyCases copies case files of the user's into dir.
-func copyCases(dir string, paths []string, match func(string) bool) ([]string, error) {
+// userCases are case files of the user's, run where they are (so that a
+// failure names the file), selected by match on their names.
+func userCases(paths []string, match func(string) bool) ([]string, error) {
 	var out []string
+	names := map[string]string{}
 	for _, p := range paths {
 		name := strings.TrimSuffix(filepath.Base(p), ".txtar")
 		if match != nil && !match(name) {
 			continue
 		}
-		data, err := os.ReadFile(p)
+		if _, err := os.Stat(p); err != nil {
+			return nil, err
+		}
+		if first, ok := names[name]; ok {
+			return nil, fmt.Errorf("%s and %s: two cases named %s (a case is known by its file's name)", first, p, name)
+		}
+		names[name] = p
+		abs, err := filepath.Abs(p)
 		if err != nil {
 			return nil, err
 		}
-		dst := filepath.Join(dir, name+".txtar")
-		if slices.Contains(out, dst) {
-			return nil, fmt.Errorf("%s: a case named %s is given twice", p, name)
-		}
-		if err := os.WriteFile(dst, data, 0o644); err != nil {
-			return nil, err
-		}
-		out = append(out, dst)
+		out = append(out, abs)
 	}
 	return out, nil
 }

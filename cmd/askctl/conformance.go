@@ -122,6 +122,16 @@ func (o *conformanceOptions) validate() error {
 	if o.slow != 0 && o.slow < 1 {
 		return usagef("--slow: want a factor of 1 or more, got %v", o.slow)
 	}
+	if o.explore < 0 {
+		return usagef("--explore: want a positive duration such as 2m, got %v", o.explore)
+	}
+	if o.explore > 0 {
+		// A found case is written after minutes of exploring: a place it
+		// cannot go is said now.
+		if st, err := os.Stat(filepath.Dir(o.found)); err != nil || !st.IsDir() {
+			return usagef("--found %s: no directory %s to write a found case in", o.found, filepath.Dir(o.found))
+		}
+	}
 	if o.shard != "" {
 		var k, n int
 		if _, err := fmt.Sscanf(o.shard, "%d/%d", &k, &n); err != nil || n < 1 || k < 1 || k > n || fmt.Sprintf("%d/%d", k, n) != o.shard {
@@ -403,6 +413,9 @@ func runExplore(ctx context.Context, o *conformanceOptions, cfg conformance.Conf
 				f.Status, f.Requirement, f.Steps, o.found, replay, o.bridge, o.found)
 		}
 		rep.Results = append(rep.Results, r)
+		for _, why := range res.SetupRetries {
+			fmt.Fprintf(ew, "a sequence was run again: the bridge could not be set up the first time: %s\n", why)
+		}
 	}
 	rep.Duration = time.Since(rep.Started)
 	fmt.Fprintln(w)

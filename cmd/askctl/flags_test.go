@@ -175,3 +175,39 @@ func TestPendingAndServeFlags(t *testing.T) {
 		t.Errorf("--allow-remote: %v", err)
 	}
 }
+
+func TestConformanceExploreFlags(t *testing.T) {
+	s := &stdio{getenv: func(string) string { return "" }}
+	dir := t.TempDir()
+	tests := []struct {
+		args    []string
+		wantErr string
+		check   func(*conformanceOptions) bool
+	}{
+		{args: []string{"--explore", "2m", "--seed", "42", "--found", dir + "/f.txtar", "--case", "a.txtar", "--case", "b.txtar"},
+			check: func(o *conformanceOptions) bool {
+				return o.explore == 2*time.Minute && o.seed == 42 && o.found == dir+"/f.txtar" && strings.Join(o.cases, " ") == "a.txtar b.txtar"
+			}},
+		{args: []string{"--explore", "-5s"}, wantErr: "--explore: want a positive duration"},
+		{args: []string{"--explore", "1m", "--found", dir + "/no/such/dir/f.txtar"}, wantErr: "no directory " + dir + "/no/such/dir"},
+		{args: []string{"--seed", "-1"}, wantErr: "invalid value"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			var got *conformanceOptions
+			err := parse(t, newConformanceCmd(s, func(_ context.Context, o *conformanceOptions) error { got = o; return nil }), tt.args...)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tt.check(got) {
+				t.Errorf("options: %+v", *got)
+			}
+		})
+	}
+}
