@@ -53,6 +53,7 @@ func commands() map[string]command {
 		"resume":      {"resume ALIAS CONN  reconnect a dropped stream asking for what it missed after the last event it heard", cmdResume},
 		"restart":     {"restart [-kill]  restart the bridge (-kill: SIGKILL, as a crash); connections must be reopened", cmdRestart},
 		"skip":        {"[!] skip-question [-conn C] [-qid ID] [-code CODE] ALIAS [REASON]  skip the current question (-qid: that one)", cmdSkip},
+		"sleep":       {"sleep DURATION  the person takes their time, DURATION as written (never scaled by --slow: it is set against the bridge's own clock, such as its timeout)", cmdSleep},
 		"start":       {"start [-detached] ALIAS SCENARIO  start a session whose agent plays SCENARIO (built-in name, a steps .jsonl or a .txtar in $WORK); opens connection main unless -detached. A route mcp scenario runs the agent in print mode with the profile's mcp.config, and main watches every session for its question", cmdStart},
 		"supports":    {"supports ALIAS CONN OP  the connection has operation OP (resume: drop and resume); where it has not, the row (or the case) is skipped, naming it", cmdSupports},
 		"status":      {"status [-conn C] [-timeout D] [-done] ALIAS  the connection is told the session waits for the user, on the current question (-done: that it waits no longer on it)", cmdStatus},
@@ -277,6 +278,18 @@ func checkInvariants(ts *testscript.TestScript, e *harness.Env, aliases ...strin
 			s = "\n" + summary(e, aliases[0])
 		}
 		fail(ts, "%s%s", strings.Join(mine, "\n  "), s)
+	}
+}
+
+func cmdSleep(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: sleep DURATION")
+	}
+	d := duration(ts, args[0], "")
+	select {
+	case <-time.After(d):
+	case <-baseCtx(ts).Done():
+		ts.Fatalf("interrupted")
 	}
 }
 

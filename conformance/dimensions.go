@@ -96,6 +96,8 @@ var (
 	qGreek    = multi("Which letters?", "Letters", "Alpha", "Beta", "Gamma", "Delta")
 	qColours  = multi("Which colours?", "Colours", "Red, bright", "Blue, dark", "Green")
 	qNote     = single("Anything else?", "Notes", "No", "Yes")
+	qIntl     = single("¿Qué idioma — 言語 — Sprache?", "Idioma", "Español", "日本語", "Deutsch")
+	qEmoji    = multi("Welche Farben 🎨?", "Farben", "Rot 🔴", "Grün", "Blau")
 )
 
 // answerLines answers ALIAS's current question as its scenario says, and
@@ -158,6 +160,13 @@ check ALIAS
 			steps: recorded(ask(map[string]any{qDB.Question: "Postgres", qColours.Question: []string{"Green"}, qGreek.Question: []string{"Beta"}, qNote.Question: "No"},
 				single(qDB.Question, "Database engine choice", "Postgres", "SQLite"), qColours, qGreek,
 				question{Question: qNote.Question, Header: "Ünïcödé 🚀", Options: []option{{"No", "Nothing — we are done"}, {"Yes", "More, with \"quotes\" and <angles>"}}}))},
+		{name: "question text in other scripts, with emoji", lines: `await ALIAS question
+delivered ALIAS
+answer ALIAS
+await ALIAS answered
+check ALIAS
+`,
+			steps: session(ask(map[string]any{qIntl.Question: "日本語", qEmoji.Question: []string{"Rot 🔴", "Grün"}}, qIntl, qEmoji))},
 	},
 	"SDK-SKIP-DENY": {
 		{name: "skip with no reason given", lines: `await ALIAS question
@@ -212,6 +221,25 @@ check OTHER
 `,
 			steps:      session(askDeny(qDB)),
 			otherSteps: session(ask(map[string]any{qDB.Question: "Postgres"}, qDB))},
+		// Deadlines run from the ask, and nothing the person does moves
+		// them: a part held, or a reconnect, late in the wait.
+		{name: "a part held late in the wait", lines: `[cap:timeout] await ALIAS question
+[cap:timeout] sleep 1200ms
+[cap:timeout] answer -partial ALIAS 'Which database should I use?=SQLite'
+[cap:timeout] await -timeout $TIMEOUT_WAIT ALIAS answered
+[cap:timeout] response -within $TIMEOUT_GRACE ALIAS behavior deny
+[cap:timeout] check ALIAS
+`,
+			steps: session(askDeny(qDB, qFormat))},
+		{name: "a reconnect late in the wait", lines: `[cap:timeout] await ALIAS question
+[cap:timeout] sleep 1200ms
+[cap:timeout] [cap:reconnect] disconnect ALIAS main
+[cap:timeout] [cap:reconnect] connect ALIAS again
+[cap:timeout] await -timeout $TIMEOUT_WAIT ALIAS answered
+[cap:timeout] response -within $TIMEOUT_GRACE ALIAS behavior deny
+[cap:timeout] check ALIAS
+`,
+			steps: session(askDeny(qDB))},
 	},
 	"SDK-LATE-ANSWER": {
 		{name: "a skip after the answer", lines: answerLines + `! skip-question ALIAS 'Too late'
@@ -297,6 +325,28 @@ check OTHER
 [cap:reconnect] check ALIAS
 `,
 			steps: session(ask(map[string]any{qDB.Question: "SQLite", qFormat.Question: "Summary"}, qDB, qFormat), ask(map[string]any{qNote.Question: "No"}, qNote))},
+		// A stream resumed while another session's events went by: it
+		// gets what its session missed, and nothing of the other's (the
+		// invariants check what it heard).
+		{name: "an event stream resumed while another session answered", lines: `[cap:reconnect] supports ALIAS main resume
+[cap:reconnect] await ALIAS question
+[cap:reconnect] await OTHER question
+[cap:reconnect] answer -partial ALIAS 'Which database should I use?=SQLite'
+[cap:reconnect] await -conn main ALIAS surface held
+[cap:reconnect] drop ALIAS main
+[cap:reconnect] answer OTHER
+[cap:reconnect] await OTHER answered
+[cap:reconnect] resume ALIAS main
+[cap:reconnect] ! await -for 300ms -conn main ALIAS repeated
+[cap:reconnect] invariants ALIAS
+[cap:reconnect] answer ALIAS
+[cap:reconnect] await ALIAS answered
+[cap:reconnect] await -conn main ALIAS surface answered
+[cap:reconnect] check ALIAS
+[cap:reconnect] check OTHER
+`,
+			steps:      session(ask(map[string]any{qDB.Question: "SQLite", qFormat.Question: "Summary"}, qDB, qFormat)),
+			otherSteps: session(ask(map[string]any{qNote.Question: "Yes"}, qNote))},
 	},
 	"UI-STATUS": {
 		{name: "a connection opened after another question was answered, and after the last", lines: `[cap:reconnect] await ALIAS question
@@ -314,6 +364,25 @@ check OTHER
 [cap:reconnect] check ALIAS
 `,
 			steps: session(ask(map[string]any{qDB.Question: "Postgres"}, qDB), ask(map[string]any{qFormat.Question: "Detailed"}, qFormat))},
+		// Each connection is told its own session's status only (the
+		// invariants check what every connection heard).
+		{name: "two sessions, each told its own status", lines: `[cap:reconnect] await ALIAS question
+[cap:reconnect] await OTHER question
+[cap:reconnect] answer OTHER
+[cap:reconnect] await OTHER answered
+[cap:reconnect] connect ALIAS later
+[cap:reconnect] await -conn later -same ALIAS question
+[cap:reconnect] status -conn later ALIAS
+[cap:reconnect] connect OTHER later
+[cap:reconnect] status -done -conn later OTHER
+[cap:reconnect] invariants ALIAS OTHER
+[cap:reconnect] answer -conn later ALIAS
+[cap:reconnect] await ALIAS answered
+[cap:reconnect] check ALIAS
+[cap:reconnect] check OTHER
+`,
+			steps:      session(ask(map[string]any{qDB.Question: "Postgres"}, qDB)),
+			otherSteps: session(ask(map[string]any{qFormat.Question: "Summary"}, qFormat))},
 	},
 	"UI-TAKEOVER": {
 		{name: "a skip from the old connection after a takeover", lines: `[cap:takeover] await ALIAS question

@@ -296,6 +296,7 @@ func (m *xModel) actions() map[string]func(*rapid.T) {
 		"drop":         m.drop,
 		"resume":       m.resume,
 		"pending":      m.pending,
+		"think":        m.think,
 		"":             func(*rapid.T) {},
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -273,7 +274,9 @@ func runCaseOnce(cfg Config, file, root string) (Result, *harness.SetupError) {
 	cfg.setupFailed = func(se *harness.SetupError) { once.Do(func() { setupErr = se }) }
 	cfg.blocked = func(by, why string) {
 		bmu.Lock()
-		blocked = append(blocked, by+": "+why)
+		if b := by + ": " + why; !slices.Contains(blocked, b) { // the rules are checked again and again
+			blocked = append(blocked, b)
+		}
 		bmu.Unlock()
 	}
 	var unsupported string
