@@ -179,7 +179,11 @@ func Explore(ctx context.Context, cfg Config, o ExploreOptions) (*ExploreResult,
 	}
 	shrinking := false
 	var shrinkStart time.Time
+	var setupFailed string // the bridge could not be set up, twice running: the exploration stops
 	prop := func(t *rapid.T) {
+		if setupFailed != "" {
+			t.Skip("the bridge could not be set up")
+		}
 		if shrinking && time.Since(shrinkStart) > o.Shrink {
 			// rapid looks at its shrink deadline between passes, and a
 			// sequence that waits out timeouts is seconds long: past the
@@ -203,7 +207,10 @@ func Explore(ctx context.Context, cfg Config, o ExploreOptions) (*ExploreResult,
 			// it counts.
 			res.SetupRetries = append(res.SetupRetries, firstLines(r.Detail, 3))
 			_ = os.RemoveAll(root)
-			r, _ = runCaseOnce(cfg, file, root)
+			if r, se = runCaseOnce(cfg, file, root); se != nil && (r.Status == Fail || r.Status == Blocked) {
+				setupFailed = r.Detail
+				t.Skip("the bridge could not be set up")
+			}
 		}
 		_ = os.Remove(file)
 		if r.Status != Fail && r.Status != Blocked {
@@ -245,6 +252,10 @@ func Explore(ctx context.Context, cfg Config, o ExploreOptions) (*ExploreResult,
 		}()
 		if ctx.Err() != nil {
 			return res, ErrInterrupted
+		}
+		if setupFailed != "" {
+			// Not a verdict on the bridge: nothing it is to do was reached.
+			return res, fmt.Errorf("%w: %s", ErrBridgeWontStart, setupFailed)
 		}
 		if tb.Failed() && last.script != nil {
 			f := &ExploreFailure{Seed: seed, Status: last.r.Status, Detail: last.r.Detail, Steps: last.steps, Log: last.r.Log}

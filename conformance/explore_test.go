@@ -2,6 +2,7 @@ package conformance_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -105,5 +106,31 @@ func TestExploreFindsDefects(t *testing.T) {
 				t.Errorf("the case written did not fail again when replayed:\n%s", f.Case)
 			}
 		})
+	}
+}
+
+// TestExploreSetupFailure: a bridge that spawns no agent the harness hears
+// of is no verdict: the exploration stops with ErrBridgeWontStart, finds
+// nothing, and writes no case.
+func TestExploreSetupFailure(t *testing.T) {
+	t.Parallel()
+	p, err := harness.ParseProfile("wrong-claude.json", []byte(`{"name": "a bridge that spawns another claude",
+		"start": {"command": "${ASKCTL}", "args": ["serve", "--addr", "127.0.0.1:${PORT}", "--state", "${STATE}", "--claude", "/bin/false"]},
+		"ready": {"url": "http://127.0.0.1:${PORT}/api/health"}, "claude": "env:NOTHING",
+		"surface": {"kind": "http", "url": "http://127.0.0.1:${PORT}", "token_file": "${STATE}/token"},
+		"capabilities": {"sdk": true}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := conformance.Explore(context.Background(), conformance.Config{Profile: p, Askctl: askctlBin, ClaimTimeout: time.Second},
+		conformance.ExploreOptions{Duration: time.Minute, Seed: 1})
+	if !errors.Is(err, conformance.ErrBridgeWontStart) {
+		t.Fatalf("err = %v, want the bridge would not start", err)
+	}
+	if res.Failure != nil || res.Sequences != 0 {
+		t.Errorf("a setup failure was counted: %d sequences, failure %+v", res.Sequences, res.Failure)
+	}
+	if len(res.SetupRetries) != 1 {
+		t.Errorf("retries %q, want one", res.SetupRetries)
 	}
 }

@@ -398,6 +398,12 @@ func runExplore(ctx context.Context, o *conformanceOptions, cfg conformance.Conf
 	if res != nil {
 		r := conformance.Result{Case: fmt.Sprintf("explore (seeds %d…%d)", res.Seed-uint64(max(res.Sequences-1, 0)), res.Seed), Status: conformance.Pass, Duration: res.Elapsed,
 			Detail: fmt.Sprintf("%d sequences, %d steps, %d sessions, %d invariant checks", res.Sequences, res.Steps, res.Sessions, res.InvariantChecks())}
+		if errors.Is(err, conformance.ErrBridgeWontStart) || errors.Is(err, conformance.ErrInterrupted) {
+			r.Status, r.Detail = conformance.NotRun, err.Error()
+			if errors.Is(err, conformance.ErrInterrupted) {
+				r.Status = conformance.Interrupted
+			}
+		}
 		if f := res.Failure; f != nil {
 			r.Case = fmt.Sprintf("explore (seed %d)", f.Seed)
 			r.Requirement = conformance.Requirements[f.Requirement]
