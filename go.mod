@@ -13,6 +13,7 @@ require (
 	github.com/urfave/cli/v3 v3.14.0
 	golang.org/x/sys v0.41.0
 	modernc.org/sqlite v1.38.2
+	pgregory.net/rapid v1.3.0
 )
 
 require (
@@ -36,5 +37,4 @@ require (
 	modernc.org/libc v1.66.3 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.11.0 // indirect
-	pgregory.net/rapid v1.3.0 // indirect
 )
