@@ -44,7 +44,7 @@ func commands() map[string]command {
 		"mcp-list":    {"mcp-list  connect to the bridge's MCP server as the profile's mcp.config says and check ask_user's input schema (question required; options of label and description; multiSelect)", cmdMCPList},
 		"tool-result": {"[!] tool-result [-error] [-timeout D] ALIAS [TEXT|~REGEXP…]  the current question's ask_user call returned to the agent: an answer naming each TEXT (-error: an isError result); ! : names none of them", cmdToolResult},
 		"latency":     {"latency ALIAS deliver|answer MAX  the current question's measured latency is at most MAX", cmdLatency},
-		"pending":     {"pending [-conn C] ALIAS N  the surface lists N questions waiting, the current one among them", cmdPending},
+		"pending":     {"pending [-conn C] [-within D] ALIAS N  the surface lists N questions waiting, the current one among them (-within: by D, times --slow: a surface's list may follow its events)", cmdPending},
 		"permit":      {"permit [-conn C] ALIAS allow|deny [REASON]  wait for another tool's permission prompt on the surface (capability permissions) and allow or deny it", cmdPermit},
 		"race":        {"race ALIAS LABEL1 LABEL2  two answers to the current (single) question at once: exactly one is accepted", cmdRace},
 		"raw":         {"raw [-conn C] ALIAS DATA  send DATA where an answer goes, in the surface's own protocol: it must be rejected with a message", cmdRaw},
@@ -802,9 +802,9 @@ func cmdDelivered(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 func cmdPending(ts *testscript.TestScript, neg bool, args []string) {
-	f, args := flags(ts, args, []string{"conn"}, nil)
+	f, args := flags(ts, args, []string{"conn", "within"}, nil)
 	if neg || len(args) != 2 {
-		ts.Fatalf("usage: pending [-conn C] ALIAS N")
+		ts.Fatalf("usage: pending [-conn C] [-within D] ALIAS N")
 	}
 	n, err := strconv.Atoi(args[1])
 	ts.Check(err)
@@ -812,15 +812,28 @@ func cmdPending(ts *testscript.TestScript, neg bool, args []string) {
 	s, qid := current(ts, e, args[0])
 	ctx, cancel := waitCtx(ts, 15*time.Second)
 	defer cancel()
-	ps, err := s.Pending(ctx, connFlag(f))
-	if err != nil {
-		fail(ts, "listing pending questions: %v", err)
+	// -within: a list that follows the events a surface hears may lag the
+	// agent by as long (times --slow); it must come right by then.
+	var settle time.Time
+	if f["within"] != "" {
+		settle = time.Now().Add(ts.Value(keyCfg).(*Config).scaled(duration(ts, f["within"], "")))
 	}
+	var ps []harness.Pending
 	var ids []string
 	found := false
-	for _, p := range ps {
-		ids = append(ids, p.QuestionID)
-		found = found || p.QuestionID == qid
+	for {
+		if ps, err = s.Pending(ctx, connFlag(f)); err != nil {
+			fail(ts, "listing pending questions: %v", err)
+		}
+		ids, found = nil, false
+		for _, p := range ps {
+			ids = append(ids, p.QuestionID)
+			found = found || p.QuestionID == qid
+		}
+		if (len(ps) == n && (n == 0 || qid == "" || found)) || !time.Now().Before(settle) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	if len(ps) != n || (n > 0 && qid != "" && !found) {
 		why := ""
