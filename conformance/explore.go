@@ -34,6 +34,11 @@ type ExploreOptions struct {
 	Progress func(ExploreProgress)
 	// Work is where sequences run (a temporary directory when empty).
 	Work string
+	// ExpectedFailures are the requirements the bridge is known to fail
+	// (an --expected-failures file: case name, which is the requirement's
+	// ID, to why): the checks only they own are not written, so the
+	// exploration looks past them. The invariants still run.
+	ExpectedFailures map[string]string
 }
 
 // ExploreProgress is where an exploration stands.
@@ -43,6 +48,10 @@ type ExploreProgress struct {
 	Sessions  int           `json:"sessions"`
 	Elapsed   time.Duration `json:"elapsed_ns"`
 	Shrinking bool          `json:"shrinking,omitempty"`
+	// Skipped counts sequences that needed an operation the surface lacks
+	// (SkipReason, the last one's why): they check nothing past it.
+	Skipped    int    `json:"skipped,omitempty"`
+	SkipReason string `json:"skip_reason,omitempty"`
 	// SetupRetries are why sequences were run again: the bridge could
 	// not be set up the first time.
 	SetupRetries []string `json:"setup_retries,omitempty"`
@@ -135,6 +144,9 @@ func (t *exploreTB) Failed() bool {
 	return t.failed
 }
 
+// lacked finds the operation a skipped sequence needed (harness.Unsupported).
+var lacked = regexp.MustCompile(`the surface has no (.+?) operation`)
+
 // failLine finds the requirement a failure names: "FAIL ID (LEVEL)".
 var failLine = regexp.MustCompile(`FAIL ([A-Z]+-[A-Z0-9-]+) \(`)
 
@@ -169,6 +181,7 @@ func Explore(ctx context.Context, cfg Config, o ExploreOptions) (*ExploreResult,
 	_ = flag.Set("rapid.shrinktime", o.Shrink.String())
 
 	caps := capsOf(cfg)
+	caps.lacks = map[string]bool{}
 	res := &ExploreResult{}
 	start := time.Now()
 	runs := 0
@@ -190,7 +203,7 @@ func Explore(ctx context.Context, cfg Config, o ExploreOptions) (*ExploreResult,
 			// bound every candidate is dropped, so shrinking ends.
 			t.Skip("the time to shrink is up")
 		}
-		m := &xModel{caps: caps, files: map[string]string{}}
+		m := &xModel{caps: caps, files: map[string]string{}, known: o.ExpectedFailures}
 		m.start(t) // a sequence begins with a session
 		t.Repeat(m.actions())
 		runs++
@@ -215,6 +228,15 @@ func Explore(ctx context.Context, cfg Config, o ExploreOptions) (*ExploreResult,
 		_ = os.Remove(file)
 		if r.Status != Fail && r.Status != Blocked {
 			_ = os.RemoveAll(root) // a long exploration keeps only what failed
+		}
+		if r.Status == Skip {
+			if m := lacked.FindStringSubmatch(r.Detail); m != nil {
+				caps.lacks[m[1]] = true // generated no more
+			}
+			if !shrinking {
+				res.Skipped++
+				res.SkipReason = r.Detail
+			}
 		}
 		if !shrinking {
 			res.Sequences++

@@ -227,7 +227,7 @@ func runConformance(ctx context.Context, o *conformanceOptions) error {
 	}
 	cfg := conformance.Config{Profile: p, Askctl: self, RealClaude: real, Slow: o.slow}
 	if total == 0 && o.explore > 0 {
-		return runExplore(ctx, o, cfg, nil, work)
+		return runExplore(ctx, o, cfg, expected, nil, work)
 	}
 	if total == 0 && o.inShard != nil {
 		fmt.Fprintf(ew, "shard %s holds none of the cases selected\n", o.shard)
@@ -249,7 +249,7 @@ func runConformance(ctx context.Context, o *conformanceOptions) error {
 		return err
 	}
 	if err == nil && o.explore > 0 {
-		return runExplore(ctx, o, cfg, rep, work)
+		return runExplore(ctx, o, cfg, expected, rep, work)
 	}
 	fmt.Fprintln(w)
 	conformance.WriteTable(w, rep)
@@ -375,14 +375,14 @@ Example (a CI matrix of 4 jobs, then one job that joins them):
 
 // runExplore explores cfg's bridge after the cases of rep (nil: none ran),
 // adds what it found to the report, and prints and writes it.
-func runExplore(ctx context.Context, o *conformanceOptions, cfg conformance.Config, rep *conformance.Report, work string) error {
+func runExplore(ctx context.Context, o *conformanceOptions, cfg conformance.Config, expected map[string]string, rep *conformance.Report, work string) error {
 	w, ew := o.io.out, o.io.err
 	if rep == nil {
 		rep = &conformance.Report{Profile: cfg.Profile.File, Bridge: cfg.Profile.Name, Agent: o.agent, Started: time.Now()}
 	}
 	fmt.Fprintf(ew, "exploring %s for %v (seed %s)\n", cfg.Profile.Name, o.explore, seedText(o.seed))
 	last := time.Time{}
-	res, err := conformance.Explore(ctx, cfg, conformance.ExploreOptions{Duration: o.explore, Seed: o.seed, Work: filepath.Join(work, "explore"),
+	res, err := conformance.Explore(ctx, cfg, conformance.ExploreOptions{Duration: o.explore, Seed: o.seed, Work: filepath.Join(work, "explore"), ExpectedFailures: expected,
 		Progress: func(p conformance.ExploreProgress) {
 			if time.Since(last) < time.Second {
 				return
@@ -398,6 +398,9 @@ func runExplore(ctx context.Context, o *conformanceOptions, cfg conformance.Conf
 	if res != nil {
 		r := conformance.Result{Case: fmt.Sprintf("explore (seeds %d…%d)", res.Seed-uint64(max(res.Sequences-1, 0)), res.Seed), Status: conformance.Pass, Duration: res.Elapsed,
 			Detail: fmt.Sprintf("%d sequences, %d steps, %d sessions, %d invariant checks", res.Sequences, res.Steps, res.Sessions, res.InvariantChecks())}
+		if res.Skipped > 0 {
+			r.Detail += fmt.Sprintf("; %d skipped for an operation the surface lacks (%s)", res.Skipped, res.SkipReason)
+		}
 		if errors.Is(err, conformance.ErrBridgeWontStart) || errors.Is(err, conformance.ErrInterrupted) {
 			r.Status, r.Detail = conformance.NotRun, err.Error()
 			if errors.Is(err, conformance.ErrInterrupted) {
