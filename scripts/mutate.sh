@@ -11,6 +11,10 @@
 #
 #   scripts/mutate.sh            every group
 #   scripts/mutate.sh control    one group (see GROUPS)
+#
+# ASKCTL_MUTATE_EXPLORE=20s adds an exploration of that long (seed 1) to the
+# oracle, after the cases pass: the score with the explorer (reports in
+# .mutate/explore-*).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -19,6 +23,8 @@ root=$(pwd)
 export GOFLAGS="${GOFLAGS:+$GOFLAGS }-count=1"
 gremlins="go run github.com/go-gremlins/gremlins/cmd/gremlins@v0.6.0"
 out="$root/.mutate"
+prefix=""
+[ -z "${ASKCTL_MUTATE_EXPLORE:-}" ] || prefix="explore-"
 mkdir -p "$out"
 
 # group: package dir, profile (surface), the files mutated (a regexp)
@@ -47,5 +53,5 @@ for g in "${groups[@]}"; do
 	(cd "$dir" && ASKCTL_MUTATE_PROFILE=${PROFILE[$g]} $gremlins unleash \
 		--tags mutation --coverpkg github.com/askctl/askctl/$dir \
 		--workers "${MUTATE_WORKERS:-2}" --timeout-coefficient 4 \
-		"${excl[@]}" -o "$out/$g.json" "$root/$dir") | tee "$out/$g.log"
+		"${excl[@]}" -o "$out/$prefix$g.json" "$root/$dir") | tee "$out/$prefix$g.log"
 done

@@ -39,6 +39,11 @@ import (
 // control-ws, browser), or a profile file. Default ws.
 const EnvProfile = "ASKCTL_MUTATE_PROFILE"
 
+// EnvExplore, a duration, makes the oracle explore the bridge that long
+// (from seed 1, so every mutant meets the same sequences) after the suite
+// passes: a mutant the cases miss and the explorer finds is killed.
+const EnvExplore = "ASKCTL_MUTATE_EXPLORE"
+
 // CoveredPackages are the packages whose coverage the oracle reports: those
 // `make mutate` mutates.
 var CoveredPackages = []string{"github.com/askctl/askctl/bridge", "github.com/askctl/askctl/internal/mcpask"}
@@ -189,5 +194,19 @@ func Oracle(t *testing.T) {
 		t.Fatal(err)
 	case rep.Failed():
 		t.Fatalf("failing: %v", rep.Failing())
+	}
+	if s := os.Getenv(EnvExplore); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			t.Fatalf("%s=%q: %v", EnvExplore, s, err)
+		}
+		res, err := conformance.Explore(context.Background(), conformance.Config{Profile: p, Askctl: askctlBin, ClaimTimeout: 5 * time.Second},
+			conformance.ExploreOptions{Duration: d, Seed: 1, Shrink: time.Second})
+		switch {
+		case err != nil:
+			t.Fatal(err)
+		case res.Failure != nil:
+			t.Fatalf("explored: seed %d: %s %s: %s", res.Failure.Seed, res.Failure.Status, res.Failure.Requirement, res.Failure.Detail)
+		}
 	}
 }
