@@ -10,7 +10,7 @@
 # 40 minutes on 2 cores (MUTATE_WORKERS, default 2).
 #
 #   scripts/mutate.sh            every group
-#   scripts/mutate.sh control    one group (see GROUPS)
+#   scripts/mutate.sh control    one group (see ALL_GROUPS)
 #
 # ASKCTL_MUTATE_EXPLORE=20s adds an exploration of that long (seed 1) to the
 # oracle, after the cases pass: the score with the explorer (reports in
@@ -34,12 +34,12 @@ DIR[ws]=bridge;              PROFILE[ws]=ws;            FILES[ws]='^ws\.go$'
 DIR[http]=bridge;            PROFILE[http]=http;        FILES[http]='^http\.go$'
 DIR[control]=bridge;         PROFILE[control]=control-ws; FILES[control]='^control\.go$'
 DIR[mcpask]=internal/mcpask; PROFILE[mcpask]=ws;        FILES[mcpask]='^mcpask\.go$'
-GROUPS=(core ws http control mcpask)
+ALL_GROUPS=(core ws http control mcpask)
 
 groups=("$@")
-[ ${#groups[@]} -gt 0 ] || groups=("${GROUPS[@]}")
+[ ${#groups[@]} -gt 0 ] || groups=("${ALL_GROUPS[@]}")
 for g in "${groups[@]}"; do
-	[ -n "${DIR[$g]:-}" ] || { echo "mutate: no group $g (groups: ${GROUPS[*]})" >&2; exit 2; }
+	[ -n "${DIR[$g]:-}" ] || { echo "mutate: no group $g (groups: ${ALL_GROUPS[*]})" >&2; exit 2; }
 	dir=${DIR[$g]}
 	# Exclude every Go file of the package but the group's.
 	excl=()
