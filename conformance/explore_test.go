@@ -25,19 +25,24 @@ func exploreFor(t *testing.T, def time.Duration) time.Duration {
 	return def
 }
 
+// skipIfSlow skips an exploration where ASKCTL_SLOW is set (make race).
+// The model's clock keeps each question within the bridge's own timeout
+// (2 s in the reference profiles), which --slow does not scale: a pass
+// that slows the harness itself would fail on time, not on the bridge.
+// make test and make explore run them.
+func skipIfSlow(t *testing.T) {
+	if os.Getenv(conformance.EnvSlow) != "" {
+		t.Skip("ASKCTL_SLOW is set: the explorer's clock runs on the bridge's unscaled timeout")
+	}
+}
+
 // TestExploreReference explores the reference bridge over each surface
 // kind: it must find nothing.
 func TestExploreReference(t *testing.T) {
 	if testing.Short() {
 		t.Skip("explores the reference bridge")
 	}
-	if os.Getenv(conformance.EnvSlow) != "" {
-		// The model's clock keeps each question within the bridge's own
-		// timeout (2 s in the reference profiles), which --slow does not
-		// scale: a pass that slows the harness itself (make race) would
-		// fail on time, not on the bridge. make explore runs it as CI's.
-		t.Skip("ASKCTL_SLOW is set: the explorer's clock runs on the bridge's unscaled timeout")
-	}
+	skipIfSlow(t)
 	t.Parallel()
 	for _, kind := range []string{"ws", "http", "control-ws"} {
 		t.Run(kind, func(t *testing.T) {
@@ -69,6 +74,7 @@ func TestExploreChatbot(t *testing.T) {
 	if testing.Short() {
 		t.Skip("explores the chat example")
 	}
+	skipIfSlow(t)
 	t.Parallel()
 	p, err := harness.LoadProfile(filepath.Join("..", "examples", "chatbot", "askctl-profile.json"))
 	if err != nil {
