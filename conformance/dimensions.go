@@ -79,6 +79,23 @@ func askDeny(qs ...question) string {
 	return mustJSON(map[string]any{"ask": map[string]any{"questions": qs}, "expect": map[string]any{"behavior": "deny"}})
 }
 
+// toolStep is another tool's permission prompt (Bash, creating file),
+// decided by the bridge's policy: allowed, its input comes back unchanged,
+// fields of every JSON type and all; denied, it is a deny. It carries the
+// blocked path the CLI sends along.
+func toolStep(file string, allowed bool) string {
+	input := map[string]any{"command": "touch " + file, "description": "Create a file", "timeout": 60000, "run_in_background": false}
+	step := map[string]any{"tool": map[string]any{"name": "Bash", "input": input, "output": "",
+		"request": map[string]any{"description": "Create a file", "blocked_path": "${CWD}/" + file}}}
+	if allowed {
+		step["user"] = map[string]any{"allow": true}
+		step["expect"] = map[string]any{"behavior": "allow", "match": map[string]any{"updatedInput": input}}
+	} else {
+		step["expect"] = map[string]any{"behavior": "deny"}
+	}
+	return mustJSON(step)
+}
+
 func session(steps ...string) []string {
 	return append(append([]string{`{"prompt":"Ask me."}`}, steps...), `{"text":"Done."}`)
 }
@@ -160,6 +177,16 @@ check ALIAS
 			steps: recorded(ask(map[string]any{qDB.Question: "Postgres", qColours.Question: []string{"Green"}, qGreek.Question: []string{"Beta"}, qNote.Question: "No"},
 				single(qDB.Question, "Database engine choice", "Postgres", "SQLite"), qColours, qGreek,
 				question{Question: qNote.Question, Header: "Ünïcödé 🚀", Options: []option{{"No", "Nothing — we are done"}, {"Yes", "More, with \"quotes\" and <angles>"}}}))},
+		{name: "a multiSelect request replayed on a reconnect, unchanged", lines: `[cap:reconnect] await ALIAS question
+[cap:reconnect] disconnect ALIAS main
+[cap:reconnect] connect ALIAS again
+[cap:reconnect] await -conn again -same ALIAS question
+[cap:reconnect] delivered -conn again ALIAS
+[cap:reconnect] answer -conn again ALIAS
+[cap:reconnect] await ALIAS answered
+[cap:reconnect] check ALIAS
+`,
+			steps: session(ask(map[string]any{qSections.Question: []string{"Body", "Intro"}, qFormat.Question: "Detailed"}, qSections, qFormat))},
 		{name: "question text in other scripts, with emoji", lines: `await ALIAS question
 delivered ALIAS
 answer ALIAS
@@ -240,6 +267,20 @@ check OTHER
 [cap:timeout] check ALIAS
 `,
 			steps: session(askDeny(qDB))},
+	},
+	"SDK-PASSTHROUGH": {
+		{name: "allowed: a tool input with fields of every JSON type comes back unchanged", lines: `[!cap:permissions] [policy:allow] await ALIAS question
+[!cap:permissions] [policy:allow] answer ALIAS
+[!cap:permissions] [policy:allow] await ALIAS answered
+[!cap:permissions] [policy:allow] check ALIAS
+`,
+			steps: session(toolStep("askctl-row.txt", true), ask(map[string]any{qDB.Question: "SQLite"}, qDB))},
+		{name: "denied: the same tool input is denied", lines: `[!cap:permissions] [policy:deny] await ALIAS question
+[!cap:permissions] [policy:deny] answer ALIAS
+[!cap:permissions] [policy:deny] await ALIAS answered
+[!cap:permissions] [policy:deny] check ALIAS
+`,
+			steps: session(toolStep("askctl-row.txt", false), ask(map[string]any{qDB.Question: "SQLite"}, qDB))},
 	},
 	"SDK-LATE-ANSWER": {
 		{name: "a skip after the answer", lines: answerLines + `! skip-question ALIAS 'Too late'
@@ -440,16 +481,20 @@ func generated(id string) (script string, files map[string]string) {
 	return b.String(), files
 }
 
-// conditionOf is the condition prefix every line of a row shares (a row
-// of capability timeout runs only where the bridge declares it).
+// conditionOf is the conditions every line of a row begins with (a row of
+// capability timeout runs only where the bridge declares it): those of its
+// first line.
 func conditionOf(lines string) string {
 	first, _, _ := strings.Cut(lines, "\n")
-	if strings.HasPrefix(first, "[") {
-		if i := strings.Index(first, "] "); i > 0 {
-			return first[:i+2]
+	n := 0
+	for strings.HasPrefix(first[n:], "[") {
+		i := strings.Index(first[n:], "] ")
+		if i < 0 {
+			break
 		}
+		n += i + 2
 	}
-	return ""
+	return first[:n]
 }
 
 // quote is s as one testscript argument.

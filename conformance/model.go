@@ -156,9 +156,6 @@ func (m *xModel) requirement(id string) {
 	}
 }
 
-// q quotes an argument for testscript.
-func q(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
-
 // --- generators -----------------------------------------------------------
 
 var (
@@ -259,20 +256,7 @@ func (s *xSession) scenario(cancelAfter float64) string {
 	b.WriteString(`{"prompt":"Help me set things up."}` + "\n")
 	for i, r := range s.reqs {
 		if r.tool != "" {
-			file := fmt.Sprintf("askctl-%s-%d.txt", s.alias, i)
-			// Fields of every JSON type, and the blocked path the CLI
-			// sends along: the input must come back as it went.
-			input := map[string]any{"command": "touch " + file, "description": "Create a file", "timeout": 60000, "run_in_background": false}
-			step := map[string]any{"tool": map[string]any{"name": "Bash", "input": input, "output": "",
-				"request": map[string]any{"description": "Create a file", "blocked_path": "${CWD}/" + file}}}
-			if r.tool == "allow" {
-				step["user"] = map[string]any{"allow": true}
-				// Other tools come back with their input unchanged.
-				step["expect"] = map[string]any{"behavior": "allow", "match": map[string]any{"updatedInput": input}}
-			} else {
-				step["expect"] = map[string]any{"behavior": "deny"}
-			}
-			b.WriteString(mustJSON(step) + "\n")
+			b.WriteString(toolStep(fmt.Sprintf("askctl-%s-%d.txt", s.alias, i), r.tool == "allow") + "\n")
 		}
 		step := map[string]any{"ask": map[string]any{"questions": r.qs}}
 		switch r.outcome {
@@ -471,7 +455,7 @@ func (m *xModel) answerPart(t *rapid.T) {
 			continue // held already, or not writable on one line
 		}
 		for _, v := range vals {
-			args = append(args, q(qq.Question+"="+v))
+			args = append(args, quote(qq.Question+"="+v))
 		}
 		part = qq.Question
 		break
@@ -502,7 +486,7 @@ func (m *xModel) skip(t *rapid.T) {
 	m.spend(t, costStep, r)
 	m.emit("")
 	m.requirement("SDK-SKIP-DENY")
-	m.emit("skip-question -conn %s %s %s", s.conn, s.alias, q(r.reason))
+	m.emit("skip-question -conn %s %s %s", s.conn, s.alias, quote(r.reason))
 	m.emit("await %s answered", s.alias)
 	m.emit("response %s behavior deny", s.alias)
 	m.ended(s)
@@ -521,7 +505,7 @@ func (m *xModel) expire(t *rapid.T) {
 	m.requirement("SDK-TIMEOUT")
 	m.emit("await -timeout $TIMEOUT_WAIT %s answered", s.alias)
 	m.emit("response %s behavior deny", s.alias)
-	m.emit("response %s message %s", s.alias, q("~"+harness.TimedOut.String()))
+	m.emit("response %s message %s", s.alias, quote("~"+harness.TimedOut.String()))
 	if s.live() && s.req().seen {
 		m.emit("await -conn %s %s surface expired", s.conn, s.alias)
 	}
@@ -583,9 +567,9 @@ func (m *xModel) late(t *rapid.T) {
 	m.requirement("SDK-LATE-ANSWER")
 	qid := fmt.Sprintf("$%s_Q%d", s.alias, r.shown)
 	if m.caps.can("skip") && rapid.Bool().Draw(t, "lateSkip") {
-		m.emit("! skip-question -conn %s -qid %s %s %s", s.conn, qid, s.alias, q("Too late to skip"))
+		m.emit("! skip-question -conn %s -qid %s %s %s", s.conn, qid, s.alias, quote("Too late to skip"))
 	} else {
-		m.emit("! answer -conn %s -qid %s %s %s", s.conn, qid, s.alias, q(r.qs[0].Question+"="+r.qs[0].Options[len(r.qs[0].Options)-1].Label))
+		m.emit("! answer -conn %s -qid %s %s %s", s.conn, qid, s.alias, quote(r.qs[0].Question+"="+r.qs[0].Options[len(r.qs[0].Options)-1].Label))
 	}
 	m.emit("! await -for 300ms -qid %s %s answered 2", qid, s.alias)
 	m.done()
@@ -606,11 +590,11 @@ func (m *xModel) otherSession(t *rapid.T) {
 	m.emit("")
 	m.requirement("SDK-ISOLATION")
 	if m.caps.can("skip") && rapid.Bool().Draw(t, "otherSkip") {
-		m.emit("! skip-question -conn %s -qid %s %s %s", b.conn, qid, b.alias, q("Not mine"))
+		m.emit("! skip-question -conn %s -qid %s %s %s", b.conn, qid, b.alias, quote("Not mine"))
 	} else {
 		var args []string
 		for _, qq := range r.qs {
-			args = append(args, q(qq.Question+"="+qq.Options[0].Label))
+			args = append(args, quote(qq.Question+"="+qq.Options[0].Label))
 		}
 		m.emit("! answer -conn %s -qid %s %s %s", b.conn, qid, b.alias, strings.Join(args, " "))
 	}
@@ -694,7 +678,7 @@ func (m *xModel) takeover(t *rapid.T) {
 	if s.req().outcome == "answer" {
 		m.emit("! answer -conn %s %s", old, s.alias)
 	} else {
-		m.emit("! skip-question -conn %s %s %s", old, s.alias, q("From the old tab"))
+		m.emit("! skip-question -conn %s %s %s", old, s.alias, quote("From the old tab"))
 	}
 	m.emit("! await -for 300ms %s answered", s.alias)
 	m.emit("disconnect %s %s", s.alias, old)
