@@ -330,11 +330,11 @@ func (m *xModel) pick(t *rapid.T, ok func(*xSession) bool) *xSession {
 // live: the session's connection is open and its stream flows.
 func (s *xSession) live() bool { return s.conn != "" && !s.dropped }
 
-// awaitable: its current request is pending and shown as the current
-// question, with the connection live.
+// awaitable: its current request is pending and the live connection
+// shows it (seen: it was awaited there, so it is ALIAS's current question).
 func (s *xSession) awaitable() bool {
 	r := s.req()
-	return r != nil && !r.done && r.shown > 0 && s.live() && r.seen
+	return r != nil && !r.done && r.seen && s.live()
 }
 
 func (m *xModel) done() { m.steps++; m.emit("invariants") }
