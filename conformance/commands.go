@@ -54,7 +54,7 @@ func commands() map[string]command {
 		"restart":     {"restart [-kill]  restart the bridge (-kill: SIGKILL, as a crash); connections must be reopened", cmdRestart},
 		"skip":        {"[!] skip-question [-conn C] [-qid ID] [-code CODE] ALIAS [REASON]  skip the current question (-qid: that one)", cmdSkip},
 		"sleep":       {"sleep DURATION  the person takes their time, DURATION as written (never scaled by --slow: it is set against the bridge's own clock, such as its timeout)", cmdSleep},
-		"start":       {"start [-detached] ALIAS SCENARIO  start a session whose agent plays SCENARIO (built-in name, a steps .jsonl or a .txtar in $WORK); opens connection main unless -detached. A route mcp scenario runs the agent in print mode with the profile's mcp.config, and main watches every session for its question", cmdStart},
+		"start":       {"start [-detached] ALIAS SCENARIO  start a session whose agent plays SCENARIO (built-in name, a steps .jsonl or a .txtar in $WORK; a resumed agent plays the .jsonl's BASE.resume.jsonl beside it); opens connection main unless -detached. A route mcp scenario runs the agent in print mode with the profile's mcp.config, and main watches every session for its question", cmdStart},
 		"supports":    {"supports ALIAS CONN OP  the connection has operation OP (resume: drop and resume); where it has not, the row (or the case) is skipped, naming it", cmdSupports},
 		"status":      {"status [-conn C] [-timeout D] [-done] ALIAS  the connection is told the session waits for the user, on the current question (-done: that it waits no longer on it)", cmdStatus},
 	}
@@ -340,6 +340,10 @@ func loadScenario(ts *testscript.TestScript, name string) *scenarios.Scenario {
 			head, data = first, []byte(rest)
 		}
 		data = []byte("Steps of a conformance case.\n-- scenario.json --\n" + head + "\n-- steps.jsonl --\n" + string(data))
+		// What a resumed agent plays (the late-answer path): BASE.resume.jsonl beside it.
+		if resume, err := os.ReadFile(strings.TrimSuffix(path, ".jsonl") + ".resume.jsonl"); err == nil {
+			data = append(data, "\n-- resume.jsonl --\n"+string(resume)...)
+		}
 	}
 	sc, err := scenarios.Parse(name, data)
 	ts.Check(err)

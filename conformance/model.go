@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"fmt"
+	"regexp"
 
 	"github.com/askctl/askctl/harness"
 	"slices"
@@ -31,8 +32,10 @@ type xModel struct {
 	lines     []string
 	files     map[string]string
 	steps     int
-	reqOfLine string  // the requirement the lines written now check
-	now       float64 // the model's clock, in seconds of waiting
+	ops       map[string]int // the steps taken, by operation
+	reqOfLine string         // the requirement the lines written now check
+	now       float64        // the model's clock, in seconds of waiting
+	restarted bool           // the bridge was restarted (restart -kill)
 	// known are requirements the bridge is known to fail (the run's
 	// expected failures): their own checks are left out, so that the
 	// exploration looks past them.
@@ -46,6 +49,12 @@ func (m *xModel) checks(id string) bool { _, known := m.known[id]; return !known
 // xCaps are what the profile lets the model do.
 type xCaps struct {
 	reconnect, takeover, resume, allowTools, denyTools bool
+	// persist: the bridge keeps its questions across a restart, so the
+	// model may restart it (once a sequence).
+	persist bool
+	// mcp: the bridge serves an MCP ask_user tool; some sessions ask
+	// through it (one question a call).
+	mcp bool
 	// seconds is the declared timeout in seconds (0: none).
 	seconds float64
 	// lacks are the operations the surface said it has not (a chat with
@@ -100,7 +109,7 @@ func (m *xModel) cancelAfter() float64 {
 func (m *xModel) spend(t *rapid.T, cost float64, except *xReq) {
 	for _, s := range m.sessions {
 		r := s.req()
-		if r == nil || r.done || r == except || (r.outcome != "answer" && r.outcome != "skip") {
+		if r == nil || r.done || r == except || r.orphan || (r.outcome != "answer" && r.outcome != "skip") {
 			continue
 		}
 		if m.now+cost-r.since > m.budget() {
@@ -119,6 +128,14 @@ type xSession struct {
 	conns   int    // connections opened so far
 	shown   int    // questions awaited (ALIAS_Q1…)
 	exited  bool
+	// killed: its agent died with the bridge (restart -kill); its verdict
+	// is no longer checked, but a resumed agent's is.
+	killed bool
+	// mcp: its agent asks through the bridge's MCP ask_user tool (route
+	// mcp, print mode): one question a call, answered, skipped or timed
+	// out, and its main connection watches every session. The steps of
+	// connections, sessions and restarts are not taken with it.
+	mcp bool
 }
 
 // xReq is one AskUserQuestion request the session's agent asks, and how
@@ -133,7 +150,11 @@ type xReq struct {
 	since   float64 // when the agent asked it, on the model's clock
 	shown   int     // its number among the session's questions awaited (ALIAS_Qn), 0 before
 	done    bool    // ended: the agent got its response, or withdrew it
-	seen    bool    // the open connection showed it (since it opened)
+	// orphan: pending when the bridge was killed, so its agent is gone; it
+	// is listed again after the restart, off the clock (nobody waits on
+	// it), and an answer resumes the session (the late-answer path).
+	orphan bool
+	seen   bool // the open connection showed it (since it opened)
 }
 
 func (s *xSession) req() *xReq {
@@ -194,7 +215,7 @@ func (m *xModel) genQuestion(t *rapid.T, used map[string]bool) question {
 // genAnswer is what the person gives for qq: a label, labels in the order
 // picked, or free text.
 func genAnswer(t *rapid.T, qq question) any {
-	if rapid.IntRange(0, 4).Draw(t, "free") == 0 {
+	if rapid.IntRange(0, 4).Draw(t, "free") == 4 { // (rapid shrinks to 0: to a label)
 		return rapid.SampledFrom(xFree).Draw(t, "text")
 	}
 	labels := make([]string, len(qq.Options))
@@ -208,10 +229,13 @@ func genAnswer(t *rapid.T, qq question) any {
 	return perm[:rapid.IntRange(1, len(perm)).Draw(t, "npicked")]
 }
 
-func (m *xModel) genReq(t *rapid.T, last bool) *xReq {
+func (m *xModel) genReq(t *rapid.T, last, mcp bool) *xReq {
 	r := &xReq{held: map[string]bool{}}
 	used := map[string]bool{}
-	n := rapid.IntRange(1, 4).Draw(t, "questions")
+	n := 1 // an ask_user call asks one question
+	if !mcp {
+		n = rapid.IntRange(1, 4).Draw(t, "questions")
+	}
 	for range n {
 		r.qs = append(r.qs, m.genQuestion(t, used))
 	}
@@ -220,7 +244,9 @@ func (m *xModel) genReq(t *rapid.T, last bool) *xReq {
 		outcomes = append(outcomes, "skip")
 	}
 	if last { // the agent asks nothing after a withdrawal, an exit or (to keep the clock) a timeout
-		outcomes = append(outcomes, "cancel", "exit")
+		if !mcp {
+			outcomes = append(outcomes, "cancel", "exit")
+		}
 		if m.caps.seconds > 0 {
 			outcomes = append(outcomes, "timeout")
 		}
@@ -244,7 +270,7 @@ func (m *xModel) genReq(t *rapid.T, last bool) *xReq {
 	if m.caps.denyTools {
 		tools = append(tools, "deny")
 	}
-	if len(tools) > 0 && rapid.IntRange(0, 3).Draw(t, "tool") == 0 {
+	if len(tools) > 0 && !mcp && rapid.IntRange(0, 3).Draw(t, "tool") == 3 { // (shrunk to none)
 		r.tool = rapid.SampledFrom(tools).Draw(t, "policy")
 	}
 	return r
@@ -252,6 +278,9 @@ func (m *xModel) genReq(t *rapid.T, last bool) *xReq {
 
 // steps is the scenario the session's agent plays.
 func (s *xSession) scenario(cancelAfter float64) string {
+	if s.mcp {
+		return s.mcpScenario()
+	}
 	var b strings.Builder
 	b.WriteString(`{"prompt":"Help me set things up."}` + "\n")
 	for i, r := range s.reqs {
@@ -288,12 +317,40 @@ func (s *xSession) scenario(cancelAfter float64) string {
 	return b.String()
 }
 
+// mcpScenario is what an agent that asks through ask_user plays: each
+// request one call.
+func (s *xSession) mcpScenario() string {
+	var b strings.Builder
+	b.WriteString(mustJSON(map[string]any{"name": s.alias, "route": "mcp", "origin": "synthetic"}) + "\n")
+	b.WriteString(`{"prompt":"Ask me what you need."}` + "\n")
+	for i, r := range s.reqs {
+		qq := r.qs[0]
+		var opts []map[string]any
+		for _, o := range qq.Options {
+			opts = append(opts, map[string]any{"label": o.Label, "description": o.Description})
+		}
+		step := map[string]any{"mcp": map[string]any{"server": "askctl", "tool": "ask_user",
+			"input": map[string]any{"question": qq.Question, "options": opts, "multiSelect": qq.MultiSelect}}}
+		switch r.outcome {
+		case "answer":
+			step["user"] = map[string]any{"answers": r.answers}
+		case "skip":
+			step["user"] = map[string]any{"skip": r.reason}
+		case "timeout":
+			step["user"] = map[string]any{"silent": true}
+		}
+		b.WriteString(mustJSON(step) + "\n")
+		b.WriteString(mustJSON(map[string]any{"text": fmt.Sprintf("Noted %d.", i+1)}) + "\n")
+	}
+	return b.String()
+}
+
 // --- actions --------------------------------------------------------------
 
 // actions are the model's steps for rapid's state machine: each checks its
 // precondition (rapid.T.Skip when it does not hold) and writes its lines.
 func (m *xModel) actions() map[string]func(*rapid.T) {
-	return map[string]func(*rapid.T){
+	acts := map[string]func(*rapid.T){
 		"start":        m.start,
 		"answer":       m.answer,
 		"answerPart":   m.answerPart,
@@ -309,8 +366,16 @@ func (m *xModel) actions() map[string]func(*rapid.T) {
 		"resume":       m.resume,
 		"pending":      m.pending,
 		"think":        m.think,
-		"":             func(*rapid.T) {},
+		"restart":      m.restart,
 	}
+	out := map[string]func(*rapid.T){"": func(*rapid.T) {}}
+	for name, act := range acts {
+		out[name] = func(t *rapid.T) {
+			act(t) // a step not taken skips (panics) past the count
+			m.ops[name]++
+		}
+	}
+	return out
 }
 
 // pick draws a session for which ok holds, or skips the action.
@@ -344,16 +409,24 @@ func (m *xModel) start(t *rapid.T) {
 		t.Skip("three sessions at most")
 	}
 	s := &xSession{alias: fmt.Sprintf("s%d", len(m.sessions)+1), conn: "main", conns: 1}
+	s.mcp = m.caps.mcp && rapid.IntRange(0, 3).Draw(t, "mcp") == 3 // (shrunk to the SDK route)
 	n := rapid.IntRange(1, 3).Draw(t, "requests")
 	for i := range n {
-		s.reqs = append(s.reqs, m.genReq(t, i == n-1))
+		s.reqs = append(s.reqs, m.genReq(t, i == n-1, s.mcp))
 	}
 	m.spend(t, 0.3, nil)
+	m.ops["start"]++
+	if s.mcp {
+		m.ops["start (mcp)"]++
+	}
 	m.sessions = append(m.sessions, s)
 	s.reqs[0].since = m.now
 	m.files[s.alias+".jsonl"] = s.scenario(m.cancelAfter())
 	m.emit("")
 	m.requirement("SDK-DELIVER")
+	if s.mcp {
+		m.requirement("MCP-ANSWER")
+	}
 	m.emit("start %s %s.jsonl", s.alias, s.alias)
 	m.asked(s)
 	m.done()
@@ -366,11 +439,25 @@ func (m *xModel) asked(s *xSession) {
 	if r == nil || !s.live() {
 		return
 	}
-	m.requirement("SDK-DELIVER")
+	deliver := "SDK-DELIVER"
+	if s.mcp {
+		deliver = "MCP-ANSWER" // it shows the question on the surface
+	}
+	if r.tool != "" {
+		// Another tool's prompt comes first: decided wrongly, the agent
+		// gives up before it asks.
+		m.requirement("SDK-PASSTHROUGH")
+	} else {
+		m.requirement(deliver)
+	}
 	m.emit("await -conn %s %s question", s.conn, s.alias)
+	if r.tool != "" {
+		m.emit("check %s", s.alias) // the agent's verdict on the tool's decision
+	}
+	m.requirement(deliver)
 	s.shown++
 	r.shown, r.seen = s.shown, true
-	if m.checks("SDK-DELIVER") {
+	if m.checks(deliver) {
 		m.emit("delivered -conn %s %s", s.conn, s.alias)
 	}
 }
@@ -415,12 +502,75 @@ func answerReq(r *xReq) string {
 
 func (m *xModel) answer(t *rapid.T) {
 	s := m.pick(t, func(s *xSession) bool { return s.awaitable() && s.req().outcome == "answer" })
+	m.spend(t, costStep, s.req())
+	m.answered(s)
+}
+
+// answered writes the person answering s's question, and what follows.
+func (m *xModel) answered(s *xSession) {
 	r := s.req()
-	m.spend(t, costStep, r)
 	m.emit("")
+	if r.orphan {
+		// The late-answer path: the session is resumed with the answer.
+		m.ops["answer after restart"]++
+		m.requirement("UI-PERSIST")
+		m.emit("answer -conn %s %s", s.conn, s.alias)
+		m.emit("await -timeout 20s %s resumed", s.alias)
+		m.emit("pending -within 2s -conn %s %s 0", s.conn, s.alias)
+		m.emit("check %s", s.alias)
+		r.done, s.killed = true, false
+		s.cur = len(s.reqs)
+		m.done()
+		return
+	}
+	if s.mcp {
+		m.mcpAnswered(s)
+		return
+	}
 	m.requirement(answerReq(r))
 	m.emit("answer -conn %s %s", s.conn, s.alias)
 	m.emit("await %s answered", s.alias)
+	m.ended(s)
+	m.done()
+}
+
+// mcpAnswered: the ask_user call returns the answer as text, naming each
+// label picked (in the person's order) or the free text, and none of the
+// labels not picked.
+func (m *xModel) mcpAnswered(s *xSession) {
+	r := s.req()
+	qq := r.qs[0]
+	vals, ok := r.answers[qq.Question].([]string)
+	if !ok {
+		vals = []string{r.answers[qq.Question].(string)}
+	}
+	if len(vals) > 1 {
+		m.requirement("MCP-MULTI")
+	} else {
+		m.requirement("MCP-ANSWER")
+	}
+	m.emit("answer -conn %s %s", s.conn, s.alias)
+	m.emit("await %s answered", s.alias)
+	var want []string
+	for _, v := range vals {
+		if strings.TrimSpace(v) != "" && !strings.ContainsAny(v, "\n\t") {
+			want = append(want, quote(strings.TrimSpace(v)))
+		}
+	}
+	m.emit("tool-result %s %s", s.alias, strings.Join(want, " "))
+	var not []string
+	for _, o := range qq.Options {
+		named := strings.Contains(qq.Question, o.Label) || strings.Contains(qq.Header, o.Label)
+		for _, v := range vals {
+			named = named || strings.Contains(v, o.Label) || strings.Contains(o.Label, v)
+		}
+		if !named {
+			not = append(not, quote(o.Label))
+		}
+	}
+	if len(not) > 0 {
+		m.emit("! tool-result %s %s", s.alias, strings.Join(not, " "))
+	}
 	m.ended(s)
 	m.done()
 }
@@ -482,9 +632,34 @@ func (m *xModel) answerPart(t *rapid.T) {
 
 func (m *xModel) skip(t *rapid.T) {
 	s := m.pick(t, func(s *xSession) bool { return s.awaitable() && s.req().outcome == "skip" })
+	m.spend(t, costStep, s.req())
+	m.skipped(s)
+}
+
+// skipped writes the person skipping s's question, and what follows.
+func (m *xModel) skipped(s *xSession) {
 	r := s.req()
-	m.spend(t, costStep, r)
 	m.emit("")
+	if r.orphan {
+		// Nobody is left to tell: the question ends, and is listed no more.
+		m.ops["skip after restart"]++
+		m.requirement("UI-PERSIST")
+		m.emit("skip-question -conn %s %s %s", s.conn, s.alias, quote(r.reason))
+		m.emit("pending -within 2s -conn %s %s 0", s.conn, s.alias)
+		r.done = true
+		s.cur = len(s.reqs)
+		m.done()
+		return
+	}
+	if s.mcp {
+		m.requirement("MCP-SKIP")
+		m.emit("skip-question -conn %s %s %s", s.conn, s.alias, quote(r.reason))
+		m.emit("await %s answered", s.alias)
+		m.emit("tool-result -error %s %s", s.alias, quote("~(?i)(declin|skip|refus)"))
+		m.ended(s)
+		m.done()
+		return
+	}
 	m.requirement("SDK-SKIP-DENY")
 	m.emit("skip-question -conn %s %s %s", s.conn, s.alias, quote(r.reason))
 	m.emit("await %s answered", s.alias)
@@ -501,7 +676,20 @@ func (m *xModel) expire(t *rapid.T) {
 	})
 	r := s.req()
 	m.spend(t, max(0, r.since+m.caps.seconds+1-m.now)+costStep, r)
+	m.expired(s)
+}
+
+// expired writes the checks of s's question timing out.
+func (m *xModel) expired(s *xSession) {
 	m.emit("")
+	if s.mcp {
+		m.requirement("MCP-TIMEOUT")
+		m.emit("await -timeout $TIMEOUT_WAIT %s answered", s.alias)
+		m.emit("tool-result -error %s %s", s.alias, quote("~(?i)(did not respond|no answer|timed? ?out)"))
+		m.ended(s)
+		m.done()
+		return
+	}
 	m.requirement("SDK-TIMEOUT")
 	m.emit("await -timeout $TIMEOUT_WAIT %s answered", s.alias)
 	m.emit("response %s behavior deny", s.alias)
@@ -522,6 +710,13 @@ func (m *xModel) withdraw(t *rapid.T) {
 	})
 	r := s.req()
 	m.spend(t, max(0, r.since+m.cancelAfter()+0.5-m.now)+costStep, r)
+	m.withdrawn(s)
+}
+
+// withdrawn writes the checks of s's agent withdrawing its question, or
+// exiting, while the live connection shows it.
+func (m *xModel) withdrawn(s *xSession) {
+	r := s.req()
 	m.emit("")
 	if r.outcome == "cancel" {
 		m.requirement("SDK-CANCEL")
@@ -545,7 +740,7 @@ func (m *xModel) withdraw(t *rapid.T) {
 // never reach the agent.
 func (m *xModel) late(t *rapid.T) {
 	s := m.pick(t, func(s *xSession) bool {
-		if !s.live() {
+		if !s.live() || s.mcp {
 			return false
 		}
 		for _, r := range s.reqs {
@@ -581,9 +776,9 @@ func (m *xModel) otherSession(t *rapid.T) {
 	a := m.pick(t, func(s *xSession) bool {
 		r := s.req()
 		// Not one that ends by itself: the hold after would race with it.
-		return r != nil && !r.done && r.shown > 0 && (r.outcome == "answer" || r.outcome == "skip")
+		return r != nil && !r.done && r.shown > 0 && (r.outcome == "answer" || r.outcome == "skip") && !s.mcp
 	})
-	b := m.pick(t, func(s *xSession) bool { return s != a && s.live() })
+	b := m.pick(t, func(s *xSession) bool { return s != a && s.live() && !s.mcp })
 	r := a.req()
 	qid := fmt.Sprintf("$%s_Q%d", a.alias, r.shown)
 	m.spend(t, costHold, nil)
@@ -606,7 +801,7 @@ func (m *xModel) disconnect(t *rapid.T) {
 	if !m.caps.reconnect {
 		t.Skip("no capability reconnect")
 	}
-	s := m.pick(t, func(s *xSession) bool { return s.conn != "" && !s.dropped })
+	s := m.pick(t, func(s *xSession) bool { return s.conn != "" && !s.dropped && !s.mcp })
 	m.spend(t, costStep, nil)
 	m.emit("")
 	m.requirement("UI-RECONNECT-REPLAY")
@@ -632,13 +827,16 @@ func (m *xModel) open(s *xSession) {
 		return // it may end any moment: whether it is replayed is a race
 	}
 	if r.shown > 0 {
+		if r.orphan {
+			m.requirement("UI-PERSIST")
+		}
 		m.emit("await -conn %s -same %s question", s.conn, s.alias)
 		r.seen = true
 		if m.checks("SDK-DELIVER") {
 			m.emit("delivered -conn %s %s", s.conn, s.alias)
 		}
 		m.requirement("UI-STATUS")
-		if m.checks("UI-STATUS") {
+		if m.checks("UI-STATUS") && !r.orphan {
 			m.emit("status -conn %s %s", s.conn, s.alias)
 		}
 		return
@@ -650,7 +848,7 @@ func (m *xModel) connect(t *rapid.T) {
 	if !m.caps.reconnect {
 		t.Skip("no capability reconnect")
 	}
-	s := m.pick(t, func(s *xSession) bool { return s.conn == "" && !s.exited })
+	s := m.pick(t, func(s *xSession) bool { return s.conn == "" && !s.exited && !s.mcp })
 	m.spend(t, costStep, nil)
 	m.emit("")
 	m.requirement("UI-RECONNECT-REPLAY")
@@ -666,7 +864,7 @@ func (m *xModel) takeover(t *rapid.T) {
 	}
 	s := m.pick(t, func(s *xSession) bool {
 		r := s.req()
-		return s.live() && r != nil && !r.done && r.seen && (r.outcome == "answer" || r.outcome == "skip")
+		return s.live() && r != nil && !r.done && r.seen && (r.outcome == "answer" || r.outcome == "skip") && !s.mcp
 	})
 	old := s.conn
 	m.spend(t, costHold, nil)
@@ -689,7 +887,7 @@ func (m *xModel) drop(t *rapid.T) {
 	if !m.caps.resume {
 		t.Skip("the surface does not resume streams")
 	}
-	s := m.pick(t, func(s *xSession) bool { return s.live() })
+	s := m.pick(t, func(s *xSession) bool { return s.live() && !s.mcp })
 	m.spend(t, costStep, nil)
 	m.emit("")
 	m.requirement("UI-RECONNECT-REPLAY")
@@ -726,7 +924,7 @@ func (m *xModel) resume(t *rapid.T) {
 func (m *xModel) pending(t *rapid.T) {
 	s := m.pick(t, func(s *xSession) bool {
 		r := s.req()
-		if !s.live() {
+		if !s.live() || s.mcp {
 			return false
 		}
 		// A question that ends by itself has no fixed count until it has.
@@ -753,6 +951,136 @@ func (m *xModel) think(t *rapid.T) {
 	m.done()
 }
 
+// restart kills the bridge (as a crash) and starts it again. Every agent
+// dies with it; a question that was pending is listed again under its id
+// on a new connection, one that had ended is not, and answering it resumes
+// its session with the answer (UI-PERSIST). Taken only when every
+// session's agent is at rest or waits on a question the person is to end
+// (one that ends by itself would race with the kill), and once a sequence.
+func (m *xModel) restart(t *rapid.T) {
+	if !m.caps.persist || m.restarted {
+		t.Skip("no capability persist, or restarted already")
+	}
+	for _, s := range m.sessions {
+		r := s.req()
+		if r != nil && !r.done && !s.exited && (r.shown == 0 || (r.outcome != "answer" && r.outcome != "skip")) {
+			t.Skip("a question may be asked or end while the bridge restarts")
+		}
+		if r != nil && s.mcp {
+			t.Skip("an MCP session runs (its agent and ask server are not the bridge's children)")
+		}
+	}
+	m.spend(t, costStep, nil)
+	m.restarted = true
+	m.emit("")
+	m.requirement("UI-PERSIST")
+	m.emit("restart -kill")
+	for _, s := range m.sessions {
+		if s.mcp {
+			continue // its agent asks no more; its main connection watches on
+		}
+		s.conn, s.dropped = "", false
+		for _, r := range s.reqs {
+			r.seen = false
+		}
+		if s.exited {
+			continue
+		}
+		s.killed = true
+		if r := s.req(); r != nil && !r.done {
+			r.orphan = true
+			if r.outcome == "answer" {
+				m.files[s.alias+".resume.jsonl"] = r.resumed()
+			}
+			if m.caps.reconnect {
+				m.open(s) // the person's page comes back: the question is there again
+			}
+		} else {
+			s.cur = len(s.reqs) // its agent asks nothing more
+		}
+	}
+	m.done()
+}
+
+// resumed is what the agent of a session resumed by the answer to r
+// plays: its first message must carry the person's answers. How a bridge
+// words it is its own, so the check is each answer (each label of a
+// multiSelect one), in the questions' order, where it is plain text that
+// no quoting can change.
+func (r *xReq) resumed() string {
+	var parts []string
+	for _, qq := range r.qs {
+		vals, ok := r.answers[qq.Question].([]string)
+		if !ok {
+			vals = []string{fmt.Sprint(r.answers[qq.Question])}
+		}
+		for _, v := range vals {
+			if v != "" && !strings.ContainsAny(v, "\"\\\n\t") && strings.TrimSpace(v) == v {
+				parts = append(parts, regexp.QuoteMeta(v))
+			}
+		}
+	}
+	first := map[string]any{"prompt": "You previously asked; the user answered."}
+	if len(parts) > 0 {
+		first["expect_prompt"] = "(?s)" + strings.Join(parts, ".*")
+	}
+	return mustJSON(first) + "\n" + mustJSON(map[string]any{"text": "Continuing with the answers."}) + "\n"
+}
+
+// tail is how a sequence ends: a question left to end by itself (a
+// timeout, a withdrawal, an exit) is seen to its end, so that each one the
+// model asked is checked, however short the sequence was.
+func (m *xModel) tail() []string {
+	n := len(m.lines)
+	// First the person ends what is theirs to end, as they would: a
+	// question waiting on them would time out while the others are
+	// awaited.
+	for more := true; more; {
+		more = false
+		for _, s := range m.sessions {
+			if !s.awaitable() {
+				continue
+			}
+			switch s.req().outcome {
+			case "answer":
+				m.ops["answer"]++
+				m.answered(s)
+				more = true
+			case "skip":
+				m.ops["skip"]++
+				m.skipped(s)
+				more = true
+			}
+		}
+	}
+	for _, s := range m.sessions {
+		if r := s.req(); r != nil && !r.done && !s.exited && !r.orphan && (r.outcome == "answer" || r.outcome == "skip") {
+			// One is left that the person cannot reach (no connection):
+			// a wait now would see it time out.
+			tail := slices.Clone(m.lines[n:])
+			m.lines = m.lines[:n]
+			return tail
+		}
+	}
+	for _, s := range m.sessions {
+		r := s.req()
+		if r == nil || r.done || r.shown == 0 || r.orphan {
+			continue
+		}
+		switch {
+		case r.outcome == "timeout":
+			m.ops["expire"]++
+			m.expired(s)
+		case (r.outcome == "cancel" || r.outcome == "exit") && s.live() && r.seen:
+			m.ops["withdraw"]++
+			m.withdrawn(s)
+		}
+	}
+	tail := slices.Clone(m.lines[n:])
+	m.lines = m.lines[:n]
+	return tail
+}
+
 // script is the generated case: its lines and the scenarios (a found
 // case gets a comment that says how it came to be: header).
 func (m *xModel) script() []byte {
@@ -760,9 +1088,12 @@ func (m *xModel) script() []byte {
 	for _, l := range m.lines {
 		b.WriteString(l + "\n")
 	}
-	b.WriteString("\n# Every agent's verdict, and the rules, at the end.\n")
+	b.WriteString("\n# The end: each question left to end by itself, seen to its end; every agent's verdict; the rules.\n")
+	for _, l := range m.tail() {
+		b.WriteString(l + "\n")
+	}
 	for _, s := range m.sessions {
-		if !s.exited {
+		if !s.exited && !s.killed {
 			fmt.Fprintf(&b, "check %s\n", s.alias)
 		}
 	}

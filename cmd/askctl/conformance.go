@@ -401,6 +401,10 @@ func runExplore(ctx context.Context, o *conformanceOptions, cfg conformance.Conf
 		if res.Skipped > 0 {
 			r.Detail += fmt.Sprintf("; %d skipped for an operation the surface lacks (%s)", res.Skipped, res.SkipReason)
 		}
+		if len(res.Ops) > 0 {
+			r.Detail += "; steps taken: " + res.OpsLine()
+			fmt.Fprintf(ew, "  steps taken: %s\n", res.OpsLine())
+		}
 		if errors.Is(err, conformance.ErrBridgeWontStart) || errors.Is(err, conformance.ErrInterrupted) {
 			r.Status, r.Detail = conformance.NotRun, err.Error()
 			if errors.Is(err, conformance.ErrInterrupted) {
@@ -415,8 +419,11 @@ func runExplore(ctx context.Context, o *conformanceOptions, cfg conformance.Conf
 				return err
 			}
 			replay := "it failed again when replayed from the file"
+			if f.ReplayRuns > 1 {
+				replay = fmt.Sprintf("it failed again when replayed from the file, at the %s run: it depends on timing", ordinal(f.ReplayRuns))
+			}
 			if !f.Replayed {
-				replay = "it did NOT fail again when replayed from the file: the defect depends on timing; run it a few times"
+				replay = fmt.Sprintf("it did NOT fail again in %d replays from the file: the defect depends on timing; run it a few times", f.ReplayRuns)
 			}
 			fmt.Fprintf(ew, "found: %s %s, shrunk to %d steps; written to %s (%s)\n  replay it: askctl conformance --bridge %s --case %s\n",
 				f.Status, f.Requirement, f.Steps, o.found, replay, o.bridge, o.found)
@@ -446,4 +453,17 @@ func seedText(s uint64) string {
 		return "from the clock"
 	}
 	return fmt.Sprint(s)
+}
+
+// ordinal is n as "1st", "2nd", "3rd", "4th"…
+func ordinal(n int) string {
+	switch n {
+	case 1:
+		return "1st"
+	case 2:
+		return "2nd"
+	case 3:
+		return "3rd"
+	}
+	return fmt.Sprintf("%dth", n)
 }
