@@ -24,12 +24,12 @@ build: ## build bin/askctl and bin/fakeclaude
 conformance: build ## the main job: check the reference bridge against every requirement, then explore it for 20s (askctl conformance --explore)
 	./bin/askctl conformance --explore 20s --found bin/explored.txtar
 
-explore: build browser ## explore the reference bridge over every surface kind (2 minutes each; exec 1), and prove the explorer finds every broken bridge (CI runs it; about 40 min)
-	./bin/askctl conformance --bridge reference-ws --run '^$$' --explore 2m --seed 1000 --found bin/explored-ws.txtar
-	./bin/askctl conformance --bridge reference-http --run '^$$' --explore 2m --seed 1000 --found bin/explored-http.txtar
-	./bin/askctl conformance --bridge reference-control-ws --run '^$$' --explore 2m --seed 1000 --found bin/explored-control-ws.txtar
+explore: build browser ## explore the reference bridge over every surface kind (a minute each), and prove the explorer finds every broken bridge (CI runs it; about 40 min)
+	./bin/askctl conformance --bridge reference-ws --run '^$$' --explore 1m --seed 1000 --found bin/explored-ws.txtar
+	./bin/askctl conformance --bridge reference-http --run '^$$' --explore 1m --seed 1000 --found bin/explored-http.txtar
+	./bin/askctl conformance --bridge reference-control-ws --run '^$$' --explore 1m --seed 1000 --found bin/explored-control-ws.txtar
 	./bin/askctl conformance --bridge conformance/profiles/reference-exec.json --run '^$$' --explore 1m --seed 1000 --found bin/explored-exec.txtar
-	./bin/askctl conformance --bridge reference-browser --run '^$$' --explore 2m --seed 1000 --found bin/explored-browser.txtar
+	./bin/askctl conformance --bridge reference-browser --run '^$$' --explore 1m --seed 1000 --found bin/explored-browser.txtar
 	ASKCTL_EXPLORE_DEFECTS=1 $(GO) test -count=1 -timeout 60m -run '^TestExploreFindsDefects$$' -v ./conformance
 
 replay: build ## replay every built-in scenario against fakeclaude

@@ -464,7 +464,11 @@ func (b *Bridge) watch(id string, l *live) {
 	}
 	var qs []*bridgeapi.Question
 	if b.durably("session "+id+": listing its pending questions", func(ctx context.Context) (err error) {
-		qs, err = b.st.questions(ctx, bridgeapi.QuestionPending, id)
+		filter := id
+		if defect("exit-withdraws-all") {
+			filter = ""
+		}
+		qs, err = b.st.questions(ctx, bridgeapi.QuestionPending, filter)
 		return err
 	}) != nil {
 		return
@@ -535,6 +539,12 @@ func (b *Bridge) StopSession(ctx context.Context, id string) error {
 // becomes a pending question; other tools follow the policy at once.
 func (b *Bridge) ask(sessionID string, s *sdk.Session, r sdk.Request) {
 	if r.ToolName != protocol.ToolAskUserQuestion {
+		if defect("passthrough-withdraws-pending") {
+			pend, _ := b.st.questions(context.Background(), bridgeapi.QuestionPending, sessionID)
+			for _, q := range pend {
+				b.withdraw(q, bridgeapi.QuestionWithdrawn, "the agent moved on to "+r.ToolName)
+			}
+		}
 		reply := protocol.Reply{Allow: true}
 		if b.cfg.OtherTools == "deny" || defect("passthrough-blocked-path") && r.BlockedPath != "" {
 			reply = protocol.Reply{Skip: true, Message: "The bridge's policy denies " + r.ToolName + "."}
@@ -729,6 +739,11 @@ func (b *Bridge) answer(ctx context.Context, id string, given map[string]bridgea
 		if (defect("late-forwarded") || defect("double-answer")) && errors.Is(err, bridgeapi.ErrResolved) {
 			return b.forwardAgain(ctx, id, given, err)
 		}
+		if defect("double-answer-acked") && errors.Is(err, bridgeapi.ErrResolved) {
+			if cur, qerr := b.st.question(ctx, id); qerr == nil && cur.Status == bridgeapi.QuestionAnswered {
+				return &bridgeapi.AnswerResult{Question: cur}, nil // already answered: acknowledge again
+			}
+		}
 		return nil, err
 	}
 	if rule != "" && len(q.Draft) > 0 {
@@ -746,7 +761,11 @@ func (b *Bridge) answer(ctx context.Context, id string, given map[string]bridgea
 			return nil, err
 		}
 		q.Draft = merged
-		b.stopRule(id) // a person has begun: the policy leaves the question to them
+		if defect("held-stops-deadline") {
+			b.stopTimer(id)
+		} else {
+			b.stopRule(id) // a person has begun: the policy leaves the question to them
+		}
 		if defect("deadline-reset-held") {
 			b.mu.Lock()
 			if t := b.timer[id]; t != nil {
@@ -782,7 +801,13 @@ func (b *Bridge) answer(ctx context.Context, id string, given map[string]bridgea
 			return nil, fmt.Errorf("resuming session %s for question %s: %w", q.SessionID, id, err)
 		}
 		res.Resumed = true
-	} else if err := l.respond(q, protocol.Reply{Answers: sent(q.Questions, merged)}); err != nil {
+	} else if err := func() error {
+		if defect("questions-reencoded") && l.mcp == nil {
+			upd, _ := json.Marshal(map[string]any{"questions": q.Questions, "answers": sent(q.Questions, merged)})
+			return l.s.RespondRaw(q.RequestID, protocol.SuccessResponse(q.RequestID, protocol.Allow(upd)))
+		}
+		return l.respond(q, protocol.Reply{Answers: sent(q.Questions, merged)})
+	}(); err != nil {
 		// Nothing was sent: the agent withdrew the request a moment before,
 		// or it is exiting. The surfaces are told, as for any withdrawal.
 		status, reason := bridgeapi.QuestionWithdrawn, "the agent exited before the answer reached it"
@@ -846,6 +871,9 @@ func (b *Bridge) skip(ctx context.Context, id, reason string, interrupt bool, ru
 		reply := protocol.Reply{Skip: true, Message: reason, Interrupt: interrupt}
 		if defect("skip-allow-empty") {
 			reply = protocol.Reply{Allow: true}
+		}
+		if defect("skip-error-response") {
+			reply = protocol.Reply{Error: reason}
 		}
 		if err := l.respond(q, reply); err != nil {
 			b.cfg.Logf("question %s: %v", id, err)

@@ -95,7 +95,11 @@ func (b *Bridge) Snapshot(ctx context.Context, session string) []bridgeapi.Event
 				questions[i].MultiSelect = false
 			}
 		}
-		out = append(out, bridgeapi.Event{Type: bridgeapi.EventQuestion, SessionID: q.SessionID, QuestionID: q.ID, Questions: questions, TimeoutSeconds: q.TimeoutSeconds, Time: q.CreatedAt})
+		qid := q.ID
+		if defect("replay-request-id") {
+			qid = q.RequestID
+		}
+		out = append(out, bridgeapi.Event{Type: bridgeapi.EventQuestion, SessionID: q.SessionID, QuestionID: qid, Questions: questions, TimeoutSeconds: q.TimeoutSeconds, Time: q.CreatedAt})
 	}
 	return out
 }

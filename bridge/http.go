@@ -318,7 +318,11 @@ func (s *Server) listQuestions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("status %q: want pending, answered, skipped, expired, cancelled, withdrawn or all", status))
 		return
 	}
-	qs, err := s.B.Questions(r.Context(), status, r.URL.Query().Get("session"))
+	session := r.URL.Query().Get("session")
+	if defect("pending-filter-param") {
+		session = r.URL.Query().Get("session_id")
+	}
+	qs, err := s.B.Questions(r.Context(), status, session)
 	if err != nil {
 		fail(w, err)
 		return

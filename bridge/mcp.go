@@ -136,6 +136,9 @@ func (b *Bridge) AskMCP(ctx context.Context, id string, qs []protocol.Question) 
 		return nil, err
 	}
 	b.fillTimeout(res)
+	if defect("mcp-timeout-declined") && res.Status == bridgeapi.QuestionExpired {
+		res.Status = bridgeapi.QuestionSkipped
+	}
 	if !defect(activeMCPDefect()) {
 		return res, nil
 	}

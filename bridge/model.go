@@ -26,7 +26,29 @@ func resolveAnswers(q *bridgeapi.Question, given map[string]bridgeapi.Answer) (m
 	if defect("answer-latin1") {
 		given = latin1Answers(given)
 	}
-	merged, missing, err := protocol.MergeAnswers(q.Questions, q.Draft, given)
+	if defect("multi-other-dropped") {
+		kept := make(map[string]bridgeapi.Answer, len(given))
+		for k, vals := range given {
+			if qq, err := protocol.FindQuestion(q.Questions, k); err == nil && qq.MultiSelect {
+				var labels bridgeapi.Answer
+				for _, v := range vals {
+					if protocol.IsLabel(qq, v) {
+						labels = append(labels, v)
+					}
+				}
+				if len(labels) > 0 {
+					vals = labels
+				}
+			}
+			kept[k] = vals
+		}
+		given = kept
+	}
+	draft := q.Draft
+	if defect("draft-ignored") {
+		draft = nil
+	}
+	merged, missing, err := protocol.MergeAnswers(q.Questions, draft, given)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", bridgeapi.ErrInvalid, err)
 	}
@@ -37,6 +59,9 @@ func resolveAnswers(q *bridgeapi.Question, given map[string]bridgeapi.Answer) (m
 		}
 		if defect("other-collapsed") {
 			a = strings.Join(strings.Fields(a), " ")
+		}
+		if defect("other-html-escaped") && !qq.MultiSelect && !protocol.IsLabel(qq, a) {
+			a = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "'", "&#39;").Replace(a)
 		}
 		if defect("multi-option-order") && qq.MultiSelect {
 			a = optionOrder(qq, a)

@@ -372,8 +372,10 @@ func markLost(ctx context.Context, tx *sql.Tx, now time.Time) (int64, error) {
 		bridgeapi.QuestionWithdrawn, "the bridge stopped before the agent said its session id: the session cannot be resumed", ts(now), bridgeapi.QuestionPending, bridgeapi.StatusLost); err != nil {
 		return 0, err
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE questions SET orphaned=1 WHERE status=? AND session_id IN (SELECT id FROM sessions WHERE status=?)`, bridgeapi.QuestionPending, bridgeapi.StatusLost); err != nil {
-		return 0, err
+	if !defect("orphan-not-marked") {
+		if _, err := tx.ExecContext(ctx, `UPDATE questions SET orphaned=1 WHERE status=? AND session_id IN (SELECT id FROM sessions WHERE status=?)`, bridgeapi.QuestionPending, bridgeapi.StatusLost); err != nil {
+			return 0, err
+		}
 	}
 	return n, nil
 }

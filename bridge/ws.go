@@ -169,7 +169,11 @@ func (s *Server) wsHandle(ctx context.Context, c *wsClient, data []byte) bridgea
 	if resp.QuestionID == "" {
 		return bridgeapi.WSReply{Type: bridgeapi.MsgError, Code: "bad_request", Error: "question_id is missing"}
 	}
-	if r, ok := s.mayAnswer(ctx, c, resp.QuestionID); !ok {
+	if resp.Cancelled && defect("takeover-skip-bypass") {
+		if err := s.questionIn(ctx, resp.QuestionID, c.session); err != nil {
+			return wsError(resp.QuestionID, err)
+		}
+	} else if r, ok := s.mayAnswer(ctx, c, resp.QuestionID); !ok {
 		return r
 	}
 	if resp.Cancelled {

@@ -231,6 +231,7 @@ func Explore(ctx context.Context, cfg Config, o ExploreOptions) (*ExploreResult,
 		m := &xModel{caps: caps, files: map[string]string{}, known: o.ExpectedFailures, ops: map[string]int{}}
 		m.start(t) // a sequence begins with a session
 		t.Repeat(m.actions())
+		m.finish(t)
 		runs++
 		script := m.script()
 		file := filepath.Join(work, fmt.Sprintf("explore-%d.txtar", runs))

@@ -117,6 +117,12 @@ var exploredDefects = map[string]string{
 	"takeover-ignored": "ws", "sessions-crossed": "ws", "descriptions-dropped": "ws", "cancel-ignored": "ws",
 	"partial-sent": "ws", "lost-on-restart": "ws", "expiry-not-persisted": "ws", "deadline-reset-held": "ws",
 	"mcp-timeout-empty": "ws", "mcp-skip-success": "ws", "mcp-multi-first": "ws", "mcp-never-returns": "ws",
+	// A third batch, held out: written after the explorer by a reader of
+	// the bridge and the requirements who read none of the suite.
+	"other-html-escaped": "ws", "multi-other-dropped": "ws", "draft-ignored": "ws",
+	"skip-error-response": "ws", "double-answer-acked": "ws", "replay-request-id": "ws", "takeover-skip-bypass": "ws",
+	"held-stops-deadline": "ws", "pending-filter-param": "http", "exit-withdraws-all": "ws",
+	"orphan-not-marked": "ws", "mcp-timeout-declined": "ws",
 }
 
 // unexploredDefects are the broken bridges the explorer is not asked to
@@ -124,6 +130,10 @@ var exploredDefects = map[string]string{
 // catch them (TestBrokenBridges, conformance/README.md).
 var unexploredDefects = map[string]string{
 	"skip-other-pending": "it needs two questions pending in one session: the model's agents ask one at a time, on either route",
+	"passthrough-withdraws-pending": "it needs another tool's prompt while a question of the same session is pending: the model's agents " +
+		"ask for one permission at a time",
+	"questions-reencoded": "the questions come back re-encoded from the bridge's own types: the same JSON while the agent sends " +
+		"every field of every question, as fakeclaude does; a CLI that leaves out multiSelect or a description (optionalDescriptions) would show it",
 }
 
 // TestDefectsAccountedFor: every broken bridge of bridge/defect_on.go is

@@ -33,6 +33,7 @@ type xModel struct {
 	files     map[string]string
 	steps     int
 	ops       map[string]int // the steps taken, by operation
+	end       []string       // how the sequence ends (finish)
 	reqOfLine string         // the requirement the lines written now check
 	now       float64        // the model's clock, in seconds of waiting
 	restarted bool           // the bridge was restarted (restart -kill)
@@ -190,6 +191,7 @@ var (
 	xFree    = []string{
 		"Use MySQL, actually", "  two  spaces and edges  ", "Línea con acentos — y guion", "絵文字 🚀 and text",
 		"a, b, c", "tab\there", "Other: none of these", "line one\nline two",
+		`Say "yes" & <mean> it`, "it's <b>bold</b> & fine",
 	}
 	xReasons = []string{"Not now, thanks", "Ask me later — I’m busy", "No: ¡cambia el plan!", "skip 🙅", "  spaced reason  "}
 )
@@ -226,7 +228,11 @@ func genAnswer(t *rapid.T, qq question) any {
 		return rapid.SampledFrom(labels).Draw(t, "label")
 	}
 	perm := rapid.Permutation(labels).Draw(t, "picked")
-	return perm[:rapid.IntRange(1, len(perm)).Draw(t, "npicked")]
+	picked := slices.Clone(perm[:rapid.IntRange(1, len(perm)).Draw(t, "npicked")])
+	if rapid.IntRange(0, 3).Draw(t, "otherToo") == 3 { // labels and an Other text (shrunk to none)
+		picked = append(picked, rapid.SampledFrom(xFree).Draw(t, "otherText"))
+	}
+	return picked
 }
 
 func (m *xModel) genReq(t *rapid.T, last, mcp bool) *xReq {
@@ -478,14 +484,14 @@ func (m *xModel) ended(s *xSession) {
 // text verbatim), else the whole set of several questions, else one label.
 // A rule another requirement owns is named by the invariants.
 func answerReq(r *xReq) string {
-	free := false
+	free, multi := false, false
 	for _, qq := range r.qs {
-		switch a := r.answers[qq.Question].(type) {
-		case []string:
-			if len(a) > 1 {
-				return "SDK-ANSWER-MULTI"
-			}
-		case string:
+		vals, ok := r.answers[qq.Question].([]string)
+		if !ok {
+			vals = []string{r.answers[qq.Question].(string)}
+		}
+		multi = multi || len(vals) > 1
+		for _, a := range vals {
 			if !slices.ContainsFunc(qq.Options, func(o option) bool { return o.Label == a }) {
 				free = true
 			}
@@ -494,6 +500,8 @@ func answerReq(r *xReq) string {
 	switch {
 	case free:
 		return "SDK-ANSWER-OTHER"
+	case multi:
+		return "SDK-ANSWER-MULTI"
 	case len(r.qs) > 1:
 		return "SDK-ANSWER-ALL"
 	}
@@ -528,10 +536,43 @@ func (m *xModel) answered(s *xSession) {
 		return
 	}
 	m.requirement(answerReq(r))
-	m.emit("answer -conn %s %s", s.conn, s.alias)
+	if rest := r.rest(); rest != "" {
+		// Parts are held: the person answers the rest, and the agent gets
+		// the whole, held parts and all.
+		m.requirement("SDK-ANSWER-ALL")
+		m.emit("answer -conn %s %s %s", s.conn, s.alias, rest)
+	} else {
+		m.emit("answer -conn %s %s", s.conn, s.alias)
+	}
 	m.emit("await %s answered", s.alias)
 	m.ended(s)
 	m.done()
+}
+
+// rest is the answers to the questions of r not held yet, as arguments of
+// answer, or "" when none is held or the rest cannot be written on one
+// line (the whole answer is sent then).
+func (r *xReq) rest() string {
+	if len(r.held) == 0 || r.outcome != "answer" {
+		return ""
+	}
+	var args []string
+	for _, qq := range r.qs {
+		if r.held[qq.Question] {
+			continue
+		}
+		vals, ok := r.answers[qq.Question].([]string)
+		if !ok {
+			vals = []string{r.answers[qq.Question].(string)}
+		}
+		if strings.Contains(strings.Join(vals, ""), "\n") || strings.Contains(qq.Question, "=") {
+			return ""
+		}
+		for _, v := range vals {
+			args = append(args, quote(qq.Question+"="+v))
+		}
+	}
+	return strings.Join(args, " ")
 }
 
 // mcpAnswered: the ask_user call returns the answer as text, naming each
@@ -590,8 +631,32 @@ func (m *xModel) answerPart(t *rapid.T) {
 		return len(s.req().held) < len(s.req().qs)-1
 	})
 	r := s.req()
-	var args []string
-	var part string
+	args, part := r.part()
+	if len(args) == 0 {
+		t.Skip("nothing to answer in part on one line")
+	}
+	late := 0.0
+	if r.outcome == "timeout" {
+		// No hold after it: the timeout may come any moment, and the
+		// invariants catch a part sent as the whole answer. A part given
+		// early in the wait comes at 70 % of it: a deadline it moves
+		// ends past timeout + 1 s, which the invariants catch. The
+		// sleep is the whole 70 %: what the steps before it took is an
+		// upper bound, not a measure.
+		if m.caps.seconds > 0 && m.now-r.since <= 0.25*m.caps.seconds {
+			late = 0.7 * m.caps.seconds
+		}
+		m.spend(t, late+costStep, nil)
+	} else {
+		m.spend(t, costHold, nil)
+	}
+	m.hold(s, args, part, late)
+}
+
+// part is the person's answer to one question of r not held yet, as
+// arguments of answer, and that question; none when no question left is
+// writable on one line.
+func (r *xReq) part() (args []string, part string) {
 	for _, qq := range r.qs {
 		a := r.answers[qq.Question]
 		if r.outcome != "answer" {
@@ -607,21 +672,21 @@ func (m *xModel) answerPart(t *rapid.T) {
 		for _, v := range vals {
 			args = append(args, quote(qq.Question+"="+v))
 		}
-		part = qq.Question
-		break
+		return args, qq.Question
 	}
-	if len(args) == 0 {
-		t.Skip("nothing to answer in part on one line")
-	}
-	if r.outcome == "timeout" {
-		// No hold after it: the timeout may come any moment, and the
-		// invariants catch a part sent as the whole answer.
-		m.spend(t, costStep, nil)
-	} else {
-		m.spend(t, costHold, nil)
-	}
+	return nil, ""
+}
+
+// hold writes the person answering part of s's request (after late
+// seconds), which the bridge holds or refuses.
+func (m *xModel) hold(s *xSession, args []string, part string, late float64) {
+	r := s.req()
 	r.held[part] = true
 	m.emit("")
+	if late > 0 {
+		m.requirement("SDK-TIMEOUT")
+		m.emit("sleep %dms", int(late*1000))
+	}
 	m.requirement("SDK-ANSWER-ALL")
 	m.emit("answer -partial -conn %s %s %s", s.conn, s.alias, strings.Join(args, " "))
 	if r.outcome != "timeout" {
@@ -656,6 +721,7 @@ func (m *xModel) skipped(s *xSession) {
 		m.emit("skip-question -conn %s %s %s", s.conn, s.alias, quote(r.reason))
 		m.emit("await %s answered", s.alias)
 		m.emit("tool-result -error %s %s", s.alias, quote("~(?i)(declin|skip|refus)"))
+		m.emit("! tool-result -error %s %s", s.alias, quote("~(?i)(did not respond|no answer|timed? ?out)")) // someone did
 		m.ended(s)
 		m.done()
 		return
@@ -686,6 +752,7 @@ func (m *xModel) expired(s *xSession) {
 		m.requirement("MCP-TIMEOUT")
 		m.emit("await -timeout $TIMEOUT_WAIT %s answered", s.alias)
 		m.emit("tool-result -error %s %s", s.alias, quote("~(?i)(did not respond|no answer|timed? ?out)"))
+		m.emit("! tool-result -error %s %s", s.alias, quote("~(?i)declin")) // nobody declined
 		m.ended(s)
 		m.done()
 		return
@@ -1030,7 +1097,7 @@ func (r *xReq) resumed() string {
 // tail is how a sequence ends: a question left to end by itself (a
 // timeout, a withdrawal, an exit) is seen to its end, so that each one the
 // model asked is checked, however short the sequence was.
-func (m *xModel) tail() []string {
+func (m *xModel) tail(t *rapid.T) []string {
 	n := len(m.lines)
 	// First the person ends what is theirs to end, as they would: a
 	// question waiting on them would time out while the others are
@@ -1069,6 +1136,18 @@ func (m *xModel) tail() []string {
 		}
 		switch {
 		case r.outcome == "timeout":
+			// The person may have begun: a part held while the time runs
+			// out must neither stop nor move the deadline.
+			if m.caps.canPart() && s.awaitable() && len(r.held) < len(r.qs)-1 && rapid.IntRange(0, 1).Draw(t, "holdBeforeTimeout") == 1 {
+				if args, part := r.part(); len(args) > 0 {
+					late := 0.0
+					if m.caps.seconds > 0 && m.now-r.since <= 0.25*m.caps.seconds {
+						late = 0.7 * m.caps.seconds // as answerPart: early in the wait, at 70 % of it
+					}
+					m.ops["answerPart"]++
+					m.hold(s, args, part, late)
+				}
+			}
 			m.ops["expire"]++
 			m.expired(s)
 		case (r.outcome == "cancel" || r.outcome == "exit") && s.live() && r.seen:
@@ -1081,6 +1160,9 @@ func (m *xModel) tail() []string {
 	return tail
 }
 
+// finish draws how the sequence ends (tail), once its steps are taken.
+func (m *xModel) finish(t *rapid.T) { m.end = m.tail(t) }
+
 // script is the generated case: its lines and the scenarios (a found
 // case gets a comment that says how it came to be: header).
 func (m *xModel) script() []byte {
@@ -1089,7 +1171,7 @@ func (m *xModel) script() []byte {
 		b.WriteString(l + "\n")
 	}
 	b.WriteString("\n# The end: each question left to end by itself, seen to its end; every agent's verdict; the rules.\n")
-	for _, l := range m.tail() {
+	for _, l := range m.end {
 		b.WriteString(l + "\n")
 	}
 	for _, s := range m.sessions {
