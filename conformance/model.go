@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 
 	"github.com/askctl/askctl/harness"
@@ -374,14 +375,40 @@ func (m *xModel) actions() map[string]func(*rapid.T) {
 		"think":        m.think,
 		"restart":      m.restart,
 	}
-	out := map[string]func(*rapid.T){"": func(*rapid.T) {}}
-	for name, act := range acts {
-		out[name] = func(t *rapid.T) {
-			act(t) // a step not taken skips (panics) past the count
-			m.ops[name]++
+	names := slices.Sorted(maps.Keys(acts))
+	// One step: the operations in an order drawn at random, the first
+	// whose precondition holds taken. rapid's own choice among actions
+	// (Repeat's) draws a biased index, so the operations late in the
+	// alphabet (skip, start, takeover, think, withdraw) came seldom, and
+	// where only they could be taken it gave up ("can't find a valid
+	// action", which ended an exploration). A permutation is drawn
+	// without bias, and shrinks to the alphabet's order.
+	step := func(t *rapid.T) {
+		for _, name := range rapid.Permutation(names).Draw(t, "order") {
+			if tryStep(t, acts[name]) {
+				m.ops[name]++
+				return
+			}
 		}
+		t.Skip("no step can be taken")
 	}
-	return out
+	return map[string]func(*rapid.T){"": func(*rapid.T) {}, "step": step}
+}
+
+// tryStep takes act, and reports whether it was taken: an operation whose
+// precondition does not hold skips (rapid.T.Skip panics), before it has
+// changed the model, as rapid's own Repeat expects of an action.
+func tryStep(t *rapid.T, act func(*rapid.T)) (taken bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			if fmt.Sprintf("%T", r) != "rapid.invalidData" { // rapid's Skip
+				panic(r)
+			}
+			taken = false
+		}
+	}()
+	act(t)
+	return true
 }
 
 // pick draws a session for which ok holds, or skips the action.
@@ -429,9 +456,10 @@ func (m *xModel) start(t *rapid.T) {
 	s.reqs[0].since = m.now
 	m.files[s.alias+".jsonl"] = s.scenario(m.cancelAfter())
 	m.emit("")
-	m.requirement("SDK-DELIVER")
 	if s.mcp {
 		m.requirement("MCP-ANSWER")
+	} else {
+		m.requirement("SDK-DELIVER")
 	}
 	m.emit("start %s %s.jsonl", s.alias, s.alias)
 	m.asked(s)
@@ -916,7 +944,7 @@ func (m *xModel) connect(t *rapid.T) {
 		t.Skip("no capability reconnect")
 	}
 	s := m.pick(t, func(s *xSession) bool { return s.conn == "" && !s.exited && !s.mcp })
-	m.spend(t, costStep, nil)
+	m.spend(t, costStep, s.req()) // it brings its own question within reach: not held to the budget
 	m.emit("")
 	m.requirement("UI-RECONNECT-REPLAY")
 	m.open(s)
@@ -966,7 +994,7 @@ func (m *xModel) drop(t *rapid.T) {
 // resume reconnects a dropped stream: what happened meanwhile comes once.
 func (m *xModel) resume(t *rapid.T) {
 	s := m.pick(t, func(s *xSession) bool { return s.conn != "" && s.dropped })
-	m.spend(t, costHold, nil)
+	m.spend(t, costHold, s.req()) // as connect
 	m.emit("")
 	m.requirement("UI-RECONNECT-REPLAY")
 	m.emit("resume %s %s", s.alias, s.conn)

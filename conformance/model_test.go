@@ -1,0 +1,86 @@
+package conformance
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/askctl/askctl/scenarios"
+	"github.com/rogpeppe/go-internal/txtar"
+	"pgregory.net/rapid"
+)
+
+// TestModelRendersValidCases checks the model alone, with no bridge: every
+// sequence it generates, for every set of capabilities, renders as a case
+// whose lines are the suite's commands, whose requirement lines name
+// requirements, and whose scenarios parse, as the runner would read them.
+// A rendering mistake shows here in a second, not as a bridge's failure.
+func TestModelRendersValidCases(t *testing.T) {
+	known := map[string]bool{"skip-question": true, "skip": false}
+	for name := range commands() {
+		if name != "skip" {
+			known[name] = true
+		}
+	}
+	capsets := map[string]xCaps{
+		"none":       {},
+		"ws":         {seconds: 2, reconnect: true, takeover: true, persist: true, mcp: true, allowTools: true},
+		"http":       {seconds: 2, reconnect: true, resume: true, persist: true, mcp: true, allowTools: true},
+		"deny tools": {seconds: 2, reconnect: true, denyTools: true},
+		"no skip":    {seconds: 10, reconnect: true, lacks: map[string]bool{"skip": true}},
+	}
+	for name, caps := range capsets {
+		t.Run(name, func(t *testing.T) {
+			rapid.Check(t, func(rt *rapid.T) {
+				m := &xModel{caps: caps, files: map[string]string{}, ops: map[string]int{}}
+				m.start(rt)
+				rt.Repeat(m.actions())
+				m.finish(rt)
+				checkScript(rt, known, m.script())
+			})
+		})
+	}
+}
+
+func checkScript(t *rapid.T, known map[string]bool, script []byte) {
+	ar := txtar.Parse(script)
+	files := map[string][]byte{}
+	for _, f := range ar.Files {
+		files[f.Name] = f.Data
+	}
+	for i, line := range strings.Split(string(ar.Comment), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		words := strings.Fields(strings.TrimPrefix(line, "! "))
+		cmd := words[0]
+		if !known[cmd] {
+			t.Fatalf("line %d: %q: no command %s\n%s", i+1, line, cmd, script)
+		}
+		switch cmd {
+		case "requirement":
+			if _, ok := Requirements[words[1]]; !ok {
+				t.Fatalf("line %d: %q: no requirement %s", i+1, line, words[1])
+			}
+		case "start":
+			file := words[len(words)-1]
+			data, ok := files[file]
+			if !ok {
+				t.Fatalf("line %d: %q: the archive has no %s", i+1, line, file)
+			}
+			// As the runner reads a steps file (loadScenario).
+			head := `{"name":"x","route":"sdk"}`
+			first, rest, _ := strings.Cut(string(data), "\n")
+			if strings.Contains(first, `"origin"`) {
+				head, data = first, []byte(rest)
+			}
+			arch := "-- scenario.json --\n" + head + "\n-- steps.jsonl --\n" + string(data)
+			if resume, ok := files[strings.TrimSuffix(file, ".jsonl")+".resume.jsonl"]; ok {
+				arch += "\n-- resume.jsonl --\n" + string(resume)
+			}
+			if _, err := scenarios.Parse(file, []byte(arch)); err != nil {
+				t.Fatalf("line %d: %q: %v\n%s", i+1, line, err, data)
+			}
+		}
+	}
+}
