@@ -33,6 +33,10 @@ type ExploreOptions struct {
 	Seed uint64
 	// Steps is the mean number of steps in a sequence (default 12).
 	Steps int
+	// Sequences, when positive, stops the exploration after that many
+	// sequences too (Duration still bounds it): a budget that a busy
+	// machine does not shrink, for a test that must find a defect.
+	Sequences int
 	// Progress hears of each sequence played.
 	Progress func(ExploreProgress)
 	// Work is where sequences run (a temporary directory when empty).
@@ -292,7 +296,7 @@ func Explore(ctx context.Context, cfg Config, o ExploreOptions) (*ExploreResult,
 			t.Fatalf("%s %s", r.Status, r.Detail)
 		}
 	}
-	for seed := o.Seed; time.Since(start) < o.Duration && ctx.Err() == nil; seed++ {
+	for seed := o.Seed; time.Since(start) < o.Duration && ctx.Err() == nil && (o.Sequences <= 0 || res.Sequences < o.Sequences); seed++ {
 		res.Seed = seed
 		_ = flag.Set("rapid.seed", strconv.FormatUint(seed, 10))
 		tb := &exploreTB{name: fmt.Sprintf("explore-%d", seed)}
