@@ -232,10 +232,8 @@ func Explore(ctx context.Context, cfg Config, o ExploreOptions) (*ExploreResult,
 			// bound every candidate is dropped, so shrinking ends.
 			t.Skip("the time to shrink is up")
 		}
-		m := &xModel{caps: caps, files: map[string]string{}, known: o.ExpectedFailures, ops: map[string]int{}}
-		m.start(t) // a sequence begins with a session
-		t.Repeat(m.actions())
-		m.finish(t)
+		m := &xModel{caps: caps, known: o.ExpectedFailures}
+		m.generate(t)
 		runs++
 		script := m.script()
 		file := filepath.Join(work, fmt.Sprintf("explore-%d.txtar", runs))

@@ -34,7 +34,6 @@ type xModel struct {
 	files     map[string]string
 	steps     int
 	ops       map[string]int // the steps taken, by operation
-	end       []string       // how the sequence ends (finish)
 	reqOfLine string         // the requirement the lines written now check
 	now       float64        // the model's clock, in seconds of waiting
 	restarted bool           // the bridge was restarted (restart -kill)
@@ -448,7 +447,6 @@ func (m *xModel) start(t *rapid.T) {
 		s.reqs = append(s.reqs, m.genReq(t, i == n-1, s.mcp))
 	}
 	m.spend(t, 0.3, nil)
-	m.ops["start"]++
 	if s.mcp {
 		m.ops["start (mcp)"]++
 	}
@@ -603,6 +601,22 @@ func (r *xReq) rest() string {
 	return strings.Join(args, " ")
 }
 
+// What an ask_user result that is no answer says: the user declined (a
+// skip), or did not respond (a timeout).
+const (
+	mcpDeclined   = "~(?i)(declin|skip|refus)"
+	mcpNoResponse = "~(?i)(did not respond|no answer|timed? ?out)"
+)
+
+// mcpRefused: the ask_user call of s returned an isError result that says
+// what happened (says) and not what did not (not).
+func (m *xModel) mcpRefused(s *xSession, says, not string) {
+	m.emit("tool-result -error %s %s", s.alias, quote(says))
+	m.emit("! tool-result -error %s %s", s.alias, quote(not))
+	m.ended(s)
+	m.done()
+}
+
 // mcpAnswered: the ask_user call returns the answer as text, naming each
 // label picked (in the person's order) or the free text, and none of the
 // labels not picked.
@@ -666,19 +680,25 @@ func (m *xModel) answerPart(t *rapid.T) {
 	late := 0.0
 	if r.outcome == "timeout" {
 		// No hold after it: the timeout may come any moment, and the
-		// invariants catch a part sent as the whole answer. A part given
-		// early in the wait comes at 70 % of it: a deadline it moves
-		// ends past timeout + 1 s, which the invariants catch. The
-		// sleep is the whole 70 %: what the steps before it took is an
-		// upper bound, not a measure.
-		if m.caps.seconds > 0 && m.now-r.since <= 0.25*m.caps.seconds {
-			late = 0.7 * m.caps.seconds
-		}
+		// invariants catch a part sent as the whole answer.
+		late = m.lateInWait(r)
 		m.spend(t, late+costStep, nil)
 	} else {
 		m.spend(t, costHold, nil)
 	}
 	m.hold(s, args, part, late)
+}
+
+// lateInWait is how long a part of r, a request left to time out, waits
+// before it is given: a part given early in the wait comes at 70 % of it,
+// so that a deadline it moves ends past timeout + 1 s, which the
+// invariants catch. The wait is the whole 70 %: what the steps before it
+// took is an upper bound, not a measure.
+func (m *xModel) lateInWait(r *xReq) float64 {
+	if m.caps.seconds > 0 && m.now-r.since <= 0.25*m.caps.seconds {
+		return 0.7 * m.caps.seconds
+	}
+	return 0
 }
 
 // part is the person's answer to one question of r not held yet, as
@@ -748,10 +768,7 @@ func (m *xModel) skipped(s *xSession) {
 		m.requirement("MCP-SKIP")
 		m.emit("skip-question -conn %s %s %s", s.conn, s.alias, quote(r.reason))
 		m.emit("await %s answered", s.alias)
-		m.emit("tool-result -error %s %s", s.alias, quote("~(?i)(declin|skip|refus)"))
-		m.emit("! tool-result -error %s %s", s.alias, quote("~(?i)(did not respond|no answer|timed? ?out)")) // someone did
-		m.ended(s)
-		m.done()
+		m.mcpRefused(s, mcpDeclined, mcpNoResponse) // someone did respond
 		return
 	}
 	m.requirement("SDK-SKIP-DENY")
@@ -779,10 +796,7 @@ func (m *xModel) expired(s *xSession) {
 	if s.mcp {
 		m.requirement("MCP-TIMEOUT")
 		m.emit("await -timeout $TIMEOUT_WAIT %s answered", s.alias)
-		m.emit("tool-result -error %s %s", s.alias, quote("~(?i)(did not respond|no answer|timed? ?out)"))
-		m.emit("! tool-result -error %s %s", s.alias, quote("~(?i)declin")) // nobody declined
-		m.ended(s)
-		m.done()
+		m.mcpRefused(s, mcpNoResponse, "~(?i)declin") // nobody declined
 		return
 	}
 	m.requirement("SDK-TIMEOUT")
@@ -1125,8 +1139,7 @@ func (r *xReq) resumed() string {
 // tail is how a sequence ends: a question left to end by itself (a
 // timeout, a withdrawal, an exit) is seen to its end, so that each one the
 // model asked is checked, however short the sequence was.
-func (m *xModel) tail(t *rapid.T) []string {
-	n := len(m.lines)
+func (m *xModel) tail(t *rapid.T) {
 	// First the person ends what is theirs to end, as they would: a
 	// question waiting on them would time out while the others are
 	// awaited.
@@ -1152,9 +1165,7 @@ func (m *xModel) tail(t *rapid.T) []string {
 		if r := s.req(); r != nil && !r.done && !s.exited && !r.orphan && (r.outcome == "answer" || r.outcome == "skip") {
 			// One is left that the person cannot reach (no connection):
 			// a wait now would see it time out.
-			tail := slices.Clone(m.lines[n:])
-			m.lines = m.lines[:n]
-			return tail
+			return
 		}
 	}
 	for _, s := range m.sessions {
@@ -1168,12 +1179,8 @@ func (m *xModel) tail(t *rapid.T) []string {
 			// out must neither stop nor move the deadline.
 			if m.caps.canPart() && s.awaitable() && len(r.held) < len(r.qs)-1 && rapid.IntRange(0, 1).Draw(t, "holdBeforeTimeout") == 1 {
 				if args, part := r.part(); len(args) > 0 {
-					late := 0.0
-					if m.caps.seconds > 0 && m.now-r.since <= 0.25*m.caps.seconds {
-						late = 0.7 * m.caps.seconds // as answerPart: early in the wait, at 70 % of it
-					}
 					m.ops["answerPart"]++
-					m.hold(s, args, part, late)
+					m.hold(s, args, part, m.lateInWait(r))
 				}
 			}
 			m.ops["expire"]++
@@ -1183,23 +1190,25 @@ func (m *xModel) tail(t *rapid.T) []string {
 			m.withdrawn(s)
 		}
 	}
-	tail := slices.Clone(m.lines[n:])
-	m.lines = m.lines[:n]
-	return tail
 }
 
-// finish draws how the sequence ends (tail), once its steps are taken.
-func (m *xModel) finish(t *rapid.T) { m.end = m.tail(t) }
+// generate draws a whole sequence: a first session, the steps, and how
+// it ends (tail).
+func (m *xModel) generate(t *rapid.T) {
+	m.files, m.ops = map[string]string{}, map[string]int{}
+	m.start(t)
+	m.ops["start"]++ // the later ones are counted as steps
+	t.Repeat(m.actions())
+	m.emit("")
+	m.emit("# The end: each question left to end by itself, seen to its end; every agent's verdict; the rules.")
+	m.tail(t)
+}
 
 // script is the generated case: its lines and the scenarios (a found
 // case gets a comment that says how it came to be: header).
 func (m *xModel) script() []byte {
 	var b strings.Builder
 	for _, l := range m.lines {
-		b.WriteString(l + "\n")
-	}
-	b.WriteString("\n# The end: each question left to end by itself, seen to its end; every agent's verdict; the rules.\n")
-	for _, l := range m.end {
 		b.WriteString(l + "\n")
 	}
 	for _, s := range m.sessions {

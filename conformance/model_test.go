@@ -31,10 +31,8 @@ func TestModelRendersValidCases(t *testing.T) {
 	for name, caps := range capsets {
 		t.Run(name, func(t *testing.T) {
 			rapid.Check(t, func(rt *rapid.T) {
-				m := &xModel{caps: caps, files: map[string]string{}, ops: map[string]int{}}
-				m.start(rt)
-				rt.Repeat(m.actions())
-				m.finish(rt)
+				m := &xModel{caps: caps}
+				m.generate(rt)
 				checkScript(rt, known, m.script())
 			})
 		})
