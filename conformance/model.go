@@ -193,7 +193,11 @@ var (
 		"a, b, c", "tab\there", "Other: none of these", "line one\nline two",
 		`Say "yes" & <mean> it`, "it's <b>bold</b> & fine",
 	}
-	xReasons = []string{"Not now, thanks", "Ask me later — I’m busy", "No: ¡cambia el plan!", "skip 🙅", "  spaced reason  "}
+	// A skip's reason reaches the agent byte for byte, but a page may trim
+	// what the person typed around it (the requirement asks for a
+	// non-empty reason, not its edges), so no reason starts or ends in
+	// white space; free text ("Other") must keep its edges.
+	xReasons = []string{"Not now, thanks", "Ask me later — I’m busy", "No: ¡cambia el plan!", "skip 🙅", "two  spaces\tand a tab"}
 )
 
 func (m *xModel) genQuestion(t *rapid.T, used map[string]bool) question {

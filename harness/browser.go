@@ -109,10 +109,14 @@ type browserSurface struct {
 	preparing bool         // a spare is being opened; spareDone closes when it is
 	spareDone chan struct{}
 	spareErr  error
+	// opened is the sessions a tab was opened for: a tab opened for one
+	// again (a reconnect) tells of what is pending, as a fresh page would,
+	// not of what ended while the spare tab looked on.
+	opened map[string]bool
 }
 
 func newBrowserSurface(s SurfaceSpec, token func() (string, error)) *browserSurface {
-	return &browserSurface{spec: s, token: token, api: newHTTPSurface(SurfaceSpec{URL: s.API, Slow: s.Slow, Limits: s.Limits}, token), tabs: map[*browserConn]bool{}}
+	return &browserSurface{spec: s, token: token, api: newHTTPSurface(SurfaceSpec{URL: s.API, Slow: s.Slow, Limits: s.Limits}, token), tabs: map[*browserConn]bool{}, opened: map[string]bool{}}
 }
 
 // warm starts the browser, logs it in and opens a tab at the page, before
@@ -335,14 +339,18 @@ func (s *browserSurface) Open(ctx context.Context, session string, sink func(Sur
 	}
 	c := s.spare
 	s.spare = nil
+	again := session != "" && s.opened[session]
+	if session != "" {
+		s.opened[session] = true
+	}
 	s.mu.Unlock()
 	defer s.prepareSpare()
 	if c != nil && c.url == target {
-		c.adopt(session, sink) // the page of every session, as the spare shows it
+		c.adopt(session, again, sink) // the page of every session, as the spare shows it
 		return c, nil
 	}
 	if c != nil && sameDocument(c.url, target) {
-		if err := c.switchTo(ctx, target, session, sink); err != nil {
+		if err := c.switchTo(ctx, target, session, again, sink); err != nil {
 			_ = c.Close()
 			return nil, err
 		}
@@ -448,7 +456,9 @@ func (s *browserSurface) newTab(ctx context.Context, target, session string, sin
 // adopt hands a spare tab to a person: it showed every session until now,
 // and what it showed of this one is told, when it showed it (a question
 // the agent withdrew at once was seen then, and is not replayed later).
-func (c *browserConn) adopt(session string, sink func(SurfaceEvent)) {
+// Again (the session had a tab before: a reconnect), what had ended is
+// kept from the person, as a page loaded now would not show it.
+func (c *browserConn) adopt(session string, again bool, sink func(SurfaceEvent)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.session, c.sink = session, sink
@@ -460,6 +470,9 @@ func (c *browserConn) adopt(session string, sink func(SurfaceEvent)) {
 			continue
 		}
 		c.last[id] = r
+		if again && r.Ended != "" {
+			continue // seen, so a later snapshot does not tell of it either
+		}
 		c.order = append(c.order, id)
 		sink(r.shownEvent())
 		if e, ok := c.endedEvent(r); ok && r.Ended != "" {
@@ -470,12 +483,12 @@ func (c *browserConn) adopt(session string, sink func(SurfaceEvent)) {
 
 // switchTo points a ready tab at another session's page (a change of the
 // fragment), and waits for that page's replay.
-func (c *browserConn) switchTo(ctx context.Context, target, session string, sink func(SurfaceEvent)) error {
+func (c *browserConn) switchTo(ctx context.Context, target, session string, again bool, sink func(SurfaceEvent)) error {
 	c.mu.Lock()
 	c.url = target
 	before := c.ready
 	c.mu.Unlock()
-	c.adopt(session, sink)
+	c.adopt(session, again, sink)
 	actx, cancel := c.bound(ctx)
 	defer cancel()
 	t, _ := json.Marshal(target)

@@ -53,3 +53,39 @@ func TestStoppedNamesWhatEndedTheWait(t *testing.T) {
 		})
 	}
 }
+
+// A spare tab hands over what it showed of a session: all of it to the
+// session's first tab (a question withdrawn at once was seen then), only
+// what is still pending to a tab opened for it again, as a page loaded now
+// shows. The explorer found a reconnect that took an answered question
+// for the one being replayed.
+func TestAdoptTellsAReconnectOnlyWhatIsPending(t *testing.T) {
+	spare := func() *browserConn {
+		now := time.Now()
+		return &browserConn{
+			s: &browserSurface{spec: SurfaceSpec{Browser: &BrowserSpec{}}},
+			last: map[string]browserRequest{
+				"q_ended":   {ID: "q_ended", Session: "s_1", Ended: "answered", seen: now.Add(-2 * time.Second)},
+				"q_pending": {ID: "q_pending", Session: "s_1", seen: now.Add(-time.Second)},
+				"q_other":   {ID: "q_other", Session: "s_2", seen: now},
+			},
+		}
+	}
+	for _, tc := range []struct {
+		again bool
+		want  string
+	}{
+		{false, "question q_ended, answered q_ended, question q_pending"},
+		{true, "question q_pending"},
+	} {
+		c := spare()
+		var got []string
+		c.adopt("s_1", tc.again, func(e SurfaceEvent) { got = append(got, e.Type+" "+e.QuestionID) })
+		if g := strings.Join(got, ", "); g != tc.want {
+			t.Errorf("again=%v: told %q, want %q", tc.again, g, tc.want)
+		}
+		if _, ok := c.last["q_ended"]; !ok {
+			t.Errorf("again=%v: the ended question is forgotten: a later snapshot would tell of it as new", tc.again)
+		}
+	}
+}
