@@ -67,6 +67,26 @@ type Config struct {
 	Policy *policy.Policy
 	// Logf receives one line per thing worth knowing; nil discards.
 	Logf func(format string, args ...any)
+	// Crash, when set, is called at each point where a crash tests what
+	// the bridge promises (an accepted session is started, an accepted
+	// answer reaches its agent exactly once); the kill tests end the
+	// process there. The points: CrashAccepted, CrashAnswerCommitted,
+	// CrashAnswerWritten, CrashResumeCommitted.
+	Crash func(point string)
+}
+
+// The points where Config.Crash is called.
+const (
+	CrashAccepted        = "session-accepted"  // a session stored, its agent not yet spawned
+	CrashAnswerCommitted = "answer-committed"  // an answer stored, nothing written to the agent
+	CrashAnswerWritten   = "answer-written"    // the answer written whole to the agent, not yet marked delivered
+	CrashResumeCommitted = "resume-committed"  // a late answer stored, the session not yet resumed
+)
+
+func (b *Bridge) crash(point string) {
+	if b.cfg.Crash != nil {
+		b.cfg.Crash(point)
+	}
 }
 
 // startSlotHold is the longest one agent's start holds its slot: an agent
@@ -108,6 +128,7 @@ type Bridge struct {
 	out    outbox     // events logged, in the log's order, for the subscriptions
 
 	starting chan struct{} // a slot per agent starting (Config.MaxStarting)
+	resuming chan struct{} // as many slots again for resumed sessions: a late answer never waits behind a burst of starts
 	subGen   atomic.Int64  // subscriptions made so far; each has its number
 }
 
@@ -169,6 +190,7 @@ func New(cfg Config) (*Bridge, error) {
 	b := &Bridge{cfg: cfg, st: st, unlock: unlock, ctx: ctx, end: end, live: map[string]*live{}, timer: map[string]*time.Timer{}, subs: map[*Subscription]bool{}, stopping: map[string]bool{}}
 	b.out.wake, b.out.exited = make(chan struct{}, 1), make(chan struct{})
 	b.starting = make(chan struct{}, cfg.MaxStarting)
+	b.resuming = make(chan struct{}, cfg.MaxStarting)
 	go b.deliver()
 	if n, err := st.markLost(ctx, time.Now()); err != nil {
 		st.Close()
@@ -177,10 +199,16 @@ func New(cfg Config) (*Bridge, error) {
 	} else if n > 0 && defect("lost-on-restart") {
 		qs, _ := st.questions(ctx, bridgeapi.QuestionPending, "")
 		for _, q := range qs {
-			_, _ = st.resolve(ctx, q.ID, bridgeapi.QuestionWithdrawn, nil, "lost", time.Now())
+			_, _ = st.resolve(ctx, q.ID, bridgeapi.QuestionWithdrawn, nil, "lost", false, time.Now())
 		}
 	} else if n > 0 {
 		cfg.Logf("%d session(s) were running when the bridge last stopped: their pending questions stay listed, and answering one resumes its session", n)
+	}
+	if err := b.recover(ctx); err != nil {
+		b.end()
+		st.Close()
+		unlock()
+		return nil, err
 	}
 	return b, nil
 }
@@ -266,6 +294,7 @@ func (b *Bridge) StartSession(ctx context.Context, o bridgeapi.StartOptions) (*b
 	if err := b.st.insertSession(ctx, ss); err != nil {
 		return nil, err
 	}
+	b.crash(CrashAccepted)
 	// A free start slot: the agent starts now, and an agent that cannot
 	// start is this call's error. All slots taken (a burst of starts): the
 	// session is returned "starting", and its agent starts when a slot
@@ -273,30 +302,39 @@ func (b *Bridge) StartSession(ctx context.Context, o bridgeapi.StartOptions) (*b
 	select {
 	case b.starting <- struct{}{}:
 	case <-time.After(startQueueWait):
-		go func() {
-			select {
-			case b.starting <- struct{}{}:
-			case <-b.ctx.Done():
-				return // the bridge closes: the session is found lost
-			}
-			if err := b.spawnHeld(ss, env, "", o.Prompt); err != nil {
-				ss.Status, ss.Detail, ss.EndedAt = bridgeapi.StatusExited, err.Error(), time.Now()
-				_ = b.durably("session "+ss.ID+": marking it exited", func(ctx context.Context) error { return b.st.setStatus(ctx, ss) })
-				b.publishStatus(ss.ID)
-			}
-		}()
+		b.wg.Add(1)
+		go b.startQueued(ss, env)
 		return b.Session(ctx, ss.ID)
 	case <-ctx.Done():
 		ss.Status, ss.Detail, ss.EndedAt = bridgeapi.StatusExited, "the start was abandoned by its caller", time.Now()
 		_ = b.st.setStatus(context.Background(), ss)
 		return nil, ctx.Err()
 	}
-	if err := b.spawnHeld(ss, env, "", o.Prompt); err != nil {
+	if err := b.spawnHeld(ss, env, "", o.Prompt, b.starting, nil); err != nil {
 		ss.Status, ss.Detail, ss.EndedAt = bridgeapi.StatusExited, err.Error(), time.Now()
 		_ = b.st.setStatus(context.Background(), ss)
 		return nil, err
 	}
 	return b.Session(ctx, ss.ID)
+}
+
+// startQueued starts the agent of an accepted session when a start slot
+// frees: one that waited its turn, or one a previous bridge accepted and
+// stopped before it started. One that cannot start ends the session with
+// the reason. A bridge that closes first leaves it "starting", and the
+// next one starts it.
+func (b *Bridge) startQueued(ss *bridgeapi.Session, env []string) {
+	defer b.wg.Done()
+	select {
+	case b.starting <- struct{}{}:
+	case <-b.ctx.Done():
+		return
+	}
+	if err := b.spawnHeld(ss, env, "", ss.Prompt, b.starting, nil); err != nil {
+		ss.Status, ss.Detail, ss.EndedAt = bridgeapi.StatusExited, err.Error(), time.Now()
+		_ = b.durably("session "+ss.ID+": marking it exited", func(ctx context.Context) error { return b.st.setStatus(ctx, ss) })
+		b.publishStatus(ss.ID)
+	}
 }
 
 // startQueueWait is how long a session start waits for a start slot before
@@ -328,18 +366,26 @@ func (b *Bridge) sessionEnv(name, text string) ([]string, string, error) {
 // already running, whose people wait for their answers. A start holds its
 // slot until the agent says system/init, exits, or startSlotHold passes (an
 // agent that hangs before init blocks no one).
-func (b *Bridge) spawn(ss *bridgeapi.Session, extra []string, resume, prompt string) error {
+//
+// A resumed session (a late answer) takes a slot of its own kind, so that
+// it never waits behind a burst of new sessions. prompted, when set, is
+// called once the prompt is written whole to the agent.
+func (b *Bridge) spawn(ss *bridgeapi.Session, extra []string, resume, prompt string, prompted func()) error {
+	slots := b.starting
+	if resume != "" {
+		slots = b.resuming
+	}
 	select {
-	case b.starting <- struct{}{}:
+	case slots <- struct{}{}:
 	case <-b.ctx.Done():
 		return errors.New("the bridge is closing")
 	}
-	return b.spawnHeld(ss, extra, resume, prompt)
+	return b.spawnHeld(ss, extra, resume, prompt, slots, prompted)
 }
 
-// spawnHeld is spawn with a start slot already taken; it frees it.
-func (b *Bridge) spawnHeld(ss *bridgeapi.Session, extra []string, resume, prompt string) error {
-	release := sync.OnceFunc(func() { <-b.starting })
+// spawnHeld is spawn with a slot of slots already taken; it frees it.
+func (b *Bridge) spawnHeld(ss *bridgeapi.Session, extra []string, resume, prompt string, slots chan struct{}, prompted func()) error {
+	release := sync.OnceFunc(func() { <-slots })
 	holdTimer := time.AfterFunc(startSlotHold, release)
 	freeSlot := func() {
 		holdTimer.Stop()
@@ -397,8 +443,14 @@ func (b *Bridge) spawnHeld(ss *bridgeapi.Session, extra []string, resume, prompt
 	}
 	l.s = s
 	ss.Status = bridgeapi.StatusRunning
-	if err := b.st.setStatus(b.ctx, ss); err != nil {
-		b.cfg.Logf("session %s: %v", ss.ID, err)
+	// Running, with the agent's process, is stored before the agent gets
+	// its prompt: a session a crash leaves "starting" never got it, and
+	// the next bridge starts it.
+	if err := b.st.setRunning(b.ctx, ss, proc.PID(), procStart(proc.PID())); err != nil {
+		s.CloseInput()
+		proc.Kill()
+		_, _ = proc.Wait()
+		return fmt.Errorf("storing that the agent runs: %w", err)
 	}
 	b.mu.Lock()
 	b.live[ss.ID] = l
@@ -408,6 +460,8 @@ func (b *Bridge) spawnHeld(ss *bridgeapi.Session, extra []string, resume, prompt
 	go b.watch(ss.ID, l)
 	if err := s.Prompt(prompt); err != nil {
 		b.cfg.Logf("session %s: writing the prompt: %v", ss.ID, err)
+	} else if prompted != nil {
+		prompted()
 	}
 	b.publishStatus(ss.ID)
 	return nil
@@ -475,7 +529,7 @@ func (b *Bridge) watch(id string, l *live) {
 	}
 	for _, q := range qs {
 		if defect("exit-withdraw-silent") {
-			_, _ = b.st.resolve(b.ctx, q.ID, bridgeapi.QuestionWithdrawn, nil, "the agent exited", time.Now())
+			_, _ = b.st.resolve(b.ctx, q.ID, bridgeapi.QuestionWithdrawn, nil, "the agent exited", false, time.Now())
 			continue
 		}
 		b.withdraw(q, bridgeapi.QuestionWithdrawn, "the agent exited")
@@ -707,9 +761,10 @@ func (b *Bridge) pending(ctx context.Context, id string) (*bridgeapi.Question, e
 }
 
 // claim resolves pending question q as status, if nothing resolved it first
-// (the database decides), and stops its deadline.
-func (b *Bridge) claim(ctx context.Context, q *bridgeapi.Question, status string, answers map[string]string, reason string) error {
-	won, err := b.st.resolve(ctx, q.ID, status, answers, reason, time.Now())
+// (the database decides), and stops its deadline. due: a reply is on its
+// way to an agent process (see markDelivered).
+func (b *Bridge) claim(ctx context.Context, q *bridgeapi.Question, status string, answers map[string]string, reason string, due bool) error {
+	won, err := b.st.resolve(ctx, q.ID, status, answers, reason, due, time.Now())
 	if err != nil {
 		return err
 	}
@@ -788,12 +843,13 @@ func (b *Bridge) answer(ctx context.Context, id string, given map[string]bridgea
 			return nil, fmt.Errorf("%w: question %s cannot be answered late: its agent never said its session id, so the session cannot be resumed", bridgeapi.ErrInvalid, id)
 		}
 	}
-	if err := b.claim(ctx, q, bridgeapi.QuestionAnswered, merged, ""); err != nil {
+	if err := b.claim(ctx, q, bridgeapi.QuestionAnswered, merged, "", q.Orphaned || l.mcp == nil); err != nil {
 		return nil, err
 	}
 	res := &bridgeapi.AnswerResult{}
 	if q.Orphaned {
-		if err := b.resume(q, merged); err != nil {
+		b.crash(CrashResumeCommitted)
+		if err := b.resume(q, LateAnswerPrompt(q.Questions, merged), func() { b.markDelivered(id) }); err != nil {
 			// Nothing reached an agent: the question stays answerable.
 			if rerr := b.st.reopen(ctx, id, bridgeapi.QuestionPending, ""); rerr != nil {
 				b.cfg.Logf("question %s: answered, its session not resumed, and still marked answered: %v", id, rerr)
@@ -806,6 +862,7 @@ func (b *Bridge) answer(ctx context.Context, id string, given map[string]bridgea
 			upd, _ := json.Marshal(map[string]any{"questions": q.Questions, "answers": sent(q.Questions, merged)})
 			return l.s.RespondRaw(q.RequestID, protocol.SuccessResponse(q.RequestID, protocol.Allow(upd)))
 		}
+		b.crash(CrashAnswerCommitted)
 		return l.respond(q, protocol.Reply{Answers: sent(q.Questions, merged)})
 	}(); err != nil {
 		// Nothing was sent: the agent withdrew the request a moment before,
@@ -821,6 +878,9 @@ func (b *Bridge) answer(ctx context.Context, id string, given map[string]bridgea
 		b.publish(bridgeapi.Event{Type: bridgeapi.EventWithdrawn, SessionID: q.SessionID, QuestionID: id, Reason: reason})
 		b.publishStatus(q.SessionID)
 		return nil, fmt.Errorf("%w: question %s was withdrawn (%s)", bridgeapi.ErrResolved, id, reason)
+	} else if l.mcp == nil {
+		b.crash(CrashAnswerWritten)
+		b.markDelivered(id)
 	}
 	if res.Question, err = b.st.question(ctx, id); err != nil {
 		res.Question = q
@@ -864,7 +924,7 @@ func (b *Bridge) skip(ctx context.Context, id, reason string, interrupt bool, ru
 	if l == nil && !q.Orphaned {
 		return nil, fmt.Errorf("%w: question %s: its agent has exited", bridgeapi.ErrResolved, id)
 	}
-	if err := b.claim(ctx, q, bridgeapi.QuestionSkipped, nil, reason); err != nil {
+	if err := b.claim(ctx, q, bridgeapi.QuestionSkipped, nil, reason, l != nil && l.mcp == nil); err != nil {
 		return nil, err
 	}
 	if l != nil {
@@ -877,6 +937,8 @@ func (b *Bridge) skip(ctx context.Context, id, reason string, interrupt bool, ru
 		}
 		if err := l.respond(q, reply); err != nil {
 			b.cfg.Logf("question %s: %v", id, err)
+		} else if l.mcp == nil {
+			b.markDelivered(id)
 		}
 	}
 	q, _ = b.st.question(ctx, id)
@@ -903,7 +965,8 @@ func (b *Bridge) expire(id string) {
 	if err == nil && defect("expiry-not-persisted") {
 		won = true
 	} else if err == nil {
-		won, err = b.st.resolve(ctx, id, bridgeapi.QuestionExpired, nil, "timed out", time.Now())
+		l := b.liveSession(q.SessionID)
+		won, err = b.st.resolve(ctx, id, bridgeapi.QuestionExpired, nil, "timed out", l != nil && l.mcp == nil, time.Now())
 	}
 	if err != nil {
 		// The deadline must still be kept: try again shortly.
@@ -931,6 +994,8 @@ func (b *Bridge) expire(id string) {
 		}
 		if err := l.respond(q, reply); err != nil {
 			b.cfg.Logf("question %s: %v", id, err)
+		} else if l.mcp == nil {
+			b.markDelivered(id)
 		}
 	}
 	b.publish(bridgeapi.Event{Type: bridgeapi.EventTimeout, SessionID: q.SessionID, QuestionID: id, Error: "User response timed out"})
@@ -963,7 +1028,7 @@ func (b *Bridge) withdraw(q *bridgeapi.Question, status, reason string) {
 	defer b.qlocks.lock(q.ID)()
 	var won bool
 	if err := b.durably("question "+q.ID+": withdrawing it", func(ctx context.Context) (err error) {
-		won, err = b.st.resolve(ctx, q.ID, status, nil, reason, time.Now())
+		won, err = b.st.resolve(ctx, q.ID, status, nil, reason, false, time.Now())
 		return err
 	}); err != nil || !won {
 		return
@@ -987,9 +1052,10 @@ func LateAnswerPrompt(qs []protocol.Question, answers map[string]string) string 
 		strings.Join(parts, "; ") + ". Continue with these answers in mind."
 }
 
-// resume restarts the session of an orphaned question with --resume and the
-// late answer as its first message.
-func (b *Bridge) resume(q *bridgeapi.Question, answers map[string]string) error {
+// resume restarts the session of an orphaned question with --resume and
+// prompt (the late answer) as its first message; prompted is called once
+// the agent has it.
+func (b *Bridge) resume(q *bridgeapi.Question, prompt string, prompted func()) error {
 	ss, err := b.st.session(b.ctx, q.SessionID)
 	if err != nil {
 		return err
@@ -1008,7 +1074,7 @@ func (b *Bridge) resume(q *bridgeapi.Question, answers map[string]string) error 
 	if err != nil {
 		return err
 	}
-	return b.spawn(ss, extra, ss.ClaudeSessionID, LateAnswerPrompt(q.Questions, answers))
+	return b.spawn(ss, extra, ss.ClaudeSessionID, prompt, prompted)
 }
 
 // Session returns a session with its waiting state.

@@ -105,6 +105,10 @@ func openStore(path string) (*store, error) {
 		db.Close()
 		return nil, fmt.Errorf("database %s: %w", path, err)
 	}
+	if err := migrate(db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("database %s: %w", path, err)
+	}
 	rd, err := sql.Open("sqlite", dsn+"&_pragma=query_only(1)")
 	if err != nil {
 		db.Close()
@@ -114,6 +118,40 @@ func openStore(path string) (*store, error) {
 	s := &store{db: db, rd: rd, ops: make(chan *writeOp), quit: make(chan struct{}), done: make(chan struct{})}
 	go s.writer()
 	return s, nil
+}
+
+// added are the columns later versions added, by table: a database an
+// older bridge made gets them, with their defaults.
+//
+//   - questions.due: a resolution committed whose reply has not been seen
+//     to reach the agent (the outbox). It is set in the same write as the
+//     resolution and cleared once the reply is written whole; a bridge
+//     that finds it set after a crash looks in the agent's own session file
+//     for the reply, and delivers it through a resumed session if it is
+//     not there, so a reply reaches the agent exactly once.
+//   - sessions.agent_pid, agent_start: the agent's process and its start
+//     time (its identity across pid reuse), so that a restarted bridge
+//     waits for a lost session's agent to finish reading before it looks.
+var added = []struct{ table, column, decl string }{
+	{"questions", "due", "INTEGER NOT NULL DEFAULT 0"},
+	{"sessions", "agent_pid", "INTEGER NOT NULL DEFAULT 0"},
+	{"sessions", "agent_start", "TEXT NOT NULL DEFAULT ''"},
+}
+
+func migrate(db *sql.DB) error {
+	for _, a := range added {
+		var n int
+		if err := db.QueryRow(`SELECT count(*) FROM pragma_table_info(?) WHERE name=?`, a.table, a.column).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			if _, err := db.Exec(`ALTER TABLE ` + a.table + ` ADD COLUMN ` + a.column + ` ` + a.decl); err != nil {
+				return err
+			}
+		}
+	}
+	_, err := db.Exec(`CREATE INDEX IF NOT EXISTS questions_due ON questions(due) WHERE due=1`)
+	return err
 }
 
 // writeOp is one write: fn runs in its group's transaction, after (if any)
@@ -298,6 +336,16 @@ func (s *store) setStatus(ctx context.Context, ss *bridgeapi.Session) error {
 	return err
 }
 
+// setRunning records that a session's agent runs, and its process.
+func (s *store) setRunning(ctx context.Context, ss *bridgeapi.Session, pid int, start string) error {
+	if err := s.injected("setStatus " + ss.Status); err != nil {
+		return err
+	}
+	_, err := s.exec(ctx, `UPDATE sessions SET claude=?, status=?, exit_code=NULL, detail=?, ended_at=NULL, agent_pid=?, agent_start=? WHERE id=?`,
+		ss.Claude, ss.Status, ss.Detail, pid, start, ss.ID)
+	return err
+}
+
 // setClaudeSession records the CLI's own session id, what --resume takes.
 func (s *store) setClaudeSession(ctx context.Context, id, claudeSession string) error {
 	_, err := s.exec(ctx, `UPDATE sessions SET claude_session_id=? WHERE id=?`, claudeSession, id)
@@ -360,8 +408,10 @@ func (s *store) markLost(ctx context.Context, now time.Time) (int, error) {
 }
 
 func markLost(ctx context.Context, tx *sql.Tx, now time.Time) (int64, error) {
-	res, err := tx.ExecContext(ctx, `UPDATE sessions SET status=?, detail=?, ended_at=? WHERE status IN (?, ?)`,
-		bridgeapi.StatusLost, "the bridge stopped while the agent ran", ts(now), bridgeapi.StatusRunning, bridgeapi.StatusStarting)
+	// A session still "starting" never got its prompt (running is stored
+	// first): it is not lost, and the next bridge starts it.
+	res, err := tx.ExecContext(ctx, `UPDATE sessions SET status=?, detail=?, ended_at=? WHERE status=?`,
+		bridgeapi.StatusLost, "the bridge stopped while the agent ran", ts(now), bridgeapi.StatusRunning)
 	if err != nil {
 		return 0, err
 	}
@@ -388,8 +438,9 @@ func (s *store) insertQuestion(ctx context.Context, q *bridgeapi.Question) error
 }
 
 // resolve moves a pending question to status, if it is still pending: the
-// first resolution wins, in the database as on the wire.
-func (s *store) resolve(ctx context.Context, id, status string, answers map[string]string, reason string, now time.Time) (bool, error) {
+// first resolution wins, in the database as on the wire. due says a reply
+// is to reach the agent: it stays due until delivered says it did.
+func (s *store) resolve(ctx context.Context, id, status string, answers map[string]string, reason string, due bool, now time.Time) (bool, error) {
 	if err := s.injected("resolve " + status); err != nil {
 		return false, err
 	}
@@ -398,8 +449,8 @@ func (s *store) resolve(ctx context.Context, id, status string, answers map[stri
 		b, _ := json.Marshal(answers)
 		a = string(b)
 	}
-	res, err := s.exec(ctx, `UPDATE questions SET status=?, answers=?, reason=?, resolved_at=? WHERE id=? AND status=?`,
-		status, a, reason, ts(now), id, bridgeapi.QuestionPending)
+	res, err := s.exec(ctx, `UPDATE questions SET status=?, answers=?, reason=?, resolved_at=?, due=? WHERE id=? AND status=?`,
+		status, a, reason, ts(now), due, id, bridgeapi.QuestionPending)
 	if err != nil {
 		return false, err
 	}
@@ -415,8 +466,27 @@ func (s *store) reopen(ctx context.Context, id, status, reason string) error {
 	if status != bridgeapi.QuestionPending {
 		resolved = ts(time.Now())
 	}
-	_, err := s.exec(ctx, `UPDATE questions SET status=?, answers=NULL, reason=?, resolved_at=? WHERE id=?`, status, reason, resolved, id)
+	_, err := s.exec(ctx, `UPDATE questions SET status=?, answers=NULL, reason=?, resolved_at=?, due=0 WHERE id=?`, status, reason, resolved, id)
 	return err
+}
+
+// delivered records that question id's reply reached its agent.
+func (s *store) delivered(ctx context.Context, id string) error {
+	_, err := s.exec(ctx, `UPDATE questions SET due=0 WHERE id=? AND due=1`, id)
+	return err
+}
+
+// due lists the questions whose replies were committed and not seen to
+// reach their agents, oldest first.
+func (s *store) due(ctx context.Context) ([]*bridgeapi.Question, error) {
+	return s.queryQuestions(ctx, `due=1 ORDER BY resolved_at, id`)
+}
+
+// agent is the process a session's agent last ran as (0 if none was
+// recorded).
+func (s *store) agent(ctx context.Context, id string) (pid int, start string, err error) {
+	err = s.rd.QueryRowContext(ctx, `SELECT agent_pid, agent_start FROM sessions WHERE id=?`, id).Scan(&pid, &start)
+	return pid, start, err
 }
 
 // saveDraft keeps the answers given so far to a multi-question request.
@@ -467,7 +537,12 @@ func (s *store) questions(ctx context.Context, status, session string) ([]*bridg
 	if session != "" {
 		where, args = where+" AND session_id=?", append(args, session)
 	}
-	rows, err := s.rd.QueryContext(ctx, `SELECT `+questionCols+` FROM questions WHERE `+where+` ORDER BY created_at, id`, args...)
+	return s.queryQuestions(ctx, where+` ORDER BY created_at, id`, args...)
+}
+
+// queryQuestions is the questions that where (with its ORDER BY) selects.
+func (s *store) queryQuestions(ctx context.Context, where string, args ...any) ([]*bridgeapi.Question, error) {
+	rows, err := s.rd.QueryContext(ctx, `SELECT `+questionCols+` FROM questions WHERE `+where, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -26,6 +27,10 @@ import (
 // can run it as the recording shim named claude.
 const envTestAsAskctl = "_ASKCTL_TEST_AS_ASKCTL"
 
+// envTestCrashAt names a bridge.Crash* point where the test binary, as
+// askctl serve, kills itself (kill -9): the kill tests.
+const envTestCrashAt = "_ASKCTL_TEST_CRASH_AT"
+
 func askctlMain() {
 	os.Exit(run(context.Background(), os.Args, os.Getenv, os.Stdin, os.Stdout, os.Stderr))
 }
@@ -36,6 +41,15 @@ func TestMain(m *testing.M) {
 	if os.Getenv(envTestAsAskctl) != "" {
 		// Not inherited: the agents an askctl serve here spawns are fakeclaude.
 		os.Unsetenv(envTestAsAskctl)
+		if at := os.Getenv(envTestCrashAt); at != "" {
+			os.Unsetenv(envTestCrashAt)
+			crashHook = func(point string) {
+				if point == at {
+					_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+					select {} // the signal is on its way
+				}
+			}
+		}
 		askctlMain()
 	}
 	testscript.Main(m, map[string]func(){

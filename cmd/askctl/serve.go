@@ -235,6 +235,10 @@ func (s scenarioStore) env(name, text string) ([]string, string, error) {
 	return fakeclaude.Env{Scenario: name}.Environ(), name, nil
 }
 
+// crashHook is the bridge's Config.Crash: nil, but in the kill tests, where
+// the test binary runs as askctl serve and ends itself at a named point.
+var crashHook func(point string)
+
 func runServe(ctx context.Context, o *serveOptions) error {
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(o.io.err, "askctl serve: "+format+"\n", args...)
@@ -272,7 +276,7 @@ func runServe(ctx context.Context, o *serveOptions) error {
 	}
 	defer ln.Close()
 	b, err := bridge.New(bridge.Config{DB: db, Claude: claude, Env: append(env, o.env...), SessionEnv: scenarioStore{dir: filepath.Join(dir, "scenarios"), fake: o.claude == "fakeclaude"}.env, Timeout: o.timeout,
-		TimeoutInterrupt: o.timeoutInterrupt, OtherTools: o.otherTools, MaxStarting: o.maxStarting, Policy: pol, Logf: logf})
+		TimeoutInterrupt: o.timeoutInterrupt, OtherTools: o.otherTools, MaxStarting: o.maxStarting, Policy: pol, Logf: logf, Crash: crashHook})
 	if err != nil {
 		return err
 	}

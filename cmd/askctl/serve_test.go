@@ -38,6 +38,7 @@ type served struct {
 	cmd   *exec.Cmd
 	log   *lockedBuffer
 	args  []string
+	env   []string // added to the next start's environment only
 }
 
 func serve(t *testing.T, args ...string) *served {
@@ -60,6 +61,7 @@ func (s *served) start() {
 	s.cmd = exec.Command(self, append([]string{"serve", "--claude", "fakeclaude", "--addr", "127.0.0.1:0"}, s.args...)...)
 	s.cmd.Env = append(os.Environ(), envTestAsAskctl+"=1", bridgeapi.EnvStateDir+"="+s.state)
 	s.cmd.Env = append(s.cmd.Env, fakeclaude.Env{Transcript: filepath.Join(s.trans, "t-{pid}.jsonl"), Timeout: 30 * time.Second, Linger: 2 * time.Second}.Environ()...)
+	s.cmd.Env, s.env = append(s.cmd.Env, s.env...), nil
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatal(err)

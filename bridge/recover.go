@@ -1,0 +1,270 @@
+package bridge
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/askctl/askctl/bridgeapi"
+	"github.com/askctl/askctl/claudecli"
+	"github.com/askctl/askctl/protocol"
+)
+
+// What a bridge promises across a crash, and how it keeps it:
+//
+//   - A session it accepted is started. Its agent gets the prompt only
+//     after "running" is stored, so a session a crash leaves "starting"
+//     never got it, and the next bridge starts it (recover).
+//   - An answer (a skip, a timeout) it accepted reaches the agent exactly
+//     once. The resolution is stored "due" in the same write; the reply is
+//     written to the agent; then it is marked delivered (markDelivered). A
+//     bridge that starts and finds replies still due waits for each lost
+//     agent to end, then reads the agent's own session file: a reply found
+//     there reached it; one not found (nothing written, a partial line, a
+//     line the agent never read) is delivered through a resumed session
+//     (redeliver).
+
+// markDelivered records that question id's reply reached its agent. If
+// the write fails, the reply stays due: a restarted bridge looks for it in
+// the agent's session file, and finds it.
+func (b *Bridge) markDelivered(id string) {
+	if err := b.st.delivered(b.ctx, id); err != nil {
+		b.cfg.Logf("question %s: its reply reached the agent; recording that: %v", id, err)
+	}
+}
+
+// agentGoneWait is how long a restarted bridge waits for a lost session's
+// agent to end by itself (it reads its stdin to the end, then exits) before
+// it kills it.
+const agentGoneWait = 3 * time.Second
+
+// recover keeps the promises a previous bridge made before it stopped:
+// sessions it accepted and never started are started, and replies it
+// stored and did not see delivered are delivered or found delivered. The
+// work goes on in the background; the questions and sessions are listed
+// as they are meanwhile.
+func (b *Bridge) recover(ctx context.Context) error {
+	due, err := b.st.due(ctx)
+	if err != nil {
+		return err
+	}
+	for _, q := range due {
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			b.redeliver(q)
+		}()
+	}
+	ss, err := b.st.sessions(ctx)
+	if err != nil {
+		return err
+	}
+	n := 0
+	for _, s := range ss {
+		if s.Status != bridgeapi.StatusStarting {
+			continue
+		}
+		env, _, err := b.sessionEnv(s.Scenario, "")
+		if err != nil {
+			s.Status, s.Detail, s.EndedAt = bridgeapi.StatusExited, "accepted by a previous bridge, and not started: "+err.Error(), time.Now()
+			_ = b.st.setStatus(ctx, s)
+			continue
+		}
+		s.Claude = b.cfg.Claude
+		n++
+		b.wg.Add(1)
+		go b.startQueued(s, env)
+	}
+	if n > 0 {
+		b.cfg.Logf("%d session(s) accepted before the bridge last stopped had not started: starting them now", n)
+	}
+	if len(due) > 0 {
+		b.cfg.Logf("%d repl(ies) stored before the bridge last stopped were not seen to reach their agents: checking each agent's session file, and resuming the session where it lacks the reply", len(due))
+	}
+	return nil
+}
+
+// redeliver settles a reply a previous bridge stored and did not see
+// reach the agent.
+func (b *Bridge) redeliver(q *bridgeapi.Question) {
+	defer b.qlocks.lock(q.ID)()
+	ctx := b.ctx
+	ss, err := b.st.session(ctx, q.SessionID)
+	if err != nil {
+		b.cfg.Logf("question %s: its reply is due, and its session: %v", q.ID, err)
+		return
+	}
+	if ss.Status != bridgeapi.StatusLost {
+		// The agent ended on its own while the bridge still ran: there is
+		// no one to deliver to.
+		b.markDelivered(q.ID)
+		return
+	}
+	b.awaitAgentGone(ss.ID)
+	prompt := replyPrompt(q)
+	if found, err := b.received(ss, q, prompt); err != nil {
+		b.cfg.Logf("question %s: reading its agent's session file: %v; resuming the session with the reply", q.ID, err)
+	} else if found {
+		b.cfg.Logf("question %s: its reply is in the agent's session file: it was delivered", q.ID)
+		b.markDelivered(q.ID)
+		return
+	}
+	if err := b.resume(q, prompt, func() { b.markDelivered(q.ID) }); err != nil {
+		b.cfg.Logf("question %s: its reply never reached the agent, and resuming session %s failed: %v", q.ID, ss.ID, err)
+		if q.Status == bridgeapi.QuestionAnswered {
+			// The person's answer reached no one: the question is theirs
+			// to answer again.
+			if err := b.st.reopen(ctx, q.ID, bridgeapi.QuestionPending, ""); err != nil {
+				b.cfg.Logf("question %s: %v", q.ID, err)
+			}
+			b.publish(bridgeapi.Event{Type: bridgeapi.EventWithdrawn, SessionID: q.SessionID, QuestionID: q.ID,
+				Reason: "the answer did not reach the agent before the bridge stopped, and its session could not be resumed: " + err.Error()})
+		}
+		return
+	}
+	b.cfg.Logf("question %s: its reply never reached the agent before the bridge stopped: session %s resumed with it", q.ID, ss.ID)
+	if q.Status == bridgeapi.QuestionAnswered {
+		b.publish(bridgeapi.Event{Type: bridgeapi.EventResumed, SessionID: q.SessionID, QuestionID: q.ID, Answers: q.Answers,
+			Reason: "the answer had not reached the agent when the bridge stopped: its session was resumed with it"})
+	}
+	b.publishStatus(q.SessionID)
+}
+
+// replyPrompt is the first message of a session resumed to deliver q's
+// stored reply.
+func replyPrompt(q *bridgeapi.Question) string {
+	switch q.Status {
+	case bridgeapi.QuestionAnswered:
+		return LateAnswerPrompt(q.Questions, q.Answers)
+	case bridgeapi.QuestionExpired:
+		return DeclinedPrompt(q.Questions, "nobody answered in time: the question timed out")
+	}
+	return DeclinedPrompt(q.Questions, "the user declined to answer: "+q.Reason)
+}
+
+// DeclinedPrompt is the first message of a session resumed to tell the
+// agent that its question was skipped or timed out (why).
+func DeclinedPrompt(qs []protocol.Question, why string) string {
+	var parts []string
+	for _, q := range qs {
+		parts = append(parts, fmt.Sprintf("%q", q.Question))
+	}
+	return "You previously asked the user (AskUserQuestion) " + strings.Join(parts, "; ") +
+		", and the session stopped before the reply came: " + why + ". Continue without the answer."
+}
+
+// awaitAgentGone waits for the agent a lost session last ran as to end,
+// and kills it (its process group) after agentGoneWait: until it is gone,
+// what it read is not all in its session file.
+func (b *Bridge) awaitAgentGone(session string) {
+	pid, start, err := b.st.agent(b.ctx, session)
+	if err != nil || pid <= 0 || start == "" {
+		return
+	}
+	gone := func() bool { return procStart(pid) != start }
+	deadline := time.Now().Add(agentGoneWait)
+	for !gone() {
+		if time.Now().After(deadline) {
+			b.cfg.Logf("session %s: its agent (pid %d) still runs %v after the bridge restarted: killing it", session, pid, agentGoneWait)
+			killGroup(pid)
+			deadline = time.Now().Add(agentGoneWait)
+			for !gone() && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			return
+		}
+		select {
+		case <-b.ctx.Done():
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// received reports whether the agent's session file holds q's reply: the
+// tool_result of its AskUserQuestion call, or a prompt that is prompt (a
+// resumed session that got it).
+func (b *Bridge) received(ss *bridgeapi.Session, q *bridgeapi.Question, prompt string) (bool, error) {
+	if ss.ClaudeSessionID == "" {
+		return false, nil
+	}
+	extra, _, _ := b.sessionEnv(ss.Scenario, "")
+	getenv := lookup(append(append(os.Environ(), b.cfg.Env...), extra...))
+	home := getenv("HOME")
+	if home == "" {
+		home, _ = os.UserHomeDir()
+	}
+	path := claudecli.SessionFile(claudecli.ConfigDir(getenv, home), b.agentCwd(), ss.ClaudeSessionID)
+	f, err := os.Open(path)
+	if os.IsNotExist(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	for sc.Scan() {
+		var row struct {
+			Type    string `json:"type"`
+			Message struct {
+				Content json.RawMessage `json:"content"`
+			} `json:"message"`
+		}
+		if json.Unmarshal(sc.Bytes(), &row) != nil || row.Type != "user" {
+			continue
+		}
+		var text string
+		if json.Unmarshal(row.Message.Content, &text) == nil {
+			if text == prompt {
+				return true, nil
+			}
+			continue
+		}
+		var blocks []struct {
+			Type      string `json:"type"`
+			ToolUseID string `json:"tool_use_id"`
+			Text      string `json:"text"`
+		}
+		_ = json.Unmarshal(row.Message.Content, &blocks)
+		for _, bl := range blocks {
+			if bl.Type == "tool_result" && q.ToolUseID != "" && bl.ToolUseID == q.ToolUseID || bl.Type == "text" && bl.Text == prompt {
+				return true, nil
+			}
+		}
+	}
+	return false, sc.Err()
+}
+
+// agentCwd is the agents' working directory as the CLI names it.
+func (b *Bridge) agentCwd() string {
+	if b.cfg.Dir == "" {
+		return claudecli.RealCwd()
+	}
+	d, err := filepath.Abs(b.cfg.Dir)
+	if err != nil {
+		return b.cfg.Dir
+	}
+	if r, err := filepath.EvalSymlinks(d); err == nil {
+		return r
+	}
+	return d
+}
+
+// lookup is getenv over env, the last setting winning (as exec does).
+func lookup(env []string) func(string) string {
+	return func(k string) string {
+		for i := len(env) - 1; i >= 0; i-- {
+			if v, ok := strings.CutPrefix(env[i], k+"="); ok {
+				return v
+			}
+		}
+		return ""
+	}
+}

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/askctl/askctl/bridge"
+	"github.com/askctl/askctl/bridgeapi"
+	"github.com/askctl/askctl/transcript"
+	"github.com/tidwall/gjson"
+)
+
+// crashScenario asks one question and takes its answer live; resumed
+// instead (its bridge died first), it checks that its first message
+// carries the answer.
+const crashScenario = `-- scenario.json --
+{"name":"crash","route":"sdk","origin":"synthetic"}
+-- steps.jsonl --
+{"prompt":"Set up storage for the app."}
+{"ask":{"questions":[{"question":"Which database should I use?","header":"Database","options":[{"label":"Postgres","description":"A server"},{"label":"SQLite","description":"One file"}],"multiSelect":false}]},"id":"toolu_01C","user":{"answers":{"Which database should I use?":"Postgres"}}}
+{"text":"Using Postgres."}
+-- resume.jsonl --
+{"prompt":"You previously asked; the user answered.","expect_prompt":"Which database should I use\\?.*Postgres"}
+{"text":"Continuing with Postgres."}
+`
+
+// deliveries counts how many times any agent got the answer Postgres:
+// live (a control_response allowing it) or in a resumed session's first
+// message.
+func (s *served) deliveries() int {
+	n := 0
+	for _, r := range s.transcripts() {
+		if r.Dir != transcript.ToCLI {
+			continue
+		}
+		switch gjson.GetBytes(r.Msg, "type").String() {
+		case "control_response":
+			if gjson.GetBytes(r.Msg, "response.response.updatedInput.answers.Which database should I use\\?").String() == "Postgres" {
+				n++
+			}
+		case "user":
+			if c := gjson.GetBytes(r.Msg, "message.content").String(); strings.Contains(c, "previously asked") && strings.Contains(c, "Postgres") {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// killedAt starts the bridge again, if it runs, now with the test binary
+// ending itself (kill -9) at point, and waits for it to have done so
+// after do.
+func (s *served) killedAt(point string, do func()) {
+	s.t.Helper()
+	if s.cmd.ProcessState == nil {
+		s.cmd.Process.Kill()
+		s.cmd.Wait()
+	}
+	s.env = []string{envTestCrashAt + "=" + point}
+	s.start()
+	s.died(point, do)
+}
+
+// died waits for the running bridge to kill itself at point after do.
+func (s *served) died(point string, do func()) {
+	s.t.Helper()
+	do()
+	done := make(chan struct{})
+	go func() { s.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		s.t.Fatalf("the bridge did not reach %s; log:\n%s", point, s.log)
+	}
+	if ws := s.cmd.ProcessState.String(); !strings.Contains(ws, "killed") {
+		s.t.Fatalf("the bridge ended %s, not killed at %s; log:\n%s", ws, point, s.log)
+	}
+}
+
+// settled waits for the bridge's log to say what it did with a due reply:
+// found it delivered, or resumed the session with it.
+func (s *served) settled() {
+	s.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for log := s.log.String(); !strings.Contains(log, "it was delivered") && !strings.Contains(log, "resumed with it"); log = s.log.String() {
+		if time.Now().After(deadline) {
+			s.t.Fatalf("the bridge never settled the due reply; log:\n%s", s.log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// quiet waits until no session's agent runs or starts: what every agent
+// got is then in its transcript.
+func (s *served) quiet() {
+	s.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var ls []bridgeapi.Session
+		_ = json.Unmarshal([]byte(s.must("session", "ls", "--json")), &ls)
+		busy := 0
+		for _, ss := range ls {
+			if ss.Status == bridgeapi.StatusRunning || ss.Status == bridgeapi.StatusStarting {
+				busy++
+			}
+		}
+		if busy == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("sessions still run after 20s: %+v; log:\n%s", ls, s.log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestServeCrashKeepsEveryPromise kills the bridge (kill -9) at each point
+// where a crash loses the most, and checks what it promised after a
+// restart: an answer it accepted reaches the agent exactly once (live, or
+// by a resumed session), and a session it accepted is started.
+func TestServeCrashKeepsEveryPromise(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "crash.txtar")
+	if err := os.WriteFile(file, []byte(crashScenario), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	answerKilledAt := func(t *testing.T, point string, orphanFirst, resumed bool) {
+		s := serve(t)
+		if !orphanFirst {
+			s.cmd.Process.Kill() // the bridge that is killed at point runs the session
+			s.cmd.Wait()
+			s.env = []string{envTestCrashAt + "=" + point}
+			s.start()
+		}
+		s.must("session", "start", "--scenario", file, "--prompt", "Set up storage for the app.")
+		id := gjson.Get(s.must("pending", "--wait", "--timeout", "10s", "--json"), "0.question_id").String()
+		if orphanFirst {
+			// The bridge dies with the question pending (kill -9): the
+			// answer comes to a later one, late.
+			s.cmd.Process.Kill()
+			s.cmd.Wait()
+			s.exits(1)
+		}
+		if orphanFirst {
+			s.killedAt(point, func() {
+				if code, out, errOut := s.askctl("answer", "--id", id, "Postgres"); code == 0 {
+					t.Errorf("the answer was acknowledged by a bridge killed before it could be: %s%s", out, errOut)
+				}
+			})
+		} else {
+			s.died(point, func() {
+				if code, out, errOut := s.askctl("answer", "--id", id, "Postgres"); code == 0 {
+					t.Errorf("the answer was acknowledged by a bridge killed before it could be: %s%s", out, errOut)
+				}
+			})
+		}
+		s.start()
+		// The agents: the first, and the resumed one where the answer had
+		// not reached the first.
+		if resumed {
+			if ls := s.sessionsEnded(1); ls[0].ExitCode == nil || *ls[0].ExitCode != 0 {
+				t.Errorf("the resumed session ended %+v, want exit 0; log:\n%s", ls[0], s.log)
+			}
+		} else {
+			s.exits(1)
+			s.settled()
+			s.quiet()
+		}
+		if got := s.deliveries(); got != 1 {
+			t.Errorf("the answer reached an agent %d times, want once; log:\n%s", got, s.log)
+		}
+		if q := s.question(id); q.Status != bridgeapi.QuestionAnswered || q.Answers["Which database should I use?"] != "Postgres" {
+			t.Errorf("after the restart the question is %+v", q)
+		}
+	}
+	t.Run(bridge.CrashAnswerCommitted, func(t *testing.T) { answerKilledAt(t, bridge.CrashAnswerCommitted, false, true) })
+	t.Run(bridge.CrashAnswerWritten, func(t *testing.T) { answerKilledAt(t, bridge.CrashAnswerWritten, false, false) })
+	t.Run(bridge.CrashResumeCommitted, func(t *testing.T) { answerKilledAt(t, bridge.CrashResumeCommitted, true, true) })
+	t.Run(bridge.CrashAccepted, func(t *testing.T) {
+		s := serve(t)
+		s.killedAt(bridge.CrashAccepted, func() {
+			if code, out, _ := s.askctl("session", "start", "--scenario", file, "--prompt", "Set up storage for the app."); code == 0 {
+				t.Errorf("the start was acknowledged by a bridge killed before it could be: %s", out)
+			}
+		})
+		s.start()
+		id := gjson.Get(s.must("pending", "--wait", "--timeout", "20s", "--json"), "0.question_id").String()
+		s.must("answer", "--id", id, "Postgres")
+		ls := s.sessionsEnded(1)
+		if len(ls) != 1 || ls[0].ExitCode == nil || *ls[0].ExitCode != 0 {
+			t.Errorf("sessions %+v, want the accepted one, run to exit 0", ls)
+		}
+		if got := s.deliveries(); got != 1 {
+			t.Errorf("the answer reached an agent %d times, want once", got)
+		}
+	})
+}
