@@ -77,10 +77,10 @@ type Config struct {
 
 // The points where Config.Crash is called.
 const (
-	CrashAccepted        = "session-accepted"  // a session stored, its agent not yet spawned
-	CrashAnswerCommitted = "answer-committed"  // an answer stored, nothing written to the agent
-	CrashAnswerWritten   = "answer-written"    // the answer written whole to the agent, not yet marked delivered
-	CrashResumeCommitted = "resume-committed"  // a late answer stored, the session not yet resumed
+	CrashAccepted        = "session-accepted" // a session stored, its agent not yet spawned
+	CrashAnswerCommitted = "answer-committed" // an answer stored, nothing written to the agent
+	CrashAnswerWritten   = "answer-written"   // the answer written whole to the agent, not yet marked delivered
+	CrashResumeCommitted = "resume-committed" // a late answer stored, the session not yet resumed
 )
 
 func (b *Bridge) crash(point string) {
