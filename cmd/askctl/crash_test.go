@@ -2,9 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -197,4 +200,139 @@ func TestServeCrashKeepsEveryPromise(t *testing.T) {
 			t.Errorf("the answer reached an agent %d times, want once", got)
 		}
 	})
+}
+
+// settledAll reports whether the bridge has settled every due reply it
+// found when it started (its log says so for each).
+func (s *served) settledAll() bool {
+	log := s.log.String()
+	var n int
+	if i := strings.Index(log, " repl(ies) stored"); i >= 0 {
+		j := strings.LastIndexByte(log[:i], ' ')
+		n, _ = strconv.Atoi(log[j+1 : i])
+	}
+	return strings.Count(log, "it was delivered")+strings.Count(log, "resumed with it")+strings.Count(log, "resuming session") >= n
+}
+
+// TestServeKilledAtRandom kills the bridge (kill -9) at random moments
+// while sessions start, ask, and are answered, again and again on one state
+// directory; then a last bridge settles everything (the person answers
+// what is left). No answer may reach an agent twice, every answer the
+// bridge accepted must reach one, and no accepted session may be left
+// unstarted. ASKCTL_KILLS sets the number of kills (default 12).
+func TestServeKilledAtRandom(t *testing.T) {
+	kills := 12
+	if n, err := strconv.Atoi(os.Getenv("ASKCTL_KILLS")); err == nil && n > 0 {
+		kills = n
+	}
+	file := filepath.Join(t.TempDir(), "crash.txtar")
+	if err := os.WriteFile(file, []byte(crashScenario), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := serve(t)
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
+	t.Logf("ASKCTL_KILLS=%d", kills)
+	for k := range kills {
+		if k > 0 {
+			s.start()
+		}
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Add(1)
+			go func() { // a client starting sessions
+				defer wg.Done()
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					s.askctl("session", "start", "--scenario", file, "--prompt", "Set up storage for the app.")
+				}
+			}()
+		}
+		wg.Add(1)
+		go func() { // a person answering whatever is pending
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_, out, _ := s.askctl("pending", "--json")
+				for _, q := range gjson.Parse(out).Array() {
+					s.askctl("answer", "--id", q.Get("question_id").String(), "Postgres")
+				}
+			}
+		}()
+		time.Sleep(time.Duration(20+rng.IntN(200)) * time.Millisecond)
+		s.cmd.Process.Kill()
+		s.cmd.Wait()
+		close(stop)
+		wg.Wait()
+	}
+	// The last bridge: answer what is left until every session has ended.
+	s.start()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		_, out, _ := s.askctl("pending", "--json")
+		for _, q := range gjson.Parse(out).Array() {
+			s.askctl("answer", "--id", q.Get("question_id").String(), "Postgres")
+		}
+		var ls []bridgeapi.Session
+		_ = json.Unmarshal([]byte(s.must("session", "ls", "--json")), &ls)
+		busy := 0
+		for _, ss := range ls {
+			if ss.Status == bridgeapi.StatusRunning || ss.Status == bridgeapi.StatusStarting {
+				busy++
+			}
+		}
+		if busy == 0 && gjson.Get(out, "#").Int() == 0 && s.settledAll() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %d kills, sessions still run or questions wait after 60s: %d busy, pending %s; log:\n%s", kills, busy, out, s.log)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// Each CLI session asks once: count what each got.
+	got := map[string]int{}
+	for _, r := range s.transcripts() {
+		if r.Dir != transcript.ToCLI {
+			continue
+		}
+		switch gjson.GetBytes(r.Msg, "type").String() {
+		case "control_response":
+			if gjson.GetBytes(r.Msg, "response.response.updatedInput.answers.Which database should I use\\?").String() == "Postgres" {
+				got[r.Session]++
+			}
+		case "user":
+			if c := gjson.GetBytes(r.Msg, "message.content").String(); strings.Contains(c, "previously asked") && strings.Contains(c, "Postgres") {
+				got[r.Session]++
+			}
+		}
+	}
+	var ls []bridgeapi.Session
+	_ = json.Unmarshal([]byte(s.must("session", "ls", "--json")), &ls)
+	answered, unasked := 0, 0
+	why := map[string]int{}
+	for _, ss := range ls {
+		switch n := got[ss.ClaudeSessionID]; {
+		case n > 1:
+			t.Errorf("session %s (%s) got the answer %d times", ss.ID, ss.ClaudeSessionID, n)
+		case n == 1:
+			answered++
+		case ss.Status == bridgeapi.StatusStarting:
+			t.Errorf("session %s was accepted and never started", ss.ID)
+		default:
+			unasked++
+			why[ss.Status+": "+ss.Detail]++
+		}
+	}
+	t.Logf("%d kills: %d sessions, %d answered exactly once, %d ended without an answer (killed before their question was stored, or their agent ended first): %v", kills, len(ls), answered, unasked, why)
+	if answered == 0 {
+		t.Errorf("no session was answered: the test exercised nothing; log:\n%s", s.log)
+	}
 }
