@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -232,6 +233,8 @@ func TestServeKilledAtRandom(t *testing.T) {
 	s := serve(t)
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 	t.Logf("ASKCTL_KILLS=%d", kills)
+	var mu sync.Mutex
+	var acked []string // answers a bridge acknowledged
 	for k := range kills {
 		if k > 0 {
 			s.start()
@@ -263,7 +266,12 @@ func TestServeKilledAtRandom(t *testing.T) {
 				}
 				_, out, _ := s.askctl("pending", "--json")
 				for _, q := range gjson.Parse(out).Array() {
-					s.askctl("answer", "--id", q.Get("question_id").String(), "Postgres")
+					id := q.Get("question_id").String()
+					if code, _, _ := s.askctl("answer", "--id", id, "Postgres"); code == 0 {
+						mu.Lock()
+						acked = append(acked, id)
+						mu.Unlock()
+					}
 				}
 			}
 		}()
@@ -331,7 +339,35 @@ func TestServeKilledAtRandom(t *testing.T) {
 			why[ss.Status+": "+ss.Detail]++
 		}
 	}
-	t.Logf("%d kills: %d sessions, %d answered exactly once, %d ended without an answer (killed before their question was stored, or their agent ended first): %v", kills, len(ls), answered, unasked, why)
+	claudeID := map[string]string{}
+	for _, ss := range ls {
+		claudeID[ss.ID] = ss.ClaudeSessionID
+	}
+	// Every answer the bridge stored reached its agent once, whether or
+	// not its acknowledgement reached the person.
+	var all []bridgeapi.Question
+	req, _ := http.NewRequest("GET", s.endpoint()+"/api/questions?status=answered", nil)
+	req.Header.Set("Authorization", "Bearer "+s.token())
+	if resp, err := http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	} else {
+		err = json.NewDecoder(resp.Body).Decode(&all)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, q := range all {
+		if n := got[claudeID[q.SessionID]]; n != 1 {
+			t.Errorf("question %s: answered in the database, and the answer reached an agent %d times", q.ID, n)
+		}
+	}
+	for _, id := range acked {
+		if q := s.question(id); got[claudeID[q.SessionID]] != 1 {
+			t.Errorf("question %s: the answer was acknowledged, and reached an agent %d times; now %s", id, got[claudeID[q.SessionID]], q.Status)
+		}
+	}
+	t.Logf("%d kills: %d answers acknowledged; %d sessions, %d answered exactly once, %d ended without an answer (killed before their question was stored, or their agent ended first): %v", kills, len(acked), len(ls), answered, unasked, why)
 	if answered == 0 {
 		t.Errorf("no session was answered: the test exercised nothing; log:\n%s", s.log)
 	}
