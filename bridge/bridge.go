@@ -192,7 +192,8 @@ func New(cfg Config) (*Bridge, error) {
 	b.starting = make(chan struct{}, cfg.MaxStarting)
 	b.resuming = make(chan struct{}, cfg.MaxStarting)
 	go b.deliver()
-	if n, err := st.markLost(ctx, time.Now()); err != nil {
+	lostAt := time.Now()
+	if n, err := st.markLost(ctx, lostAt); err != nil {
 		st.Close()
 		unlock()
 		return nil, err
@@ -204,7 +205,7 @@ func New(cfg Config) (*Bridge, error) {
 	} else if n > 0 {
 		cfg.Logf("%d session(s) were running when the bridge last stopped: their pending questions stay listed, and answering one resumes its session", n)
 	}
-	if err := b.recover(ctx); err != nil {
+	if err := b.recover(ctx, lostAt); err != nil {
 		b.end()
 		st.Close()
 		unlock()

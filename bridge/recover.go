@@ -48,7 +48,7 @@ const agentGoneWait = 3 * time.Second
 // stored and did not see delivered are delivered or found delivered. The
 // work goes on in the background; the questions and sessions are listed
 // as they are meanwhile.
-func (b *Bridge) recover(ctx context.Context) error {
+func (b *Bridge) recover(ctx context.Context, lostAt time.Time) error {
 	due, err := b.st.due(ctx)
 	if err != nil {
 		return err
@@ -66,6 +66,15 @@ func (b *Bridge) recover(ctx context.Context) error {
 	}
 	n := 0
 	for _, s := range ss {
+		if s.Status == bridgeapi.StatusLost && s.ClaudeSessionID != "" && ts(s.EndedAt) == ts(lostAt) {
+			// Lost now: a question its agent asked as the bridge died may
+			// not have been stored.
+			b.wg.Add(1)
+			go func() {
+				defer b.wg.Done()
+				b.recoverAsked(s)
+			}()
+		}
 		if s.Status != bridgeapi.StatusStarting {
 			continue
 		}
@@ -135,6 +144,68 @@ func (b *Bridge) redeliver(q *bridgeapi.Question) {
 	b.publishStatus(q.SessionID)
 }
 
+// recoverAsked stores the question a lost session's agent asked and the
+// previous bridge did not store (it died in between): its AskUserQuestion
+// call in the agent's session file with no tool_result. It is listed
+// orphaned, and an answer resumes the session, as for any question a
+// crash left pending.
+func (b *Bridge) recoverAsked(ss *bridgeapi.Session) {
+	b.awaitAgentGone(ss.ID)
+	toolUseID, input, err := b.unanswered(ss)
+	if err != nil {
+		b.cfg.Logf("session %s: reading its agent's session file: %v", ss.ID, err)
+		return
+	}
+	if toolUseID == "" {
+		return
+	}
+	known, err := b.st.questions(b.ctx, "", ss.ID)
+	if err != nil {
+		return
+	}
+	for _, q := range known {
+		if q.ToolUseID == toolUseID {
+			return // stored: it is listed, or was settled
+		}
+	}
+	in, err := protocol.ParseAskInput(input)
+	if err != nil || len(in.Questions) == 0 {
+		b.cfg.Logf("session %s: its agent asked %s as the bridge stopped, with input it cannot read: %v", ss.ID, toolUseID, err)
+		return
+	}
+	now := time.Now()
+	q := &bridgeapi.Question{ID: newID("q_"), SessionID: ss.ID, ToolUseID: toolUseID, Questions: in.Questions, Status: bridgeapi.QuestionPending,
+		CreatedAt: now, Deadline: now.Add(b.cfg.Timeout), TimeoutSeconds: timeoutSeconds(b.cfg.Timeout), Input: input, Orphaned: true}
+	unlock := b.qlocks.lock(q.ID)
+	defer unlock()
+	if err := b.st.insertOrphan(b.ctx, q); err != nil {
+		b.cfg.Logf("session %s: storing the question its agent asked as the bridge stopped: %v", ss.ID, err)
+		return
+	}
+	b.cfg.Logf("session %s: its agent asked as the bridge stopped, before the question was stored: stored now as %s; answering it resumes the session", ss.ID, q.ID)
+	b.publish(bridgeapi.Event{Type: bridgeapi.EventQuestion, SessionID: q.SessionID, QuestionID: q.ID, Questions: shown(q.Questions), TimeoutSeconds: q.TimeoutSeconds})
+	b.publishStatus(q.SessionID)
+}
+
+// unanswered is the last AskUserQuestion call in a session's file that has
+// no tool_result: its tool_use id and input ("" if there is none).
+func (b *Bridge) unanswered(ss *bridgeapi.Session) (string, json.RawMessage, error) {
+	var id string
+	var input json.RawMessage
+	err := b.eachRow(ss, func(typ string, blocks []sessionBlock, _ string) bool {
+		for _, bl := range blocks {
+			switch {
+			case typ == "assistant" && bl.Type == "tool_use" && bl.Name == protocol.ToolAskUserQuestion:
+				id, input = bl.ID, bl.Input
+			case typ == "user" && bl.Type == "tool_result" && bl.ToolUseID == id:
+				id, input = "", nil
+			}
+		}
+		return false
+	})
+	return id, input, err
+}
+
 // replyPrompt is the first message of a session resumed to deliver q's
 // stored reply.
 func replyPrompt(q *bridgeapi.Question) string {
@@ -190,8 +261,40 @@ func (b *Bridge) awaitAgentGone(session string) {
 // tool_result of its AskUserQuestion call, or a prompt that is prompt (a
 // resumed session that got it).
 func (b *Bridge) received(ss *bridgeapi.Session, q *bridgeapi.Question, prompt string) (bool, error) {
+	found := false
+	err := b.eachRow(ss, func(typ string, blocks []sessionBlock, text string) bool {
+		if typ != "user" {
+			return false
+		}
+		if text == prompt {
+			found = true
+		}
+		for _, bl := range blocks {
+			if bl.Type == "tool_result" && q.ToolUseID != "" && bl.ToolUseID == q.ToolUseID || bl.Type == "text" && bl.Text == prompt {
+				found = true
+			}
+		}
+		return found
+	})
+	return found, err
+}
+
+// sessionBlock is a content block of a session file's message.
+type sessionBlock struct {
+	Type      string          `json:"type"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id"`
+	Text      string          `json:"text"`
+}
+
+// eachRow calls f with each message row of the agent's session file: its
+// type, its content blocks, or its content when that is a string; f
+// returning true stops. A missing file has no rows.
+func (b *Bridge) eachRow(ss *bridgeapi.Session, f func(typ string, blocks []sessionBlock, text string) bool) error {
 	if ss.ClaudeSessionID == "" {
-		return false, nil
+		return nil
 	}
 	extra, _, _ := b.sessionEnv(ss.Scenario, "")
 	getenv := lookup(append(append(os.Environ(), b.cfg.Env...), extra...))
@@ -199,16 +302,15 @@ func (b *Bridge) received(ss *bridgeapi.Session, q *bridgeapi.Question, prompt s
 	if home == "" {
 		home, _ = os.UserHomeDir()
 	}
-	path := claudecli.SessionFile(claudecli.ConfigDir(getenv, home), b.agentCwd(), ss.ClaudeSessionID)
-	f, err := os.Open(path)
+	file, err := os.Open(claudecli.SessionFile(claudecli.ConfigDir(getenv, home), b.agentCwd(), ss.ClaudeSessionID))
 	if os.IsNotExist(err) {
-		return false, nil
+		return nil
 	}
 	if err != nil {
-		return false, err
+		return err
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
+	defer file.Close()
+	sc := bufio.NewScanner(file)
 	sc.Buffer(make([]byte, 64<<10), 64<<20)
 	for sc.Scan() {
 		var row struct {
@@ -217,29 +319,19 @@ func (b *Bridge) received(ss *bridgeapi.Session, q *bridgeapi.Question, prompt s
 				Content json.RawMessage `json:"content"`
 			} `json:"message"`
 		}
-		if json.Unmarshal(sc.Bytes(), &row) != nil || row.Type != "user" {
+		if json.Unmarshal(sc.Bytes(), &row) != nil {
 			continue
 		}
 		var text string
-		if json.Unmarshal(row.Message.Content, &text) == nil {
-			if text == prompt {
-				return true, nil
-			}
-			continue
+		var blocks []sessionBlock
+		if json.Unmarshal(row.Message.Content, &text) != nil {
+			_ = json.Unmarshal(row.Message.Content, &blocks)
 		}
-		var blocks []struct {
-			Type      string `json:"type"`
-			ToolUseID string `json:"tool_use_id"`
-			Text      string `json:"text"`
-		}
-		_ = json.Unmarshal(row.Message.Content, &blocks)
-		for _, bl := range blocks {
-			if bl.Type == "tool_result" && q.ToolUseID != "" && bl.ToolUseID == q.ToolUseID || bl.Type == "text" && bl.Text == prompt {
-				return true, nil
-			}
+		if f(row.Type, blocks, text) {
+			return nil
 		}
 	}
-	return false, sc.Err()
+	return sc.Err()
 }
 
 // agentCwd is the agents' working directory as the CLI names it.

@@ -437,6 +437,15 @@ func (s *store) insertQuestion(ctx context.Context, q *bridgeapi.Question) error
 	return err
 }
 
+// insertOrphan stores a pending question of a lost session (its agent
+// asked as a previous bridge stopped).
+func (s *store) insertOrphan(ctx context.Context, q *bridgeapi.Question) error {
+	qs, _ := json.Marshal(q.Questions)
+	_, err := s.exec(ctx, `INSERT INTO questions (id, session_id, request_id, tool_use_id, questions, input, status, created_at, deadline, orphaned) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`,
+		q.ID, q.SessionID, q.RequestID, q.ToolUseID, string(qs), string(q.Input), q.Status, ts(q.CreatedAt), ts(q.Deadline))
+	return err
+}
+
 // resolve moves a pending question to status, if it is still pending: the
 // first resolution wins, in the database as on the wire. due says a reply
 // is to reach the agent: it stays due until delivered says it did.

@@ -220,7 +220,8 @@ func (s *served) settledAll() bool {
 // directory; then a last bridge settles everything (the person answers
 // what is left). No answer may reach an agent twice, every answer the
 // bridge accepted must reach one, and no accepted session may be left
-// unstarted. ASKCTL_KILLS sets the number of kills (default 12).
+// unstarted, and an agent that asked (even as its bridge died) gets an
+// answer. ASKCTL_KILLS sets the number of kills (default 12).
 func TestServeKilledAtRandom(t *testing.T) {
 	kills := 12
 	if n, err := strconv.Atoi(os.Getenv("ASKCTL_KILLS")); err == nil && n > 0 {
@@ -307,7 +308,11 @@ func TestServeKilledAtRandom(t *testing.T) {
 	}
 	// Each CLI session asks once: count what each got.
 	got := map[string]int{}
+	asked := map[string]bool{} // CLI sessions whose agent wrote its question out
 	for _, r := range s.transcripts() {
+		if r.Dir == transcript.FromCLI && gjson.GetBytes(r.Msg, "request.subtype").String() == "can_use_tool" {
+			asked[r.Session] = true
+		}
 		if r.Dir != transcript.ToCLI {
 			continue
 		}
@@ -334,6 +339,8 @@ func TestServeKilledAtRandom(t *testing.T) {
 			answered++
 		case ss.Status == bridgeapi.StatusStarting:
 			t.Errorf("session %s was accepted and never started", ss.ID)
+		case asked[ss.ClaudeSessionID]:
+			t.Errorf("session %s: its agent asked, and no answer ever reached it (%s: %s)", ss.ID, ss.Status, ss.Detail)
 		default:
 			unasked++
 			why[ss.Status+": "+ss.Detail]++
@@ -367,7 +374,7 @@ func TestServeKilledAtRandom(t *testing.T) {
 			t.Errorf("question %s: the answer was acknowledged, and reached an agent %d times; now %s", id, got[claudeID[q.SessionID]], q.Status)
 		}
 	}
-	t.Logf("%d kills: %d answers acknowledged; %d sessions, %d answered exactly once, %d ended without an answer (killed before their question was stored, or their agent ended first): %v", kills, len(acked), len(ls), answered, unasked, why)
+	t.Logf("%d kills: %d answers acknowledged; %d sessions, %d answered exactly once, %d ended without asking (their agent died with a bridge before it asked): %v", kills, len(acked), len(ls), answered, unasked, why)
 	if answered == 0 {
 		t.Errorf("no session was answered: the test exercised nothing; log:\n%s", s.log)
 	}
