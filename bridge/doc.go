@@ -27,6 +27,24 @@
 // answer — seed 004's late-answer path — and the surfaces get
 // ask_user_resumed.
 //
+// # Across a crash
+//
+// A reply (answer, skip, timeout) is stored "due" with its resolution and
+// marked delivered once it is written whole to the agent; a session is
+// stored "running" before its agent gets the prompt. A bridge that starts
+// after a crash:
+//
+//   - starts the sessions still "starting" (they never got their prompt);
+//   - for each reply still due, waits for the lost agent to end, reads the
+//     agent's session file, and, unless the reply is there, resumes the
+//     session with it: exactly once, whatever moment the crash came;
+//   - stores, as orphaned questions, the AskUserQuestion calls the agents
+//     of lost sessions made with no tool_result in their session files
+//     (asked as the bridge died).
+//
+// Resumed sessions start in slots of their own, never behind a burst of new
+// ones. [Config.Crash] names the points the kill tests stop the bridge at.
+//
 // # Wire contract
 //
 // The HTTP API, the events, the WebSocket and control surfaces, the client
