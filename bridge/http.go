@@ -47,6 +47,11 @@ type Server struct {
 	LoginTTL time.Duration
 	logins   logins // the page's one-time login codes
 
+	// Limits bound what clients can hold, when the server is made by HTTP.
+	Limits      Limits
+	guard       *guard
+	bodyTimeout time.Duration
+
 	wsMu   sync.Mutex
 	wsConn map[string]*wsClient // the active connection of each session (dashboards, on every session, are not kept)
 }
@@ -186,14 +191,33 @@ func (s *Server) checkToken(h http.HandlerFunc, query bool) http.HandlerFunc {
 		}
 		if !ok && query {
 			if s.pageKey(r) {
-				h(w, r)
+				s.admitted(h, query)(w, r)
 				return
 			}
 			tok = r.URL.Query().Get("token")
 		}
 		if s.Token == "" || subtle.ConstantTimeCompare([]byte(tok), []byte(s.Token)) != 1 {
+			// A stranger gets a short answer and keeps no connection.
+			w.Header().Set("Connection", "close")
 			writeError(w, http.StatusUnauthorized, "unauthorized", "missing or wrong token: send Authorization: Bearer TOKEN (the token is in the bridge's token file)")
 			return
+		}
+		s.admitted(h, query)(w, r)
+	}
+}
+
+// admitted runs h for a client that showed the token: its connection is
+// not taken back while it serves it (see Limits), and its body must come
+// within the body timeout. stream: h keeps the connection (SSE, WebSocket).
+func (s *Server) admitted(h http.HandlerFunc, stream bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !s.guard.admit(r, stream) {
+			w.Header().Set("Connection", "close")
+			writeError(w, http.StatusServiceUnavailable, "busy", "too many connections: the bridge keeps the rest for new requests; close some and try again")
+			return
+		}
+		if s.bodyTimeout > 0 && r.ContentLength != 0 && r.Header.Get("Upgrade") == "" {
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.bodyTimeout))
 		}
 		h(w, r)
 	}

@@ -27,3 +27,12 @@ func lockDB(path string) (func(), error) {
 	}
 	return func() { f.Close() }, nil
 }
+
+// fdLimit is the process's open-file limit (its soft limit).
+func fdLimit() int {
+	var r unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &r); err != nil || r.Cur > 1<<20 {
+		return 1 << 20
+	}
+	return int(r.Cur)
+}

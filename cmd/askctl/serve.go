@@ -288,7 +288,7 @@ func runServe(ctx context.Context, o *serveOptions) error {
 	}
 	defer bridgeapi.RemoveEndpoint(dir, os.Getpid())
 	bs := &bridge.Server{B: b, Token: token, OriginPatterns: o.origins, Hosts: o.hosts, AnyHost: o.allowRemote}
-	srv := &http.Server{Handler: bs.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv, ln := bs.HTTP(ln)
 	logf("listening on %s (claude: %s; token: %s; database: %s)", url, claude, filepath.Join(dir, "token"), db)
 	if pol != nil {
 		logf("answering by the policy %s (%d rules)", o.policy, len(pol.Rules))

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -39,6 +40,8 @@ type served struct {
 	log   *lockedBuffer
 	args  []string
 	env   []string // added to the next start's environment only
+	// nofile, when set, is the bridge's open-file limit.
+	nofile int
 }
 
 func serve(t *testing.T, args ...string) *served {
@@ -58,7 +61,13 @@ func (s *served) start() {
 	s.t.Helper()
 	self, _ := os.Executable()
 	s.log = &lockedBuffer{}
-	s.cmd = exec.Command(self, append([]string{"serve", "--claude", "fakeclaude", "--addr", "127.0.0.1:0"}, s.args...)...)
+	args := append([]string{"serve", "--claude", "fakeclaude", "--addr", "127.0.0.1:0"}, s.args...)
+	s.cmd = exec.Command(self, args...)
+	if s.nofile > 0 {
+		// The open-file limit, soft and hard (a Go program raises its soft
+		// limit to the hard one as it starts).
+		s.cmd = exec.Command("sh", append([]string{"-c", fmt.Sprintf(`ulimit -n %d && exec "$@"`, s.nofile), "sh", self}, args...)...)
+	}
 	s.cmd.Env = append(os.Environ(), envTestAsAskctl+"=1", bridgeapi.EnvStateDir+"="+s.state)
 	s.cmd.Env = append(s.cmd.Env, fakeclaude.Env{Transcript: filepath.Join(s.trans, "t-{pid}.jsonl"), Timeout: 30 * time.Second, Linger: 2 * time.Second}.Environ()...)
 	s.cmd.Env, s.env = append(s.cmd.Env, s.env...), nil
