@@ -65,6 +65,10 @@ type Config struct {
 	// acted on at once or after its rule's wait, unless a person settled it
 	// first. Every decision is an event naming the rule, and a log line.
 	Policy *policy.Policy
+	// PolicyBudget bounds the policy's deciding of one question; past it,
+	// or once the question is settled, the question is left to a person.
+	// Default 1s.
+	PolicyBudget time.Duration
 	// Logf receives one line per thing worth knowing; nil discards.
 	Logf func(format string, args ...any)
 	// Crash, when set, is called at each point where a crash tests what
@@ -120,6 +124,9 @@ type Bridge struct {
 	live  map[string]*live       // running sessions, by id
 	timer map[string]*time.Timer // pending questions' deadlines, by question id
 	rule  map[string]*time.Timer // pending questions' policy actions that wait for a person first
+	// deciding cancels the policy's deciding of a question, by id: a
+	// person settled it, or began to.
+	deciding map[string]context.CancelFunc
 	// acting counts policy actions under way; Close waits for them.
 	acting sync.WaitGroup
 	subs   map[*Subscription]bool
@@ -173,6 +180,9 @@ func New(cfg Config) (*Bridge, error) {
 	}
 	if cfg.MaxStarting <= 0 {
 		cfg.MaxStarting = DefaultMaxStarting()
+	}
+	if cfg.PolicyBudget <= 0 {
+		cfg.PolicyBudget = time.Second
 	}
 	unlock, err := lockDB(cfg.DB)
 	if err != nil {
@@ -651,21 +661,46 @@ func (b *Bridge) pose(q *bridgeapi.Question) error {
 	b.publish(bridgeapi.Event{Type: bridgeapi.EventQuestion, SessionID: q.SessionID, QuestionID: q.ID, Questions: shown(q.Questions), TimeoutSeconds: q.TimeoutSeconds})
 	unlock()
 	b.publishStatus(q.SessionID)
-	b.decide(q)
+	if b.cfg.Policy != nil {
+		ctx, cancel := context.WithTimeout(b.ctx, b.cfg.PolicyBudget)
+		b.mu.Lock()
+		if b.deciding == nil {
+			b.deciding = map[string]context.CancelFunc{}
+		}
+		b.deciding[q.ID] = cancel
+		b.mu.Unlock()
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			defer b.stopDeciding(q.ID)
+			b.decide(ctx, q)
+		}()
+	}
 	return nil
+}
+
+// stopDeciding ends the policy's deciding of question qid, if it goes on.
+func (b *Bridge) stopDeciding(qid string) {
+	b.mu.Lock()
+	cancel := b.deciding[qid]
+	delete(b.deciding, qid)
+	b.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
 }
 
 // decide applies the policy to a question just posed: its answer or skip
 // goes through Answer and Skip as a person's would, at once or after the
 // rule's wait; a person who settles it first wins (the rule's action then
 // finds it resolved, and does nothing).
-func (b *Bridge) decide(q *bridgeapi.Question) {
-	if b.cfg.Policy == nil {
-		return
+func (b *Bridge) decide(ctx context.Context, q *bridgeapi.Question) {
+	d, err := b.cfg.Policy.DecideContext(ctx, policy.Request{Session: q.SessionID, Questions: q.Questions, Input: q.Input})
+	if errors.Is(err, context.Canceled) {
+		return // settled, or a person began: nothing to decide
 	}
-	d := b.cfg.Policy.Decide(policy.Request{Session: q.SessionID, Questions: q.Questions, Input: q.Input})
 	if d.Action == policy.ActPerson {
-		if d.Rule != nil {
+		if d.Rule != nil || err != nil {
 			b.cfg.Logf("question %s: %s", q.ID, d.Reason)
 		}
 		return
@@ -723,8 +758,9 @@ var errPersonStarted = errors.New("a person has begun to answer it")
 // stopRule stops the policy's waiting action on question qid, if any.
 func (b *Bridge) stopRule(qid string) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	stopIn(b.rule, qid)
+	b.mu.Unlock()
+	b.stopDeciding(qid)
 }
 
 // stopTimer stops question qid's deadline, and the policy's action.
@@ -776,6 +812,7 @@ func (b *Bridge) claim(ctx context.Context, q *bridgeapi.Question, status string
 		return resolvedError(q)
 	}
 	b.stopTimer(q.ID)
+	b.stopDeciding(q.ID)
 	return nil
 }
 

@@ -4,7 +4,9 @@ package bridge_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -192,5 +194,44 @@ func TestPolicyDecisionOnEverySurface(t *testing.T) {
 	}
 	if ended := e.ended(s.ID); *ended.ExitCode != 0 {
 		t.Errorf("the agent exited %d: %s", *ended.ExitCode, ended.Detail)
+	}
+}
+
+// TestPolicyIsBounded: a policy that cannot decide within its budget leaves
+// the question to a person, and says so; the person's answer then lands.
+// (A budget of 1ns has run out at the first rule.)
+func TestPolicyIsBounded(t *testing.T) {
+	p, err := policy.Parse("all.policy", []byte(`{"name":"all","first":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var log strings.Builder
+	logf := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(&log, format+"\n", args...)
+	}
+	e := newEnv(t, bridge.Config{Policy: p, PolicyBudget: time.Nanosecond, Logf: logf})
+	s := e.start("ask-single", "Ask me.")
+	q := e.pending(s.ID, 1)[0]
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		mu.Lock()
+		said := strings.Contains(log.String(), q.ID+": the policy did not decide in time")
+		mu.Unlock()
+		if said {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the bridge never said the policy ran out of time; log:\n%s", log.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := e.c.Answer(context.Background(), q.ID, map[string]bridgeapi.Answer{"1": {q.Questions[0].Options[1].Label}}); err != nil {
+		t.Fatalf("the person's answer: %v (did the policy settle it?)", err)
+	}
+	if ev := eventsOf(t, e, s.ID, bridgeapi.EventAnswered); len(ev) != 1 || ev[0].Rule != "" {
+		t.Errorf("answered events %+v, want the person's", ev)
 	}
 }

@@ -40,16 +40,25 @@
 // rule), the policy leaves the whole request to a person; if any is to be
 // skipped, the request is skipped; otherwise every question is answered at
 // once — never a partial set — after the longest "after" of its rules.
+//
+// Deciding is bounded: a rule's regexp compiles to at most [MaxProgram]
+// instructions (a longer one is refused when the file is read, naming the
+// rule and the field: RE2's time is its size times the text's length), and
+// [Policy.DecideContext] stops between rules when its context ends (the
+// bridge gives each question a budget, and stops when a person settles it).
 package policy
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"regexp"
+	"regexp/syntax"
 	"slices"
 	"strings"
 	"time"
@@ -144,6 +153,22 @@ type Decision struct {
 
 // Decide decides a request by the first rule that matches each question.
 func (p *Policy) Decide(r Request) Decision {
+	d, _ := p.DecideContext(context.Background(), r)
+	return d
+}
+
+// DecideContext is Decide within ctx: when ctx ends first (the question was
+// settled, the time for deciding ran out, the program is stopping), the
+// question is left to a person, and the error says why.
+func (p *Policy) DecideContext(ctx context.Context, r Request) (Decision, error) {
+	d, err := p.decide(ctx, r)
+	if err != nil {
+		return Decision{Action: ActPerson, Reason: "the policy did not decide in time (" + err.Error() + "): left to a person"}, err
+	}
+	return d, nil
+}
+
+func (p *Policy) decide(ctx context.Context, r Request) (Decision, error) {
 	input := r.Input
 	if len(input) == 0 {
 		input, _ = json.Marshal(map[string]any{"questions": r.Questions})
@@ -153,6 +178,9 @@ func (p *Policy) Decide(r Request) Decision {
 	for i, q := range r.Questions {
 		var rule *Rule
 		for _, ru := range p.Rules {
+			if err := ctx.Err(); err != nil {
+				return Decision{}, err
+			}
 			if ru.matches(r.Session, q, input) {
 				rule = ru
 				break
@@ -161,9 +189,9 @@ func (p *Policy) Decide(r Request) Decision {
 		d.Rules[i] = rule
 		switch {
 		case rule == nil:
-			return Decision{Action: ActPerson, Reason: fmt.Sprintf("no rule matches question %q", q.Question), Rules: d.Rules}
+			return Decision{Action: ActPerson, Reason: fmt.Sprintf("no rule matches question %q", q.Question), Rules: d.Rules}, nil
 		case rule.Person:
-			return Decision{Action: ActPerson, Reason: fmt.Sprintf("%s leaves question %q to a person", rule, q.Question), Rule: rule, Rules: d.Rules}
+			return Decision{Action: ActPerson, Reason: fmt.Sprintf("%s leaves question %q to a person", rule, q.Question), Rule: rule, Rules: d.Rules}, nil
 		case rule.Skip != nil:
 			if skip == nil {
 				skip = rule
@@ -176,9 +204,9 @@ func (p *Policy) Decide(r Request) Decision {
 		}
 	}
 	if skip != nil {
-		return Decision{Action: ActSkip, Reason: *skip.Skip, After: skip.After, Rule: skip, Rules: d.Rules}
+		return Decision{Action: ActSkip, Reason: *skip.Skip, After: skip.After, Rule: skip, Rules: d.Rules}, nil
 	}
-	return d
+	return d, nil
 }
 
 func (r *Rule) matches(session string, q protocol.Question, input []byte) bool {
@@ -232,11 +260,38 @@ func (r *Rule) answer(q protocol.Question) []string {
 
 // Load reads and checks a policy file.
 func Load(path string) (*Policy, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFile+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxFile {
+		return nil, &Error{File: path, Problems: []Problem{{Line: 1, Msg: fmt.Sprintf("the file is over %d bytes, the limit", MaxFile)}}}
+	}
 	return Parse(path, data)
+}
+
+// MaxProgram bounds the size of a rule's regexp, compiled: RE2 matches in
+// time proportional to it times the text's length, so a small program keeps
+// every question's decision quick, whatever the text.
+const MaxProgram = 300
+
+// programSize is how many instructions regexp s compiles to (0 if it does
+// not parse).
+func programSize(s string) int {
+	re, err := syntax.Parse(s, syntax.Perl)
+	if err != nil {
+		return 0
+	}
+	p, err := syntax.Compile(re.Simplify())
+	if err != nil {
+		return 0
+	}
+	return len(p.Inst)
 }
 
 // MaxFile bounds a policy file.
@@ -416,6 +471,11 @@ func Parse(name string, data []byte) (*Policy, error) {
 				x, err := regexp.Compile(s)
 				if err != nil {
 					bad(field, "not a regexp: %v", err)
+					return nil
+				}
+				if n := programSize(s); n > MaxProgram {
+					bad(field, "too slow: it compiles to %d instructions, over the %d a rule's regexp may take (matching costs its size times the text's length, on every question; a bounded repeat like {1000} is written out that many times)", n, MaxProgram)
+					return nil
 				}
 				return x
 			}

@@ -1,6 +1,11 @@
 package policy_test
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -146,5 +151,85 @@ not json
 	}
 	if _, err := policy.Parse("empty.policy", []byte("# nothing\n\n")); err == nil || !strings.Contains(err.Error(), "empty.policy:1: no rules") {
 		t.Errorf("an empty policy: %v", err)
+	}
+}
+
+// A regexp that compiles past MaxProgram is refused when the file is read,
+// naming the line and the field; one just under it is taken. RE2 matches in
+// linear time, but its size multiplies the text's length: 100 rules
+// [\s\S]{1000}x held a bridge for 20 s on one 30 KB question.
+func TestSlowRegexpsAreRefused(t *testing.T) {
+	_, err := policy.Parse("slow.policy", []byte(`{"name":"ok","match":{"question":"[\\s\\S]{100}x"},"first":true}
+{"name":"slow","match":{"question":"[\\s\\S]{1000}x"},"first":true}
+{"name":"slow-input","match":{"input":{"questions.0.question":"(a|b){500}"}},"first":true}
+`))
+	var pe *policy.Error
+	if !errors.As(err, &pe) || len(pe.Problems) != 2 {
+		t.Fatalf("got %v, want two problems", err)
+	}
+	for i, want := range []struct {
+		line  int
+		field string
+	}{{2, "match.question"}, {3, "match.input.questions.0.question"}} {
+		if p := pe.Problems[i]; p.Line != want.line || p.Field != want.field || !strings.Contains(p.Msg, "too slow") {
+			t.Errorf("problem %d: %+v, want line %d, field %s, too slow", i, p, want.line, want.field)
+		}
+	}
+}
+
+// stopAfter is a context whose Err is Canceled from its nth call on.
+type stopAfter struct {
+	context.Context
+	n *int
+}
+
+func (c stopAfter) Err() error {
+	if *c.n--; *c.n < 0 {
+		return context.Canceled
+	}
+	return nil
+}
+
+// Deciding stops between rules when the context ends: the question is left
+// to a person, with the error, even though a later rule matches it.
+func TestDecideStopsWhenTheContextEnds(t *testing.T) {
+	var b strings.Builder
+	for i := range 50 {
+		fmt.Fprintf(&b, `{"name":"r%d","match":{"question":"^nothing %d$"},"first":true}`+"\n", i, i)
+	}
+	b.WriteString(`{"name":"last","first":true}` + "\n")
+	p, err := policy.Parse("many.policy", []byte(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := p.DecideContext(context.Background(), policy.Request{Questions: []protocol.Question{db}}); err != nil || d.Action != policy.ActAnswer || d.Rule.Name != "last" {
+		t.Fatalf("with time: %+v, %v; want answered by rule last", d, err)
+	}
+	n := 10
+	d, err := p.DecideContext(stopAfter{context.Background(), &n}, policy.Request{Questions: []protocol.Question{db}})
+	if !errors.Is(err, context.Canceled) || d.Action != policy.ActPerson || !strings.Contains(d.Reason, "did not decide in time") {
+		t.Errorf("stopped: %+v, %v; want left to a person, context.Canceled", d, err)
+	}
+	if n > 0 {
+		t.Errorf("the context was asked %d times fewer than the rules before the stop: deciding does not look at it between rules", n)
+	}
+}
+
+// A file over MaxFile is refused without being read whole: even one that
+// never ends.
+func TestLoadReadsThroughALimit(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "big.policy")
+	line := `{"name":"r","first":true}` + "\n"
+	if err := os.WriteFile(path, []byte(strings.Repeat(line, policy.MaxFile/len(line)+1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	paths := []string{path}
+	if _, err := os.Stat("/dev/zero"); err == nil {
+		paths = append(paths, "/dev/zero")
+	}
+	for _, p := range paths {
+		if _, err := policy.Load(p); err == nil || !strings.Contains(err.Error(), "over") {
+			t.Errorf("%s: %v, want refused as over %d bytes", p, err, policy.MaxFile)
+		}
 	}
 }

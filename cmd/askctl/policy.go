@@ -112,7 +112,7 @@ func runPolicyCheck(ctx context.Context, o *policyOptions) error {
 		return exitStatus(exitUsage)
 	}
 	if o.try != "" {
-		return tryPolicy(o, loaded[0])
+		return tryPolicy(ctx, o, loaded[0])
 	}
 	if o.json {
 		var out []map[string]any
@@ -143,7 +143,7 @@ func runPolicyCheck(ctx context.Context, o *policyOptions) error {
 }
 
 // tryPolicy prints what the policy would do with a question.
-func tryPolicy(o *policyOptions, p *policy.Policy) error {
+func tryPolicy(ctx context.Context, o *policyOptions, p *policy.Policy) error {
 	var data []byte
 	var err error
 	if o.try == "-" {
@@ -161,7 +161,10 @@ func tryPolicy(o *policyOptions, p *policy.Policy) error {
 	if err != nil {
 		return exitWithMessage{exitUsage, fmt.Sprintf("--try %s: %v", o.try, err)}
 	}
-	d := p.Decide(policy.Request{Session: o.session, Questions: in.Questions, Input: data})
+	d, err := p.DecideContext(ctx, policy.Request{Session: o.session, Questions: in.Questions, Input: data})
+	if err != nil && ctx.Err() != nil {
+		return ctx.Err() // stopped (SIGTERM, ^C)
+	}
 	rules := make([]string, len(d.Rules))
 	for i, r := range d.Rules {
 		if r != nil {
