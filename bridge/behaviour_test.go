@@ -533,6 +533,28 @@ func TestEventStream(t *testing.T) {
 	}
 }
 
+// TestEventStreamFromAnotherLog: a Last-Event-ID ahead of this bridge's
+// log (another log's: a new database, another bridge) starts the stream
+// over with a snapshot, so the pending question is shown, not skipped.
+func TestEventStreamFromAnotherLog(t *testing.T) {
+	e := newEnv(t, bridge.Config{})
+	s := e.start("ask-single", "Set up storage.")
+	q := e.pending(s.ID, 1)[0]
+	ctx, cancel := context.WithTimeout(bg, 10*time.Second)
+	defer cancel()
+	var got []bridgeapi.Event
+	_ = e.c.Events(ctx, "", 1_000_000, func(ev bridgeapi.Event) error {
+		got = append(got, ev)
+		if ev.Type == bridgeapi.EventQuestion && ev.QuestionID == q.ID {
+			return errors.New("done")
+		}
+		return nil
+	})
+	if len(got) == 0 || got[len(got)-1].QuestionID != q.ID {
+		t.Errorf("from id 1000000: %+v; want a snapshot with question %s", got, q.ID)
+	}
+}
+
 func contains(xs []string, x string) bool {
 	for _, y := range xs {
 		if y == x {

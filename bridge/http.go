@@ -482,6 +482,16 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	if after >= 0 {
+		// An id ahead of the log is another log's (the database was
+		// replaced, or the client heard another bridge): start over with a
+		// snapshot rather than wait for a number this log may never reach.
+		if head, err := s.B.Head(ctx); err != nil {
+			return
+		} else if after > head {
+			after = -1
+		}
+	}
+	if after >= 0 {
 		for {
 			backlog, err := s.B.EventsAfter(ctx, after, session, 500)
 			if err != nil {

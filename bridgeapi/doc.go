@@ -63,7 +63,8 @@
 // The SSE stream sends each as "id: <seq>\nevent: <type>\ndata: <json>".
 // A client that reconnects with Last-Event-ID gets every event it missed;
 // a new client first gets the pending questions (without ids), then events
-// as they happen.
+// as they happen. A Last-Event-ID ahead of the bridge's log (another log's:
+// a new database) is taken as a new client's.
 //
 // # WebSocket
 //
