@@ -134,6 +134,8 @@ type Bridge struct {
 	qlocks keyedLocks // one per question: its pose, answers, skips, expiry and withdrawal in turn (the first wins)
 	out    outbox     // events logged, in the log's order, for the subscriptions
 
+	revoked map[string]bool // the nonces of page keys logged out (b.mu)
+
 	starting chan struct{} // a slot per agent starting (Config.MaxStarting)
 	resuming chan struct{} // as many slots again for resumed sessions: a late answer never waits behind a burst of starts
 	subGen   atomic.Int64  // subscriptions made so far; each has its number
@@ -214,6 +216,12 @@ func New(cfg Config) (*Bridge, error) {
 		}
 	} else if n > 0 {
 		cfg.Logf("%d session(s) were running when the bridge last stopped: their pending questions stay listed, and answering one resumes its session", n)
+	}
+	if b.revoked, err = st.revokedKeys(ctx, time.Now()); err != nil {
+		b.end()
+		st.Close()
+		unlock()
+		return nil, err
 	}
 	if err := b.recover(ctx, lostAt); err != nil {
 		b.end()
@@ -1113,6 +1121,25 @@ func (b *Bridge) resume(q *bridgeapi.Question, prompt string, prompted func()) e
 		return err
 	}
 	return b.spawn(ss, extra, ss.ClaudeSessionID, prompt, prompted)
+}
+
+// RevokeKey makes the page key with nonce stop working (its page logged
+// out), until it would have expired.
+func (b *Bridge) RevokeKey(ctx context.Context, nonce string, expires time.Time) error {
+	if err := b.st.revokeKey(ctx, nonce, expires, time.Now()); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	b.revoked[nonce] = true
+	b.mu.Unlock()
+	return nil
+}
+
+// KeyRevoked reports whether the page key with nonce was logged out.
+func (b *Bridge) KeyRevoked(nonce string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.revoked[nonce]
 }
 
 // Session returns a session with its waiting state.

@@ -71,9 +71,10 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/events", s.authQuery(s.events))
 	mux.HandleFunc("POST /api/mcp", s.auth(s.openMCP))
 	mux.HandleFunc("POST /api/mcp/{id}/ask", s.auth(s.askMCP))
-	mux.HandleFunc("GET /ws", s.authQuery(s.ws))
+	mux.HandleFunc("GET /ws", s.authPage(s.ws))
 	mux.HandleFunc("GET /control", s.authQuery(s.control))
 	mux.HandleFunc("POST /api/login", s.auth(s.apiLogin))
+	mux.HandleFunc("POST /api/logout", s.logout)
 	mux.HandleFunc("GET /login", s.login)
 	mux.HandleFunc("GET /{$}", s.page)
 	mux.Handle("GET /page/", s.assets())
@@ -173,14 +174,17 @@ func fail(w http.ResponseWriter, err error) {
 var errBadRequest = errors.New("bad request")
 
 // auth takes the token from the Authorization header only.
-func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc { return s.checkToken(h, false) }
+func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc { return s.checkToken(h, false, false) }
 
-// authQuery also takes ?token=, and a page's key offered as a WebSocket
-// subprotocol: browsers cannot set headers on a WebSocket or an
-// EventSource, the only routes that take them.
-func (s *Server) authQuery(h http.HandlerFunc) http.HandlerFunc { return s.checkToken(h, true) }
+// authQuery also takes ?token=: browsers cannot set headers on a WebSocket
+// or an EventSource, the only routes that take it.
+func (s *Server) authQuery(h http.HandlerFunc) http.HandlerFunc { return s.checkToken(h, true, false) }
 
-func (s *Server) checkToken(h http.HandlerFunc, query bool) http.HandlerFunc {
+// authPage is authQuery that also takes a page's key, offered as a
+// WebSocket subprotocol: the page's socket (/ws) is all a key opens.
+func (s *Server) authPage(h http.HandlerFunc) http.HandlerFunc { return s.checkToken(h, true, true) }
+
+func (s *Server) checkToken(h http.HandlerFunc, query, page bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		// The scheme is case-insensitive (RFC 9110): "bearer" is Bearer.
 		scheme, tok, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
@@ -190,7 +194,7 @@ func (s *Server) checkToken(h http.HandlerFunc, query bool) http.HandlerFunc {
 			tok = ""
 		}
 		if !ok && query {
-			if s.pageKey(r) {
+			if page && s.pageKey(r) {
 				s.admitted(h, query)(w, r)
 				return
 			}

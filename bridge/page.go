@@ -120,9 +120,36 @@ func (s *Server) validKey(key string) bool {
 	if subtle.ConstantTimeCompare([]byte(mac), []byte(s.sign(body))) != 1 {
 		return false
 	}
-	exp, _, _ := strings.Cut(body, ".")
+	exp, nonce, _ := strings.Cut(body, ".")
 	sec, err := strconv.ParseInt(exp, 10, 64)
-	return err == nil && time.Now().Unix() < sec
+	return err == nil && time.Now().Unix() < sec && (s.B == nil || !s.B.KeyRevoked(nonce))
+}
+
+// logout is POST /api/logout {"key": KEY}: the page's "log out". The key
+// stops working on the server (the bridge keeps its nonce until it would
+// have expired), not only in the browser that forgets it. Holding the key
+// is what it takes.
+func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Key string `json:"key"`
+	}
+	if err := decode(w, r, &req); err != nil {
+		fail(w, err)
+		return
+	}
+	if !s.validKey(req.Key) {
+		w.Header().Set("Connection", "close")
+		writeError(w, http.StatusUnauthorized, "unauthorized", "not a key this bridge gave, or it expired or was revoked")
+		return
+	}
+	body := req.Key[:strings.LastIndexByte(req.Key, '.')]
+	exp, nonce, _ := strings.Cut(body, ".")
+	sec, _ := strconv.ParseInt(exp, 10, 64)
+	if err := s.B.RevokeKey(r.Context(), nonce, time.Unix(sec, 0)); err != nil {
+		fail(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // pageKey reports whether r is a WebSocket upgrade that offers a valid page

@@ -383,7 +383,26 @@ func TestPageLogout(t *testing.T) {
 	tab := newBrowser(t)
 	do(t, tab, "logging in", chromedp.Navigate(pe.loginURL()))
 	until(t, tab, "connected", `document.getElementById("conn").textContent === "connected"`)
+	key, err := chromedp.Run(tab, chromedp.Evaluate[string](`localStorage.getItem("askctl.key")`))
+	if err != nil || key == "" {
+		t.Fatalf("reading the key: %q, %v", key, err)
+	}
 	do(t, tab, "logging out", chromedp.Click(chromedp.CSS("#logout")))
+	// The page had the bridge revoke the key: a copy of it opens nothing.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		c, _, err := websocket.Dial(ctx, strings.Replace(pe.srv.URL, "http:", "ws:", 1)+"/ws", &websocket.DialOptions{Subprotocols: []string{"askctl", "askctl.key." + key}, HTTPHeader: http.Header{"Origin": {pe.srv.URL}}})
+		cancel()
+		if err != nil {
+			break
+		}
+		c.CloseNow()
+		if time.Now().After(deadline) {
+			t.Fatal("the key still opens the socket 10s after the page logged out")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	until(t, tab, "logged out", `document.getElementById("banner").textContent.startsWith("Logged out.")`)
 	do(t, tab, "reloading", chromedp.Reload())
 	until(t, tab, "still logged out", `document.getElementById("banner").textContent.startsWith("Not logged in.") && localStorage.getItem("askctl.key") === null`)
@@ -561,6 +580,51 @@ func TestPageLogin(t *testing.T) {
 	if err := dial(ts.URL, "askctl", "askctl.key."+key[1]); err == nil {
 		t.Error("a bridge with another token took the key")
 	}
+	// The key opens the page's socket only: not the control socket.
+	dialControl := func(url string, protocols ...string) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		c, _, err := websocket.Dial(ctx, strings.Replace(url, "http:", "ws:", 1)+"/control", &websocket.DialOptions{Subprotocols: protocols, HTTPHeader: http.Header{"Origin": {url}}})
+		if err == nil {
+			c.CloseNow()
+		}
+		return err
+	}
+	if err := dialControl(pe.srv.URL, "askctl", "askctl.key."+key[1]); err == nil {
+		t.Error("the control socket took the page's key")
+	}
+	// Log out revokes the key on the server: it opens nothing after, even
+	// to a bridge started again on the same database.
+	logout := func(url, k string) int {
+		t.Helper()
+		resp, err := http.Post(url+"/api/logout", "application/json", strings.NewReader(`{"key":"`+k+`"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := logout(pe.srv.URL, key[1]); code != http.StatusNoContent {
+		t.Errorf("log out: %d, want 204", code)
+	}
+	if err := dial(pe.srv.URL, "askctl", "askctl.key."+key[1]); err == nil {
+		t.Error("the socket took a key that logged out")
+	}
+	if code := logout(pe.srv.URL, key[1]); code != http.StatusUnauthorized {
+		t.Errorf("log out again: %d, want 401", code)
+	}
+	pe.b.Close()
+	b2, err := bridge.New(pe.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b2.Close()
+	again := httptest.NewServer((&bridge.Server{B: b2, Token: "test-token"}).Handler())
+	defer again.Close()
+	if err := dial(again.URL, "askctl", "askctl.key."+key[1]); err == nil {
+		t.Error("a bridge started again took a key that logged out")
+	}
+	pe.server = &bridge.Server{B: b2, Token: "test-token"}
 	// A link not used in time stops working.
 	pe.server.LoginTTL = time.Nanosecond
 	code, _ := pe.server.NewLogin()

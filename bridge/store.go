@@ -58,6 +58,10 @@ CREATE TABLE IF NOT EXISTS questions (
 );
 CREATE INDEX IF NOT EXISTS questions_status ON questions(status);
 CREATE INDEX IF NOT EXISTS questions_session ON questions(session_id, status);
+CREATE TABLE IF NOT EXISTS revoked_keys (
+	nonce      TEXT PRIMARY KEY,
+	expires_at TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS events (
 	seq        INTEGER PRIMARY KEY AUTOINCREMENT,
 	session_id TEXT NOT NULL DEFAULT '',
@@ -334,6 +338,36 @@ func (s *store) setStatus(ctx context.Context, ss *bridgeapi.Session) error {
 	_, err := s.exec(ctx, `UPDATE sessions SET claude=?, status=?, exit_code=?, detail=?, ended_at=? WHERE id=?`,
 		ss.Claude, ss.Status, ss.ExitCode, ss.Detail, ended, ss.ID)
 	return err
+}
+
+// revokeKey records that the page key with nonce no longer works; it is
+// kept until the key would have expired.
+func (s *store) revokeKey(ctx context.Context, nonce string, expires, now time.Time) error {
+	return s.write(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM revoked_keys WHERE expires_at < ?`, ts(now)); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO revoked_keys (nonce, expires_at) VALUES (?, ?)`, nonce, ts(expires))
+		return err
+	}, nil)
+}
+
+// revokedKeys is the nonces of the revoked keys not yet expired.
+func (s *store) revokedKeys(ctx context.Context, now time.Time) (map[string]bool, error) {
+	rows, err := s.rd.QueryContext(ctx, `SELECT nonce FROM revoked_keys WHERE expires_at >= ?`, ts(now))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]bool{}
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil, err
+		}
+		out[n] = true
+	}
+	return out, rows.Err()
 }
 
 // setRunning records that a session's agent runs, and its process.

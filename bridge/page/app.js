@@ -433,6 +433,9 @@
 
   $("logout").addEventListener("click", (e) => {
     e.preventDefault();
+    // The bridge revokes the key, so it opens nothing even if it was copied.
+    const key = localStorage.getItem("askctl.key");
+    if (key) fetch("/api/logout", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ key }) }).catch(() => {});
     localStorage.removeItem("askctl.key");
     if (page.ws) {
       page.ws.onclose = null;
