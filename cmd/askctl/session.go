@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/askctl/askctl/internal/clip"
 	"io"
 	"os"
 	"strings"
@@ -166,11 +167,9 @@ func runSessionLs(ctx context.Context, o *sessionOptions) error {
 		if ss.ExitCode != nil {
 			exit = fmt.Sprint(*ss.ExitCode)
 		}
-		prompt := []rune(ss.Prompt)
-		if len(prompt) > 50 {
-			prompt = append(prompt[:49], '…')
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", ss.ID, ss.Status, exit, ss.CreatedAt.Local().Format(time.DateTime), ss.PendingQuestionID, string(prompt))
+		// What a client or the bridge wrote, escaped: a prompt may hold
+		// anything, and a terminal acts on control sequences.
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", clip.Printable(ss.ID), clip.Printable(ss.Status), exit, ss.CreatedAt.Local().Format(time.DateTime), clip.Printable(ss.PendingQuestionID), clip.String(ss.Prompt, 50))
 	}
 	return tw.Flush()
 }
