@@ -20,6 +20,7 @@ import (
 
 	"github.com/askctl/askctl/bridge"
 	"github.com/askctl/askctl/bridgeapi"
+	"github.com/askctl/askctl/policy"
 	"github.com/askctl/askctl/fakeclaude"
 	"github.com/coder/websocket"
 	"github.com/tidwall/gjson"
@@ -858,5 +859,70 @@ func TestStalledAgentDelaysNoOne(t *testing.T) {
 	case <-closed:
 	case <-time.After(15 * time.Second):
 		t.Fatal("the bridge did not stop within 15s with a stalled agent (grace 1s)")
+	}
+}
+
+// TestOrphanedQuestionsKeepTheirDeadlines: a question left pending by a
+// bridge that stopped keeps its deadline with the next one: it expires
+// then (there is no agent to tell); and a policy decides orphaned
+// questions as it decides new ones (its answer resumes the session).
+func TestOrphanedQuestionsKeepTheirDeadlines(t *testing.T) {
+	e := newEnv(t, bridge.Config{Timeout: 2 * time.Second})
+	s := e.start("late-answer", "Set up storage.")
+	q := e.pending(s.ID, 1)[0]
+	e.b.Close()
+	b2, err := bridge.New(e.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b2.Close()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		got, err := b2.Question(bg, q.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status == bridgeapi.QuestionExpired {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the orphaned question is %s 20s after its 2s deadline", got.Status)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	b2.Close()
+
+	p, err := policy.Parse("db.policy", []byte(`{"name":"db","answer":"Postgres"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e2 := newEnv(t, bridge.Config{})
+	s2 := e2.start("late-answer", "Set up storage.")
+	q2 := e2.pending(s2.ID, 1)[0]
+	e2.b.Close()
+	cfg := e2.cfg
+	cfg.Policy = p
+	b3, err := bridge.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b3.Close()
+	deadline = time.Now().Add(20 * time.Second)
+	for {
+		ss, err := b3.Session(bg, s2.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ss.Status == bridgeapi.StatusExited {
+			if ss.ExitCode == nil || *ss.ExitCode != 0 {
+				t.Errorf("the session resumed by the policy's answer ended %+v", ss)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			got, _ := b3.Question(bg, q2.ID)
+			t.Fatalf("the policy did not settle the orphaned question in 20s: %+v, session %+v", got, ss)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -669,6 +669,13 @@ func (b *Bridge) pose(q *bridgeapi.Question) error {
 	b.publish(bridgeapi.Event{Type: bridgeapi.EventQuestion, SessionID: q.SessionID, QuestionID: q.ID, Questions: shown(q.Questions), TimeoutSeconds: q.TimeoutSeconds})
 	unlock()
 	b.publishStatus(q.SessionID)
+	b.startDeciding(q)
+	return nil
+}
+
+// startDeciding has the policy, if any, decide question q, in the
+// background, within the policy's budget.
+func (b *Bridge) startDeciding(q *bridgeapi.Question) {
 	if b.cfg.Policy != nil {
 		ctx, cancel := context.WithTimeout(b.ctx, b.cfg.PolicyBudget)
 		b.mu.Lock()
@@ -684,7 +691,6 @@ func (b *Bridge) pose(q *bridgeapi.Question) error {
 			b.decide(ctx, q)
 		}()
 	}
-	return nil
 }
 
 // stopDeciding ends the policy's deciding of question qid, if it goes on.

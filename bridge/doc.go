@@ -40,7 +40,9 @@
 //     session with it: exactly once, whatever moment the crash came;
 //   - stores, as orphaned questions, the AskUserQuestion calls the agents
 //     of lost sessions made with no tool_result in their session files
-//     (asked as the bridge died).
+//     (asked as the bridge died);
+//   - keeps every pending question's deadline (an orphaned one expires
+//     then, with no agent to tell), and has the policy decide them.
 //
 // Resumed sessions start in slots of their own, never behind a burst of new
 // ones. [Config.Crash] names the points the kill tests stop the bridge at.

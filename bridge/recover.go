@@ -60,6 +60,16 @@ func (b *Bridge) recover(ctx context.Context, lostAt time.Time) error {
 			b.redeliver(q)
 		}()
 	}
+	// Questions left pending keep their deadlines, and the policy decides
+	// them, as it would have.
+	pend, err := b.st.questions(ctx, bridgeapi.QuestionPending, "")
+	if err != nil {
+		return err
+	}
+	for _, q := range pend {
+		b.keepDeadline(q)
+		b.startDeciding(q)
+	}
 	ss, err := b.st.sessions(ctx)
 	if err != nil {
 		return err
@@ -96,6 +106,17 @@ func (b *Bridge) recover(ctx context.Context, lostAt time.Time) error {
 		b.cfg.Logf("%d repl(ies) stored before the bridge last stopped were not seen to reach their agents: checking each agent's session file, and resuming the session where it lacks the reply", len(due))
 	}
 	return nil
+}
+
+// keepDeadline expires pending question q at its deadline (at once if it
+// has passed).
+func (b *Bridge) keepDeadline(q *bridgeapi.Question) {
+	if defect("no-timeout") {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.timer[q.ID] = time.AfterFunc(max(0, time.Until(q.Deadline)), func() { b.expire(q.ID) })
 }
 
 // redeliver settles a reply a previous bridge stored and did not see
@@ -183,8 +204,10 @@ func (b *Bridge) recoverAsked(ss *bridgeapi.Session) {
 		return
 	}
 	b.cfg.Logf("session %s: its agent asked as the bridge stopped, before the question was stored: stored now as %s; answering it resumes the session", ss.ID, q.ID)
+	b.keepDeadline(q)
 	b.publish(bridgeapi.Event{Type: bridgeapi.EventQuestion, SessionID: q.SessionID, QuestionID: q.ID, Questions: shown(q.Questions), TimeoutSeconds: q.TimeoutSeconds})
 	b.publishStatus(q.SessionID)
+	b.startDeciding(q)
 }
 
 // unanswered is the last AskUserQuestion call in a session's file that has

@@ -110,7 +110,8 @@ func (m *xModel) cancelAfter() float64 {
 func (m *xModel) spend(t *rapid.T, cost float64, except *xReq) {
 	for _, s := range m.sessions {
 		r := s.req()
-		if r == nil || r.done || r == except || r.orphan || (r.outcome != "answer" && r.outcome != "skip") {
+		// An orphaned question keeps its deadline across the restart.
+		if r == nil || r.done || r == except || (r.outcome != "answer" && r.outcome != "skip") {
 			continue
 		}
 		if m.now+cost-r.since > m.budget() {
@@ -152,8 +153,8 @@ type xReq struct {
 	shown   int     // its number among the session's questions awaited (ALIAS_Qn), 0 before
 	done    bool    // ended: the agent got its response, or withdrew it
 	// orphan: pending when the bridge was killed, so its agent is gone; it
-	// is listed again after the restart, off the clock (nobody waits on
-	// it), and an answer resumes the session (the late-answer path).
+	// is listed again after the restart, still on the clock (it keeps its
+	// deadline), and an answer resumes the session (the late-answer path).
 	orphan bool
 	seen   bool // the open connection showed it (since it opened)
 }
