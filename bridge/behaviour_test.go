@@ -20,8 +20,8 @@ import (
 
 	"github.com/askctl/askctl/bridge"
 	"github.com/askctl/askctl/bridgeapi"
-	"github.com/askctl/askctl/policy"
 	"github.com/askctl/askctl/fakeclaude"
+	"github.com/askctl/askctl/policy"
 	"github.com/coder/websocket"
 	"github.com/tidwall/gjson"
 )
