@@ -149,6 +149,54 @@ type live struct {
 
 	failure atomic.Pointer[string] // the agent's last error result ("Not logged in · …")
 	started func()                 // frees the agent's start slot (Config.MaxStarting); idempotent
+
+	// Replies written to the agent and not yet taken in: by the tool_use id
+	// whose tool_result the agent writes when it has the reply, the
+	// question's id. And turn, for a resumed session, is called once when
+	// the agent starts the turn its first message began (system/init): it
+	// has the late answer then.
+	mu       sync.Mutex
+	awaiting map[string]string
+	turn     func()
+}
+
+// await notes that question qid's reply is written: the agent takes it in
+// when it writes the tool_result of toolUseID.
+func (l *live) await(toolUseID, qid string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.awaiting == nil {
+		l.awaiting = map[string]string{}
+	}
+	l.awaiting[toolUseID] = qid
+}
+
+// takenIn is the question whose reply the agent's line says it took in: a
+// user message with the tool_result of a reply awaited.
+func (l *live) takenIn(line protocol.Line) (string, bool) {
+	if line.Type != protocol.TypeUser {
+		return "", false
+	}
+	var m struct {
+		Message struct {
+			Content []struct {
+				Type      string `json:"type"`
+				ToolUseID string `json:"tool_use_id"`
+			} `json:"content"`
+		} `json:"message"`
+	}
+	if json.Unmarshal(line.Raw, &m) != nil {
+		return "", false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, c := range m.Message.Content {
+		if qid, ok := l.awaiting[c.ToolUseID]; ok && c.Type == "tool_result" {
+			delete(l.awaiting, c.ToolUseID)
+			return qid, true
+		}
+	}
+	return "", false
 }
 
 // respond sends a question's resolution to its asker: the agent's
@@ -388,7 +436,8 @@ func (b *Bridge) sessionEnv(name, text string) ([]string, string, error) {
 //
 // A resumed session (a late answer) takes a slot of its own kind, so that
 // it never waits behind a burst of new sessions. prompted, when set, is
-// called once the prompt is written whole to the agent.
+// called once the agent starts the turn the prompt began (system/init): it
+// has taken the prompt in.
 func (b *Bridge) spawn(ss *bridgeapi.Session, extra []string, resume, prompt string, prompted func()) error {
 	slots := b.starting
 	if resume != "" {
@@ -426,6 +475,9 @@ func (b *Bridge) spawnHeld(ss *bridgeapi.Session, extra []string, resume, prompt
 		return err
 	}
 	l := &live{proc: proc, done: make(chan struct{}), started: freeSlot}
+	if prompted != nil {
+		l.turn = sync.OnceFunc(prompted)
+	}
 	src := sdk.SourceFunc(func(s *sdk.Session, r sdk.Request) { b.ask(ss.ID, s, r) })
 	s, err := sdk.Start(b.ctx, proc.Stdin, proc.Stdout, src, sdk.Options{
 		OnCancel: func(_ *sdk.Session, requestID string) { b.agentCancelled(ss.ID, requestID) },
@@ -442,10 +494,16 @@ func (b *Bridge) spawnHeld(ss *bridgeapi.Session, extra []string, resume, prompt
 			}
 			s.CloseInput()
 		},
-		OnMessage: func(s *sdk.Session, l protocol.Line) {
-			if l.Type == protocol.TypeSystem && l.Subtype == protocol.SubtypeInit {
+		OnMessage: func(s *sdk.Session, line protocol.Line) {
+			if line.Type == protocol.TypeSystem && line.Subtype == protocol.SubtypeInit {
 				freeSlot()
 				b.sawInit(ss.ID, s.SessionID())
+				if l.turn != nil {
+					l.turn() // the turn the prompt began: a resumed agent has its late answer
+				}
+			}
+			if qid, ok := l.takenIn(line); ok {
+				b.markDelivered(qid)
 			}
 		},
 	})
@@ -479,8 +537,6 @@ func (b *Bridge) spawnHeld(ss *bridgeapi.Session, extra []string, resume, prompt
 	go b.watch(ss.ID, l)
 	if err := s.Prompt(prompt); err != nil {
 		b.cfg.Logf("session %s: writing the prompt: %v", ss.ID, err)
-	} else if prompted != nil {
-		prompted()
 	}
 	b.publishStatus(ss.ID)
 	return nil
@@ -932,7 +988,7 @@ func (b *Bridge) answer(ctx context.Context, id string, given map[string]bridgea
 		return nil, fmt.Errorf("%w: question %s was withdrawn (%s)", bridgeapi.ErrResolved, id, reason)
 	} else if l.mcp == nil {
 		b.crash(CrashAnswerWritten)
-		b.markDelivered(id)
+		b.delivering(l, q)
 	}
 	if res.Question, err = b.st.question(ctx, id); err != nil {
 		res.Question = q
@@ -990,7 +1046,7 @@ func (b *Bridge) skip(ctx context.Context, id, reason string, interrupt bool, ru
 		if err := l.respond(q, reply); err != nil {
 			b.cfg.Logf("question %s: %v", id, err)
 		} else if l.mcp == nil {
-			b.markDelivered(id)
+			b.delivering(l, q)
 		}
 	}
 	q, _ = b.st.question(ctx, id)
@@ -1047,7 +1103,7 @@ func (b *Bridge) expire(id string) {
 		if err := l.respond(q, reply); err != nil {
 			b.cfg.Logf("question %s: %v", id, err)
 		} else if l.mcp == nil {
-			b.markDelivered(id)
+			b.delivering(l, q)
 		}
 	}
 	b.publish(bridgeapi.Event{Type: bridgeapi.EventTimeout, SessionID: q.SessionID, QuestionID: id, Error: "User response timed out"})
@@ -1106,7 +1162,7 @@ func LateAnswerPrompt(qs []protocol.Question, answers map[string]string) string 
 
 // resume restarts the session of an orphaned question with --resume and
 // prompt (the late answer) as its first message; prompted is called once
-// the agent has it.
+// the agent has taken it in.
 func (b *Bridge) resume(q *bridgeapi.Question, prompt string, prompted func()) error {
 	ss, err := b.st.session(b.ctx, q.SessionID)
 	if err != nil {

@@ -22,7 +22,9 @@ import (
 //     never got it, and the next bridge starts it (recover).
 //   - An answer (a skip, a timeout) it accepted reaches the agent exactly
 //     once. The resolution is stored "due" in the same write; the reply is
-//     written to the agent; then it is marked delivered (markDelivered). A
+//     written to the agent; it is marked delivered (markDelivered) when the
+//     agent says it took it in (the tool_result it writes, or, resumed, the
+//     turn its late answer began). A
 //     bridge that starts and finds replies still due waits for each lost
 //     agent to end, then reads the agent's own session file: a reply found
 //     there reached it; one not found (nothing written, a partial line, a
@@ -36,6 +38,18 @@ func (b *Bridge) markDelivered(id string) {
 	if err := b.st.delivered(b.ctx, id); err != nil {
 		b.cfg.Logf("question %s: its reply reached the agent; recording that: %v", id, err)
 	}
+}
+
+// delivering notes that q's reply is written whole to live agent l: it is
+// delivered when the agent writes the tool_result that says it has it. A
+// line written is not a line taken in: an agent that dies before it reads
+// it, or before it acts on it, never had it.
+func (b *Bridge) delivering(l *live, q *bridgeapi.Question) {
+	if q.ToolUseID == "" {
+		b.markDelivered(q.ID) // nothing to know it by: as good as it gets
+		return
+	}
+	l.await(q.ToolUseID, q.ID)
 }
 
 // agentGoneWait is how long a restarted bridge waits for a lost session's
@@ -132,6 +146,7 @@ func (b *Bridge) redeliver(q *bridgeapi.Question) {
 	if ss.Status != bridgeapi.StatusLost {
 		// The agent ended on its own while the bridge still ran: there is
 		// no one to deliver to.
+		b.cfg.Logf("question %s: its agent ended (%s) before it took the reply in, while the bridge ran: nothing to deliver to", q.ID, ss.Status)
 		b.markDelivered(q.ID)
 		return
 	}
@@ -293,7 +308,7 @@ func (b *Bridge) received(ss *bridgeapi.Session, q *bridgeapi.Question, prompt s
 			found = true
 		}
 		for _, bl := range blocks {
-			if bl.Type == "tool_result" && q.ToolUseID != "" && bl.ToolUseID == q.ToolUseID || bl.Type == "text" && bl.Text == prompt {
+			if bl.Type == "tool_result" && q.ToolUseID != "" && bl.ToolUseID == q.ToolUseID && isReply(q, bl) || bl.Type == "text" && bl.Text == prompt {
 				found = true
 			}
 		}
@@ -310,6 +325,28 @@ type sessionBlock struct {
 	Input     json.RawMessage `json:"input"`
 	ToolUseID string          `json:"tool_use_id"`
 	Text      string          `json:"text"`
+	IsError   bool            `json:"is_error"`
+	Content   json.RawMessage `json:"content"`
+}
+
+// isReply reports whether tool_result bl records q's reply, not another
+// end of the call: an agent whose stdin closes while it waits records the
+// call as declined ("The user doesn't want to proceed…"). An answer is a
+// result that is no error; a skip or a timeout is an error that carries
+// its message.
+func isReply(q *bridgeapi.Question, bl sessionBlock) bool {
+	if q.Status == bridgeapi.QuestionAnswered {
+		return !bl.IsError
+	}
+	msg := q.Reason
+	if q.Status == bridgeapi.QuestionExpired {
+		msg = "timed out"
+	}
+	var text string
+	if json.Unmarshal(bl.Content, &text) != nil {
+		text = string(bl.Content) // blocks: their raw JSON holds the text
+	}
+	return bl.IsError && msg != "" && strings.Contains(text, msg)
 }
 
 // eachRow calls f with each message row of the agent's session file: its

@@ -2,10 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"github.com/askctl/askctl/claudecli"
 	"math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,24 +35,17 @@ const crashScenario = `-- scenario.json --
 {"text":"Continuing with Postgres."}
 `
 
-// deliveries counts how many times any agent got the answer Postgres:
-// live (a control_response allowing it) or in a resumed session's first
-// message.
+// deliveries counts how many times the answer Postgres is in the
+// conversations of the bridge's sessions (their session files: what their
+// agents took in, live or resumed).
 func (s *served) deliveries() int {
+	s.t.Helper()
+	var ls []bridgeapi.Session
+	_ = json.Unmarshal([]byte(s.must("session", "ls", "--json")), &ls)
 	n := 0
-	for _, r := range s.transcripts() {
-		if r.Dir != transcript.ToCLI {
-			continue
-		}
-		switch gjson.GetBytes(r.Msg, "type").String() {
-		case "control_response":
-			if gjson.GetBytes(r.Msg, "response.response.updatedInput.answers.Which database should I use\\?").String() == "Postgres" {
-				n++
-			}
-		case "user":
-			if c := gjson.GetBytes(r.Msg, "message.content").String(); strings.Contains(c, "previously asked") && strings.Contains(c, "Postgres") {
-				n++
-			}
+	for _, ss := range ls {
+		if ss.ClaudeSessionID != "" {
+			n += inConversation(s.t, ss.ClaudeSessionID)
 		}
 	}
 	return n
@@ -212,7 +208,50 @@ func (s *served) settledAll() bool {
 		j := strings.LastIndexByte(log[:i], ' ')
 		n, _ = strconv.Atoi(log[j+1 : i])
 	}
-	return strings.Count(log, "it was delivered")+strings.Count(log, "resumed with it")+strings.Count(log, "resuming session") >= n
+	return strings.Count(log, "it was delivered")+strings.Count(log, "resumed with it")+strings.Count(log, "resuming session")+strings.Count(log, "nothing to deliver to") >= n
+}
+
+// inConversation counts the times the answer Postgres is in CLI session
+// id's conversation: the AskUserQuestion call's tool_result, or a resumed
+// session's first message that carries it.
+func inConversation(t testing.TB, id string) int {
+	t.Helper()
+	data, err := os.ReadFile(claudecli.SessionFile(os.Getenv(claudecli.EnvConfigDir), claudecli.RealCwd(), id))
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, line := range strings.Split(string(data), "\n") {
+		row := gjson.Parse(line)
+		if row.Get("type").String() != "user" {
+			continue
+		}
+		c := row.Get("message.content")
+		switch {
+		case c.Type == gjson.String:
+			if strings.Contains(c.String(), "previously asked") && strings.Contains(c.String(), "Postgres") {
+				n++
+			}
+		default:
+			// The answer's tool_result (not a rejection's: an agent whose
+			// stdin closed records the question as declined).
+			if r := c.Get(`#(tool_use_id=="toolu_01C")`); r.Exists() && !r.Get("is_error").Bool() && strings.Contains(r.Get("content").Raw, "Postgres") {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// clipBytes is a transcript record's message or text, cut short.
+func clipBytes(msg []byte, text string) string {
+	if len(msg) == 0 {
+		msg = []byte(text)
+	}
+	if len(msg) > 300 {
+		msg = msg[:300]
+	}
+	return string(msg)
 }
 
 // TestServeKilledAtRandom kills the bridge (kill -9) at random moments
@@ -277,6 +316,7 @@ func TestServeKilledAtRandom(t *testing.T) {
 			}
 		}()
 		time.Sleep(time.Duration(20+rng.IntN(200)) * time.Millisecond)
+		fmt.Fprintf(s.history, "--- killing the bridge %s\n", time.Now().Format(time.StampMicro))
 		s.cmd.Process.Kill()
 		s.cmd.Wait()
 		close(stop)
@@ -306,41 +346,41 @@ func TestServeKilledAtRandom(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	// Each CLI session asks once: count what each got.
-	got := map[string]int{}
+	// Each CLI session asks once. What counts is what its conversation
+	// holds (its session file: what the agent, and any agent resumed from
+	// it, took in): an agent that read a line and died before it acted on
+	// it took nothing in, and the bridge rightly delivers again.
 	asked := map[string]bool{} // CLI sessions whose agent wrote its question out
 	for _, r := range s.transcripts() {
 		if r.Dir == transcript.FromCLI && gjson.GetBytes(r.Msg, "request.subtype").String() == "can_use_tool" {
 			asked[r.Session] = true
 		}
-		if r.Dir != transcript.ToCLI {
-			continue
-		}
-		switch gjson.GetBytes(r.Msg, "type").String() {
-		case "control_response":
-			if gjson.GetBytes(r.Msg, "response.response.updatedInput.answers.Which database should I use\\?").String() == "Postgres" {
-				got[r.Session]++
-			}
-		case "user":
-			if c := gjson.GetBytes(r.Msg, "message.content").String(); strings.Contains(c, "previously asked") && strings.Contains(c, "Postgres") {
-				got[r.Session]++
-			}
+	}
+	got := map[string]int{}
+	var sessions []bridgeapi.Session
+	_ = json.Unmarshal([]byte(s.must("session", "ls", "--json")), &sessions)
+	for _, ss := range sessions {
+		if ss.ClaudeSessionID != "" {
+			got[ss.ClaudeSessionID] = inConversation(t, ss.ClaudeSessionID)
 		}
 	}
 	var ls []bridgeapi.Session
 	_ = json.Unmarshal([]byte(s.must("session", "ls", "--json")), &ls)
 	answered, unasked := 0, 0
+	var failedIDs []string
 	why := map[string]int{}
 	for _, ss := range ls {
 		switch n := got[ss.ClaudeSessionID]; {
 		case n > 1:
 			t.Errorf("session %s (%s) got the answer %d times", ss.ID, ss.ClaudeSessionID, n)
+			failedIDs = append(failedIDs, ss.ID, ss.ClaudeSessionID)
 		case n == 1:
 			answered++
 		case ss.Status == bridgeapi.StatusStarting:
 			t.Errorf("session %s was accepted and never started", ss.ID)
 		case asked[ss.ClaudeSessionID]:
-			t.Errorf("session %s: its agent asked, and no answer ever reached it (%s: %s)", ss.ID, ss.Status, ss.Detail)
+			t.Errorf("session %s (%s): its agent asked, and no answer ever reached it (%s: %s)", ss.ID, ss.ClaudeSessionID, ss.Status, ss.Detail)
+			failedIDs = append(failedIDs, ss.ID, ss.ClaudeSessionID)
 		default:
 			unasked++
 			why[ss.Status+": "+ss.Detail]++
@@ -366,12 +406,32 @@ func TestServeKilledAtRandom(t *testing.T) {
 	}
 	for _, q := range all {
 		if n := got[claudeID[q.SessionID]]; n != 1 {
-			t.Errorf("question %s: answered in the database, and the answer reached an agent %d times", q.ID, n)
+			t.Errorf("question %s of session %s (%s): answered in the database, and the answer reached an agent %d times", q.ID, q.SessionID, claudeID[q.SessionID], n)
+			failedIDs = append(failedIDs, q.ID, q.SessionID, claudeID[q.SessionID])
 		}
 	}
 	for _, id := range acked {
 		if q := s.question(id); got[claudeID[q.SessionID]] != 1 {
 			t.Errorf("question %s: the answer was acknowledged, and reached an agent %d times; now %s", id, got[claudeID[q.SessionID]], q.Status)
+		}
+	}
+	if t.Failed() {
+		// What every bridge said, and each agent of a failed session did.
+		for _, id := range failedIDs {
+			for _, line := range strings.Split(s.history.String(), "\n") {
+				if strings.Contains(line, id) || strings.HasPrefix(line, "--- ") && false {
+					t.Logf("  bridge: %s", line)
+				}
+			}
+		}
+		for _, r := range s.transcripts() {
+			if slices.Contains(failedIDs, r.Session) {
+				t.Logf("  agent %s %s: %s %s %s", r.Session[:8], r.T.Format(time.StampMicro), r.Dir, r.Event, clipBytes(r.Msg, r.Text))
+			}
+		}
+		if f := os.Getenv("ASKCTL_KILLS_LOG"); f != "" {
+			_ = os.WriteFile(f, []byte(s.history.String()), 0o600)
+			t.Logf("every bridge's log: %s", f)
 		}
 	}
 	t.Logf("%d kills: %d answers acknowledged; %d sessions, %d answered exactly once, %d ended without asking (their agent died with a bridge before it asked): %v", kills, len(acked), len(ls), answered, unasked, why)

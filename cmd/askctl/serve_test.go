@@ -40,6 +40,8 @@ type served struct {
 	log   *lockedBuffer
 	args  []string
 	env   []string // added to the next start's environment only
+	// history is what every bridge started so far wrote.
+	history *lockedBuffer
 	// nofile, when set, is the bridge's open-file limit.
 	nofile int
 }
@@ -71,7 +73,11 @@ func (s *served) start() {
 	s.cmd.Env = append(os.Environ(), envTestAsAskctl+"=1", bridgeapi.EnvStateDir+"="+s.state)
 	s.cmd.Env = append(s.cmd.Env, fakeclaude.Env{Transcript: filepath.Join(s.trans, "t-{pid}.jsonl"), Timeout: 30 * time.Second, Linger: 2 * time.Second}.Environ()...)
 	s.cmd.Env, s.env = append(s.cmd.Env, s.env...), nil
-	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
+	if s.history == nil {
+		s.history = &lockedBuffer{}
+	}
+	fmt.Fprintf(s.history, "--- bridge started %s\n", time.Now().Format(time.StampMicro))
+	s.cmd.Stdout, s.cmd.Stderr = io.MultiWriter(s.log, s.history), io.MultiWriter(s.log, s.history)
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatal(err)
 	}
