@@ -178,7 +178,7 @@ func TestDefectsAccountedFor(t *testing.T) {
 }
 
 // TestExploreFindsDefects proves the explorer's power: against each broken
-// bridge it finds a failing sequence within its budget (the first 60
+// bridge it finds a failing sequence within its budget (the first 100
 // sequences from seed 1: a count, which a busy machine does not shrink as
 // it would a time; at most ASKCTL_EXPLORE, default 5m), shrinks it, and
 // the case it writes fails again when replayed from its file. It takes minutes, so it runs where
@@ -196,7 +196,7 @@ func TestExploreFindsDefects(t *testing.T) {
 			}
 			p := brokenProfile(base, d)
 			res, err := conformance.Explore(context.Background(), conformance.Config{Profile: p, Askctl: bin},
-				conformance.ExploreOptions{Duration: exploreFor(t, 5*time.Minute), Sequences: 60, Shrink: 30 * time.Second, Seed: 1})
+				conformance.ExploreOptions{Duration: exploreFor(t, 5*time.Minute), Sequences: 100, Shrink: 30 * time.Second, Seed: 1})
 			if err != nil {
 				t.Fatal(err)
 			}
