@@ -150,6 +150,18 @@ func (b *Bridge) redeliver(q *bridgeapi.Question) {
 		b.markDelivered(q.ID)
 		return
 	}
+	// An agent asks again only once it has the reply to what it asked
+	// before: a later question of the session proves this reply arrived
+	// (and its session must not be resumed twice).
+	if later, err := b.st.questions(ctx, "", ss.ID); err == nil {
+		for _, l := range later {
+			if l.ID != q.ID && l.CreatedAt.After(q.CreatedAt) {
+				b.cfg.Logf("question %s: its agent asked again after it (%s): it was delivered", q.ID, l.ID)
+				b.markDelivered(q.ID)
+				return
+			}
+		}
+	}
 	b.awaitAgentGone(ss.ID)
 	prompt := replyPrompt(q)
 	if found, err := b.received(ss, q, prompt); err != nil {
