@@ -83,15 +83,7 @@ func newEnvTB(t testing.TB, cfg bridge.Config, transcripts bool) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, b: b, dir: cfg.Dir, cfg: cfg}
-	e.server = &bridge.Server{B: b, Token: "test-token"}
-	e.srv = httptest.NewServer(e.server.Handler())
-	e.c = &bridgeapi.Client{URL: e.srv.URL, Token: "test-token"}
-	t.Cleanup(func() {
-		e.srv.Close()
-		b.Close()
-	})
-	return e
+	return withBridge(t, &env{dir: cfg.Dir, cfg: cfg}, b)
 }
 
 func (e *env) start(scenario, prompt string) *bridgeapi.Session {
@@ -240,4 +232,18 @@ func TestMaxStarting(t *testing.T) {
 	if out, err := os.ReadFile(filepath.Join(dir, "overlaps")); err == nil {
 		t.Errorf("agents started together with MaxStarting 1: %q", out)
 	}
+}
+
+// withBridge is e served by bridge b (a bridge started again on e's
+// database).
+func withBridge(tb testing.TB, e *env, b *bridge.Bridge) *env {
+	n := &env{t: tb, b: b, dir: e.dir, cfg: e.cfg}
+	n.server = &bridge.Server{B: b, Token: "test-token"}
+	n.srv = httptest.NewServer(n.server.Handler())
+	n.c = &bridgeapi.Client{URL: n.srv.URL, Token: "test-token"}
+	tb.Cleanup(func() {
+		n.srv.Close()
+		b.Close()
+	})
+	return n
 }

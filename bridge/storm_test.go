@@ -4,7 +4,6 @@ package bridge_test
 
 import (
 	"context"
-	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -74,18 +73,4 @@ func BenchmarkAnswersDuringStartStorm(b *testing.B) {
 		b.ReportMetric(float64(percentile(lateT, 0.5).Microseconds())/1000, "late-p50-ms")
 		b.ReportMetric(float64(percentile(lateT, 0.99).Microseconds())/1000, "late-p99-ms")
 	}
-}
-
-// withBridge is e served by bridge b (a bridge started again on e's
-// database).
-func withBridge(tb testing.TB, e *env, b *bridge.Bridge) *env {
-	n := &env{t: tb, b: b, dir: e.dir, cfg: e.cfg}
-	n.server = &bridge.Server{B: b, Token: "test-token"}
-	n.srv = httptest.NewServer(n.server.Handler())
-	n.c = &bridgeapi.Client{URL: n.srv.URL, Token: "test-token"}
-	tb.Cleanup(func() {
-		n.srv.Close()
-		b.Close()
-	})
-	return n
 }

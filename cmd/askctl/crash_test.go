@@ -40,10 +40,8 @@ const crashScenario = `-- scenario.json --
 // agents took in, live or resumed).
 func (s *served) deliveries() int {
 	s.t.Helper()
-	var ls []bridgeapi.Session
-	_ = json.Unmarshal([]byte(s.must("session", "ls", "--json")), &ls)
 	n := 0
-	for _, ss := range ls {
+	for _, ss := range s.sessions() {
 		if ss.ClaudeSessionID != "" {
 			n += inConversation(s.t, ss.ClaudeSessionID)
 		}
@@ -94,21 +92,33 @@ func (s *served) settled() {
 	}
 }
 
+// sessions lists the bridge's sessions.
+func (s *served) sessions() []bridgeapi.Session {
+	s.t.Helper()
+	var ls []bridgeapi.Session
+	_ = json.Unmarshal([]byte(s.must("session", "ls", "--json")), &ls)
+	return ls
+}
+
+// busy counts the sessions whose agent runs or starts.
+func busy(ls []bridgeapi.Session) int {
+	n := 0
+	for _, ss := range ls {
+		if ss.Status == bridgeapi.StatusRunning || ss.Status == bridgeapi.StatusStarting {
+			n++
+		}
+	}
+	return n
+}
+
 // quiet waits until no session's agent runs or starts: what every agent
 // got is then in its transcript.
 func (s *served) quiet() {
 	s.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		var ls []bridgeapi.Session
-		_ = json.Unmarshal([]byte(s.must("session", "ls", "--json")), &ls)
-		busy := 0
-		for _, ss := range ls {
-			if ss.Status == bridgeapi.StatusRunning || ss.Status == bridgeapi.StatusStarting {
-				busy++
-			}
-		}
-		if busy == 0 {
+		ls := s.sessions()
+		if busy(ls) == 0 {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -330,19 +340,12 @@ func TestServeKilledAtRandom(t *testing.T) {
 		for _, q := range gjson.Parse(out).Array() {
 			s.askctl("answer", "--id", q.Get("question_id").String(), "Postgres")
 		}
-		var ls []bridgeapi.Session
-		_ = json.Unmarshal([]byte(s.must("session", "ls", "--json")), &ls)
-		busy := 0
-		for _, ss := range ls {
-			if ss.Status == bridgeapi.StatusRunning || ss.Status == bridgeapi.StatusStarting {
-				busy++
-			}
-		}
-		if busy == 0 && gjson.Get(out, "#").Int() == 0 && s.settledAll() {
+		n := busy(s.sessions())
+		if n == 0 && gjson.Get(out, "#").Int() == 0 && s.settledAll() {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after %d kills, sessions still run or questions wait after 60s: %d busy, pending %s; log:\n%s", kills, busy, out, s.log)
+			t.Fatalf("after %d kills, sessions still run or questions wait after 60s: %d busy, pending %s; log:\n%s", kills, n, out, s.log)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -357,15 +360,12 @@ func TestServeKilledAtRandom(t *testing.T) {
 		}
 	}
 	got := map[string]int{}
-	var sessions []bridgeapi.Session
-	_ = json.Unmarshal([]byte(s.must("session", "ls", "--json")), &sessions)
-	for _, ss := range sessions {
+	for _, ss := range s.sessions() {
 		if ss.ClaudeSessionID != "" {
 			got[ss.ClaudeSessionID] = inConversation(t, ss.ClaudeSessionID)
 		}
 	}
-	var ls []bridgeapi.Session
-	_ = json.Unmarshal([]byte(s.must("session", "ls", "--json")), &ls)
+	ls := s.sessions()
 	answered, unasked := 0, 0
 	var failedIDs []string
 	why := map[string]int{}
