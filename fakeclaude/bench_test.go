@@ -4,9 +4,12 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/askctl/askctl/internal/agent"
 	"github.com/askctl/askctl/internal/replay"
 	"github.com/askctl/askctl/internal/testenv"
 	"github.com/askctl/askctl/scenarios"
@@ -38,15 +41,26 @@ func BenchmarkSessionInProcess(b *testing.B) {
 
 // BenchmarkSessionSubprocess: the same session with fakeclaude spawned as a
 // process, as a bridge spawns claude: spawn, init, question, answer, result,
-// exit.
+// exit. Beside each session, in the same loop, the floor: a hello-world Go
+// program spawned and waited for. It reports each one's CPU (user and
+// system, the process's own rusage) and page faults, and the session's CPU
+// as a multiple of the floor's (x-floor), pair by pair so that the machine's
+// drift moves both.
 func BenchmarkSessionSubprocess(b *testing.B) {
 	_, plan := askMultiPlan(b)
 	bin := testenv.BuildFakeclaude(b)
+	hello := buildHello(b)
 	// With and without the session file, side by side.
 	for _, file := range []string{"1", "0"} {
 		name := map[string]string{"1": "session-file-off", "0": "session-file-on"}[file]
 		b.Run(name, func(b *testing.B) {
+			var session, floor usage
 			for b.Loop() {
+				h := exec.Command(hello)
+				if out, err := h.Output(); err != nil || string(out) != "hello\n" {
+					b.Fatalf("hello: %q %v", out, err)
+				}
+				floor.add(h.ProcessState)
 				cmd := exec.Command(bin, sdkFlags...)
 				cmd.Env = append(os.Environ(), "FAKECLAUDE_SCENARIO=ask-multi", "FAKECLAUDE_NO_SESSION_FILE="+file)
 				stdin, _ := cmd.StdinPipe()
@@ -60,9 +74,46 @@ func BenchmarkSessionSubprocess(b *testing.B) {
 				if err := cmd.Wait(); err != nil {
 					b.Fatalf("fakeclaude: %v", err)
 				}
+				session.add(cmd.ProcessState)
 			}
+			n := float64(b.N)
+			b.ReportMetric(float64(session.cpu)/n/1e6, "cpu-ms/op")
+			b.ReportMetric(float64(session.faults)/n, "faults/op")
+			b.ReportMetric(float64(floor.cpu)/n/1e6, "floor-cpu-ms/op")
+			b.ReportMetric(float64(session.cpu)/float64(floor.cpu), "x-floor")
 		})
 	}
+}
+
+// usage sums processes' CPU time (user and system) and page faults.
+type usage struct {
+	cpu    time.Duration
+	faults int64
+}
+
+func (u *usage) add(ps *os.ProcessState) {
+	u.cpu += ps.UserTime() + ps.SystemTime()
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+		u.faults += ru.Minflt + ru.Majflt
+	}
+}
+
+// buildHello builds the floor: the smallest Go program that starts, writes
+// a line and exits.
+func buildHello(b *testing.B) string {
+	b.Helper()
+	dir := b.TempDir()
+	src := filepath.Join(dir, "main.go")
+	if err := os.WriteFile(src, []byte("package main\n\nimport \"os\"\n\nfunc main() { os.Stdout.WriteString(\"hello\\n\") }\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	bin := filepath.Join(dir, "hello")
+	cmd := exec.Command("go", "build", "-o", bin, src)
+	cmd.Env = append(os.Environ(), "GO111MODULE=off")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("go build hello: %v\n%s", err, out)
+	}
+	return bin
 }
 
 // BenchmarkSessionFile: one whole ask-multi session in process, with the
@@ -82,4 +133,39 @@ func BenchmarkSessionFile(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkSessionVsRealCLI: the ask-multi session, played the same way
+// against fakeclaude and against the real claude CLI (on askctl's fake model
+// API), one after the other in each iteration, through the same launcher a
+// bridge's test uses. It reports each one's wall time per session and how
+// many times faster fakeclaude's is (x-faster), pair by pair. It needs the
+// real CLI (make e2e's tier: ASKCTL_CLAUDE, or askctl claude install).
+func BenchmarkSessionVsRealCLI(b *testing.B) {
+	sc, plan := askMultiPlan(b)
+	realCLI := agent.Real{Claude: testenv.RealClaude(b)}
+	fake := agent.Fake{Exe: testenv.BuildFakeclaude(b)}
+	session := func(ag agent.Agent) time.Duration {
+		start := time.Now()
+		p, err := ag.Start(context.Background(), sc, agent.Options{Dir: b.TempDir()})
+		if err != nil {
+			b.Fatalf("%s: %v", ag.Name(), err)
+		}
+		if _, err := replay.Play(context.Background(), plan, p.Stdin, p.Stdout, replay.PlayOptions{Timeout: 60 * time.Second}); err != nil {
+			p.Kill()
+			b.Fatalf("%s: %v\n%s", ag.Name(), err, p.Stderr())
+		}
+		if code, err := p.Wait(); code != 0 || err != nil {
+			b.Fatalf("%s: exit %d %v\n%s", ag.Name(), code, err, p.Stderr())
+		}
+		return time.Since(start)
+	}
+	var f, r time.Duration
+	for b.Loop() {
+		f += session(fake)
+		r += session(realCLI)
+	}
+	b.ReportMetric(float64(f)/float64(b.N)/1e6, "fake-ms/op")
+	b.ReportMetric(float64(r)/float64(b.N)/1e6, "real-ms/op")
+	b.ReportMetric(float64(r)/float64(f), "x-faster")
 }

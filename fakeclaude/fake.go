@@ -324,7 +324,7 @@ func (f *fake) send(m any) {
 	if f.outDead {
 		return
 	}
-	b, err := json.Marshal(m)
+	b, err := encode(m)
 	if err != nil {
 		f.fail(ExitUsage, "internal", "encoding a message: %v", err)
 		f.stopped = true

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -109,7 +110,17 @@ func Main() { MainWith(nil) }
 // program that links the MCP SDK anyway (askctl, a test binary) passes
 // mcpclient.Dialer{} and needs no helper.
 func MainWith(mcp mcplink.Dialer) {
-	os.Exit(CommandWith(mcp, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr))
+	// A session is one agent's I/O, waiting on pipes: one processor serves
+	// it, and spares the threads and the idle spinning of more (about a
+	// fifth of a session's CPU, BenchmarkSessionSubprocess). GOMAXPROCS in
+	// the environment still decides.
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(1)
+	}
+	stdin, done := pollableStdin()
+	code := CommandWith(mcp, os.Args[1:], os.Getenv, stdin, os.Stdout, os.Stderr)
+	done()
+	os.Exit(code)
 }
 
 // Command runs fakeclaude with the given arguments and environment and returns

@@ -1,7 +1,6 @@
 package fakeclaude
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -19,24 +18,71 @@ type kv struct {
 	v any
 }
 
-func (o obj) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
+func (o obj) MarshalJSON() ([]byte, error) { return o.appendJSON(nil) }
+
+// encode is json.Marshal(v), byte for byte, written in one pass where v is
+// built of obj: json.Marshal would validate and compact what each nested
+// obj's MarshalJSON returned again at every level above it.
+func encode(v any) ([]byte, error) { return appendJSON(nil, v) }
+
+func (o obj) appendJSON(b []byte) ([]byte, error) {
+	b = append(b, '{')
 	for i, f := range o {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		k, _ := json.Marshal(f.k)
-		b.Write(k)
-		b.WriteByte(':')
-		v, err := json.Marshal(f.v)
-		if err != nil {
+		var err error
+		if b, err = appendJSON(b, f.k); err != nil {
+			return nil, err
+		}
+		b = append(b, ':')
+		if b, err = appendJSON(b, f.v); err != nil {
 			return nil, fmt.Errorf("field %s: %w", f.k, err)
 		}
-		b.Write(v)
 	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	return append(b, '}'), nil
+}
+
+func appendJSON(b []byte, v any) ([]byte, error) {
+	switch v := v.(type) {
+	case obj:
+		return v.appendJSON(b) // nil too: "{}", as its MarshalJSON
+	case []obj:
+		if v == nil {
+			return append(b, "null"...), nil
+		}
+		b = append(b, '[')
+		for i, e := range v {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var err error
+			if b, err = e.appendJSON(b); err != nil {
+				return nil, err
+			}
+		}
+		return append(b, ']'), nil
+	case []any:
+		if v == nil {
+			return append(b, "null"...), nil
+		}
+		b = append(b, '[')
+		for i, e := range v {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var err error
+			if b, err = appendJSON(b, e); err != nil {
+				return nil, err
+			}
+		}
+		return append(b, ']'), nil
+	}
+	x, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, x...), nil
 }
 
 // baseTools is the tool list of CLI 2.1.330's system/init in -p mode, without

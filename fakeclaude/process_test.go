@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/askctl/askctl/transcript"
+	"golang.org/x/sys/unix"
 )
 
 // proc is fakeclaude as a real process, with raw pipes the test controls.
@@ -196,5 +197,65 @@ func TestStalledReader(t *testing.T) {
 	}
 	if err := p.cmd.Process.Signal(syscall.Signal(0)); err == nil || !errors.Is(err, os.ErrProcessDone) {
 		t.Errorf("process still alive: %v", err)
+	}
+}
+
+// TestStdinPolledThenRestored: fakeclaude reads a piped stdin through the
+// runtime's poller (the descriptor in non-blocking mode, as node has it for
+// the real CLI), and puts the descriptor back in blocking mode when it
+// exits, for whoever shares it next.
+func TestStdinPolledThenRestored(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, sdk...)
+	cmd.Env = append(os.Environ(), runAsEnv+"=fakeclaude", "FAKECLAUDE_SCENARIO=ask-single", "FAKECLAUDE_NO_SESSION_FILE=1")
+	inR, inW, _ := os.Pipe()
+	outR, outW, _ := os.Pipe()
+	defer inW.Close()
+	defer outR.Close()
+	// A second descriptor for the read end of stdin: the same open file,
+	// whose mode fakeclaude sets.
+	shared, err := syscall.Dup(int(inR.Fd()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(shared)
+	nonblocking := func() bool {
+		fl, err := unix.FcntlInt(uintptr(shared), syscall.F_GETFL, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fl&syscall.O_NONBLOCK != 0
+	}
+	cmd.Stdin, cmd.Stdout = inR, outW
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	inR.Close()
+	outW.Close()
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	defer func() { cmd.Process.Kill(); <-done }()
+
+	if _, err := inW.WriteString(initLine + "\n"); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(outR).ReadString('\n')
+	if err != nil || !strings.Contains(line, `"control_response"`) {
+		t.Fatalf("initialize: %q %v", line, err)
+	}
+	if !nonblocking() {
+		t.Error("while fakeclaude reads it, stdin is in blocking mode: a read waiting for the next line holds a thread")
+	}
+	inW.Close()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("fakeclaude did not exit when its stdin closed")
+	}
+	if nonblocking() {
+		t.Error("fakeclaude exited and left its stdin in non-blocking mode")
 	}
 }

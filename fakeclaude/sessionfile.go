@@ -152,7 +152,7 @@ func (l *sessionLog) write(row obj) {
 		}
 		l.file = file
 	}
-	b, err := json.Marshal(row)
+	b, err := encode(row)
 	if err != nil {
 		l.broken(err)
 		return

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -22,6 +21,7 @@ import (
 	"github.com/askctl/askctl/fakeclaude"
 	"github.com/askctl/askctl/fakeclaude/fakeapi"
 	"github.com/askctl/askctl/internal/agentlink"
+	"github.com/askctl/askctl/internal/httpserve"
 	"github.com/askctl/askctl/protocol"
 	"github.com/askctl/askctl/scenarios"
 	"github.com/askctl/askctl/transcript"
@@ -130,7 +130,7 @@ func RealShim(args []string, getenv func(string) string, stdin io.Reader, stdout
 	if err != nil {
 		return fail("%v", err)
 	}
-	srv := &http.Server{Handler: fakeapi.New(sc, rec), ReadHeaderTimeout: 10 * time.Second}
+	srv := httpserve.New(fakeapi.New(sc, rec))
 	go srv.Serve(ln)
 	defer srv.Close()
 

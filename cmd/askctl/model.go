@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"time"
 
 	"github.com/askctl/askctl/fakeclaude/fakeapi"
+	"github.com/askctl/askctl/internal/httpserve"
 	"github.com/askctl/askctl/scenarios"
 	"github.com/askctl/askctl/transcript"
 	"github.com/urfave/cli/v3"
@@ -68,7 +68,7 @@ func runModel(ctx context.Context, o *modelOptions) error {
 		return err
 	}
 	log := transcript.NewWriter(o.io.err)
-	srv := &http.Server{Handler: fakeapi.New(sc, log), ReadHeaderTimeout: 10 * time.Second}
+	srv := httpserve.New(fakeapi.New(sc, log))
 	fmt.Fprintf(o.io.out, "ANTHROPIC_BASE_URL=http://%s\nANTHROPIC_API_KEY=sk-askctl-fake-key\nCLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1\n", ln.Addr())
 	go func() { <-ctx.Done(); srv.Close() }()
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

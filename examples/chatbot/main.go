@@ -130,7 +130,7 @@ func main() {
 		log.Fatal(err)
 	}
 	log.Printf("chatbot: listening on http://%s", l.Addr())
-	srv := &http.Server{Handler: b.routes(), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: b.routes(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: time.Minute}
 	go func() {
 		sig := make(chan os.Signal, 1)
 		signal.Notify(sig, syscall.SIGTERM, os.Interrupt)

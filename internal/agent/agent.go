@@ -10,7 +10,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"github.com/askctl/askctl/fakeclaude"
 	"github.com/askctl/askctl/fakeclaude/fakeapi"
 	"github.com/askctl/askctl/internal/events"
+	"github.com/askctl/askctl/internal/httpserve"
 	"github.com/askctl/askctl/scenarios"
 	"github.com/askctl/askctl/transcript"
 )
@@ -189,7 +189,7 @@ func (r Real) Start(ctx context.Context, sc *scenarios.Scenario, opts Options) (
 		// again, then the resumed ones.
 		model = sc.Conversation()
 	}
-	srv := &http.Server{Handler: fakeapi.New(model, opts.Log), ReadHeaderTimeout: 10 * time.Second}
+	srv := httpserve.New(fakeapi.New(model, opts.Log))
 	go srv.Serve(ln)
 	c.Cleanup = append(c.Cleanup, func() { srv.Close() })
 	c.Env = claudecli.RealEnv("http://"+ln.Addr().String(), dir)

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/askctl/askctl/internal/httpserve"
 	"github.com/askctl/askctl/internal/jsonl"
 	"github.com/askctl/askctl/internal/mcpask"
 	"github.com/askctl/askctl/scenarios"
@@ -148,7 +149,7 @@ func StartMCPScript(sc *scenarios.Scenario, log transcript.Sink) (*MCPScript, er
 	h := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		return servers[strings.Trim(r.URL.Path, "/")]
 	}, nil)
-	s.srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	s.srv = httpserve.New(h)
 	go s.srv.Serve(ln)
 	return s, nil
 }
