@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -78,6 +79,8 @@ type store struct {
 	quit     chan struct{} // closed by Close: the writer finishes and exits
 	done     chan struct{} // closed when the writer has exited
 	rd       *sql.DB       // readers: in WAL mode they read what is committed while a write goes on, so a listing never waits behind session starts
+	// wst and rst keep the writer's and the readers' prepared statements.
+	wst, rst *stmts
 	// fault, when set (tests), fails a write as a full disk would; op names
 	// the write and the status it writes ("setStatus exited").
 	fault atomic.Pointer[func(op string) error]
@@ -102,9 +105,12 @@ func openStore(path string) (*store, error) {
 	if err != nil {
 		return nil, err
 	}
-	// One writer at a time is SQLite's rule; one connection keeps it
-	// simple and fast for a bridge's load.
-	db.SetMaxOpenConns(1)
+	// One writer at a time is SQLite's rule: the writer goroutine alone
+	// writes. A second connection lets it prepare a statement while its
+	// transaction holds the first (stmts.get); the statement is then
+	// prepared on the first too, at its first use there.
+	db.SetMaxOpenConns(2)
+	db.SetMaxIdleConns(2)
 	if _, err := db.Exec(schema); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("database %s: %w", path, err)
@@ -119,7 +125,8 @@ func openStore(path string) (*store, error) {
 		return nil, err
 	}
 	rd.SetMaxOpenConns(4)
-	s := &store{db: db, rd: rd, ops: make(chan *writeOp), quit: make(chan struct{}), done: make(chan struct{})}
+	rd.SetMaxIdleConns(4) // kept open, with their prepared statements
+	s := &store{db: db, rd: rd, wst: newStmts(db), rst: newStmts(rd), ops: make(chan *writeOp), quit: make(chan struct{}), done: make(chan struct{})}
 	go s.writer()
 	return s, nil
 }
@@ -197,7 +204,7 @@ func (s *store) exec(ctx context.Context, query string, args ...any) (sql.Result
 	var res sql.Result
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		var err error
-		res, err = tx.Exec(query, args...)
+		res, err = s.txExec(context.Background(), tx, query, args...) // the caller's ctx stops its wait, not the write
 		return err
 	}, nil)
 	return res, err
@@ -300,6 +307,8 @@ func (s *store) run(group []*writeOp, savepoints bool) (errs []error, err error)
 func (s *store) Close() error {
 	close(s.quit)
 	<-s.done
+	s.wst.close()
+	s.rst.close()
 	rerr := s.rd.Close()
 	if err := s.db.Close(); err != nil {
 		return err
@@ -344,17 +353,17 @@ func (s *store) setStatus(ctx context.Context, ss *bridgeapi.Session) error {
 // kept until the key would have expired.
 func (s *store) revokeKey(ctx context.Context, nonce string, expires, now time.Time) error {
 	return s.write(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM revoked_keys WHERE expires_at < ?`, ts(now)); err != nil {
+		if _, err := s.txExec(ctx, tx, `DELETE FROM revoked_keys WHERE expires_at < ?`, ts(now)); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO revoked_keys (nonce, expires_at) VALUES (?, ?)`, nonce, ts(expires))
+		_, err := s.txExec(ctx, tx, `INSERT OR IGNORE INTO revoked_keys (nonce, expires_at) VALUES (?, ?)`, nonce, ts(expires))
 		return err
 	}, nil)
 }
 
 // revokedKeys is the nonces of the revoked keys not yet expired.
 func (s *store) revokedKeys(ctx context.Context, now time.Time) (map[string]bool, error) {
-	rows, err := s.rd.QueryContext(ctx, `SELECT nonce FROM revoked_keys WHERE expires_at >= ?`, ts(now))
+	rows, err := s.query(ctx, `SELECT nonce FROM revoked_keys WHERE expires_at >= ?`, ts(now))
 	if err != nil {
 		return nil, err
 	}
@@ -404,7 +413,7 @@ func scanSession(sc interface{ Scan(...any) error }) (*bridgeapi.Session, error)
 }
 
 func (s *store) session(ctx context.Context, id string) (*bridgeapi.Session, error) {
-	ss, err := scanSession(s.rd.QueryRowContext(ctx, `SELECT `+sessionCols+` FROM sessions WHERE id=?`, id))
+	ss, err := scanSession(s.queryRow(ctx, `SELECT `+sessionCols+` FROM sessions WHERE id=?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, bridgeapi.ErrNotFound
 	}
@@ -412,7 +421,7 @@ func (s *store) session(ctx context.Context, id string) (*bridgeapi.Session, err
 }
 
 func (s *store) sessions(ctx context.Context) ([]*bridgeapi.Session, error) {
-	rows, err := s.rd.QueryContext(ctx, `SELECT `+sessionCols+` FROM sessions ORDER BY created_at`)
+	rows, err := s.query(ctx, `SELECT `+sessionCols+` FROM sessions ORDER BY created_at`)
 	if err != nil {
 		return nil, err
 	}
@@ -528,7 +537,7 @@ func (s *store) due(ctx context.Context) ([]*bridgeapi.Question, error) {
 // agent is the process a session's agent last ran as (0 if none was
 // recorded).
 func (s *store) agent(ctx context.Context, id string) (pid int, start string, err error) {
-	err = s.rd.QueryRowContext(ctx, `SELECT agent_pid, agent_start FROM sessions WHERE id=?`, id).Scan(&pid, &start)
+	err = s.queryRow(ctx, `SELECT agent_pid, agent_start FROM sessions WHERE id=?`, id).Scan(&pid, &start)
 	return pid, start, err
 }
 
@@ -561,7 +570,7 @@ func scanQuestion(sc interface{ Scan(...any) error }) (*bridgeapi.Question, erro
 }
 
 func (s *store) question(ctx context.Context, id string) (*bridgeapi.Question, error) {
-	q, err := scanQuestion(s.rd.QueryRowContext(ctx, `SELECT `+questionCols+` FROM questions WHERE id=?`, id))
+	q, err := scanQuestion(s.queryRow(ctx, `SELECT `+questionCols+` FROM questions WHERE id=?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, bridgeapi.ErrNotFound
 	}
@@ -585,7 +594,7 @@ func (s *store) questions(ctx context.Context, status, session string) ([]*bridg
 
 // queryQuestions is the questions that where (with its ORDER BY) selects.
 func (s *store) queryQuestions(ctx context.Context, where string, args ...any) ([]*bridgeapi.Question, error) {
-	rows, err := s.rd.QueryContext(ctx, `SELECT `+questionCols+` FROM questions WHERE `+where, args...)
+	rows, err := s.query(ctx, `SELECT `+questionCols+` FROM questions WHERE `+where, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -606,7 +615,7 @@ func (s *store) queryQuestions(ctx context.Context, where string, args ...any) (
 func (s *store) appendEvent(ctx context.Context, session string, data []byte, now time.Time, after func(seq int64)) error {
 	var seq int64
 	return s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.Exec(`INSERT INTO events (session_id, data, created_at) VALUES (?, ?, ?)`, session, string(data), ts(now))
+		res, err := s.txExec(context.Background(), tx, `INSERT INTO events (session_id, data, created_at) VALUES (?, ?, ?)`, session, string(data), ts(now))
 		if err != nil {
 			return err
 		}
@@ -618,14 +627,14 @@ func (s *store) appendEvent(ctx context.Context, session string, data []byte, no
 // head is the sequence number of the latest logged event (0: none).
 func (s *store) head(ctx context.Context) (int64, error) {
 	var n int64
-	err := s.rd.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM events`).Scan(&n)
+	err := s.queryRow(ctx, `SELECT COALESCE(MAX(seq), 0) FROM events`).Scan(&n)
 	return n, err
 }
 
 // eventsAfter returns the logged events after seq, for a stream that
 // resumes (SSE Last-Event-ID), at most limit of them.
 func (s *store) eventsAfter(ctx context.Context, seq int64, session string, limit int) ([]bridgeapi.Event, error) {
-	rows, err := s.rd.QueryContext(ctx, `SELECT seq, data FROM events WHERE seq > ? AND (?='' OR session_id=? OR session_id='') ORDER BY seq LIMIT ?`, seq, session, session, limit)
+	rows, err := s.query(ctx, `SELECT seq, data FROM events WHERE seq > ? AND (?='' OR session_id=? OR session_id='') ORDER BY seq LIMIT ?`, seq, session, session, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -643,4 +652,65 @@ func (s *store) eventsAfter(ctx context.Context, seq int64, session string, limi
 		out = append(out, e)
 	}
 	return out, rows.Err()
+}
+
+// stmts keeps a database's prepared statements by their text, so that a
+// statement is parsed once per connection, not at each use: parsing was a
+// fifth of the bridge's CPU while sessions start at load (BenchmarkLoad).
+// The texts are this file's: a fixed, small set.
+type stmts struct {
+	db *sql.DB
+	mu sync.Mutex
+	m  map[string]*sql.Stmt
+}
+
+func newStmts(db *sql.DB) *stmts { return &stmts{db: db, m: map[string]*sql.Stmt{}} }
+
+func (c *stmts) get(ctx context.Context, query string) (*sql.Stmt, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st, ok := c.m[query]; ok {
+		return st, nil
+	}
+	st, err := c.db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	c.m[query] = st
+	return st, nil
+}
+
+func (c *stmts) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for q, st := range c.m {
+		_ = st.Close()
+		delete(c.m, q)
+	}
+}
+
+// txExec runs a prepared statement in a write's transaction.
+func (s *store) txExec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
+	st, err := s.wst.get(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+}
+
+// query and queryRow read through the readers' prepared statements.
+func (s *store) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	st, err := s.rst.get(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(ctx, args...)
+}
+
+func (s *store) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	st, err := s.rst.get(ctx, query)
+	if err != nil {
+		return s.rd.QueryRowContext(ctx, query, args...) // it fails the same way, as a Row
+	}
+	return st.QueryRowContext(ctx, args...)
 }
