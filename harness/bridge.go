@@ -136,7 +136,7 @@ func writeShim(path string, o Options, events, work string) error {
 		env := fakeclaude.Env{RunAs: fakeclaude.RoleReal, Events: events}.Environ()
 		env = append(env, EnvRealClaude+"="+o.RealClaude, EnvAgentHomes+"="+filepath.Join(work, "agents"))
 		script = "#!/bin/sh\n# claude for the bridge under test: the real CLI through askctl's real-agent shim, told what to play by the harness.\n" +
-			"exec env " + shellWords(env) + " " + shellQuote(o.Askctl) + ` "$@"` + "\n"
+			exportWords(env) + "exec " + shellQuote(o.Askctl) + ` "$@"` + "\n"
 	} else {
 		// Session files go to the bridge's CLAUDE_CONFIG_DIR if it sets
 		// one, else into the run's directory, never the user's ~/.claude.
@@ -148,18 +148,23 @@ func writeShim(path string, o Options, events, work string) error {
 		script = "#!/bin/sh\n# claude for the bridge under test: askctl's fakeclaude, told what to play by the harness.\n" +
 			"d=" + shellQuote(filepath.Join(work, "claude-config")) + "\n" +
 			": \"${" + claudecli.EnvConfigDir + ":=$d}\"; export " + claudecli.EnvConfigDir + "\n" +
-			"exec env " + shellWords(e.Environ()) + " " + shellQuote(exe) + ` "$@"` + "\n"
+			exportWords(e.Environ()) + "exec " + shellQuote(exe) + ` "$@"` + "\n"
 	}
 	return os.WriteFile(path, []byte(script), 0o755)
 }
 
-// shellWords quotes each word for sh and joins them.
-func shellWords(words []string) string {
-	q := make([]string, len(words))
-	for i, w := range words {
-		q[i] = shellQuote(w)
+// exportWords is the sh line that exports each NAME=value of env: sh
+// itself sets them, with no env program spawned for each session.
+func exportWords(env []string) string {
+	if len(env) == 0 {
+		return ""
 	}
-	return strings.Join(q, " ")
+	q := make([]string, len(env))
+	for i, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		q[i] = k + "=" + shellQuote(v)
+	}
+	return "export " + strings.Join(q, " ") + "\n"
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
