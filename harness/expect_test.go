@@ -204,3 +204,62 @@ func TestVerdictsWaitForTakenAnswers(t *testing.T) {
 		t.Errorf("Check = %v, %v", problems, err)
 	}
 }
+
+// TestNewQuestionAnsweredBehindSurfaces: a bridge that answers the agent
+// itself (a common shortcut) shows nothing; once the agent has exited, the
+// wait for a question fails at once, and says what the agent got and said.
+// An agent that died waiting, or one a surface answered, is still waited
+// for: a bridge may show its question yet.
+func TestNewQuestionAnsweredBehindSurfaces(t *testing.T) {
+	ask := func(e *Env, agent, req string) {
+		e.onRecord(transcript.Record{Session: agent, Dir: transcript.FromCLI, Msg: []byte(`{"type":"control_request","request_id":"` + req + `","request":{"subtype":"can_use_tool","tool_name":"AskUserQuestion","input":{"questions":[]}}}`)})
+	}
+	respond := func(e *Env, agent, req string) {
+		e.onRecord(transcript.Record{Session: agent, Dir: transcript.ToCLI, Msg: []byte(`{"type":"control_response","response":{"subtype":"success","request_id":"` + req + `","response":{"behavior":"allow","updatedInput":{"questions":[],"answers":{"Which database?":"SQLite"}}}}}`)})
+	}
+	exit := func(e *Env, agent string, code int) {
+		e.onRecord(transcript.Record{Session: agent, Event: transcript.EventExit, Code: &code})
+	}
+	e := newTestEnv()
+	for _, a := range []string{"s1", "s2", "s3"} {
+		s := newSessionState(a, "a"+a[1:], nil, false)
+		e.st.Sessions[a], e.st.byAgent["a"+a[1:]] = s, s
+	}
+
+	// s1: answered by the bridge itself; the agent finds it wrong and exits 4.
+	ask(e, "a1", "r1")
+	respond(e, "a1", "r1")
+	e.onRecord(transcript.Record{Session: "a1", Event: transcript.EventError, Kind: "expectation", Text: "step 3: answer is \"SQLite\", want \"Postgres\""})
+	exit(e, "a1", 4)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	start := time.Now()
+	err := e.Await(ctx, NewQuestion("s1", "main"))
+	if err == nil || ctx.Err() != nil {
+		t.Fatalf("Await = %v after %v; want Unmeetable at once", err, time.Since(start))
+	}
+	for _, want := range []string{"Unmeetable", "answered where no surface answered", "status 4", `allow with the answers {"Which database?":"SQLite"}`, `want "Postgres"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the reason does not say %q:\n%v", want, err)
+		}
+	}
+
+	// s2: the agent died waiting; s3: a surface answered. Both wait.
+	ask(e, "a2", "r2")
+	exit(e, "a2", 1)
+	ask(e, "a3", "r3")
+	e.mu.Lock()
+	e.st.Sessions["s3"].Questions = append(e.st.Sessions["s3"].Questions, "q_3")
+	e.st.Sessions["s3"].answered["q_3"] = time.Now()
+	e.mu.Unlock()
+	respond(e, "a3", "r3")
+	exit(e, "a3", 0)
+	for _, a := range []string{"s2", "s3"} {
+		short, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		err := e.Await(short, NewQuestion(a, "main"))
+		cancel()
+		if err == nil || strings.Contains(err.Error(), "Unmeetable") {
+			t.Errorf("session %s: Await = %v; want it still waiting (its deadline)", a, err)
+		}
+	}
+}

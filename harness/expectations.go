@@ -1,11 +1,13 @@
 package harness
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/askctl/askctl/internal/clip"
 	"github.com/askctl/askctl/protocol"
 	"github.com/tidwall/gjson"
 )
@@ -64,8 +66,58 @@ func NewQuestion(alias, conn string) Expectation {
 			}
 			return Unmeetable, why
 		}
+		if why, ok := s.answeredBehindSurfaces(); ok {
+			return Unmeetable, why
+		}
 		return Unmet, ""
 	})
+}
+
+// answeredBehindSurfaces reports, once the agent has exited, that nothing
+// is left for a surface to show: the agent received a response to every
+// request it made, and the harness answered none of its questions (a
+// bridge that answered or denied by itself, or a policy). A bridge may
+// still show a question whose agent died waiting, or withdrew it as it
+// died; not one the agent got a response to. why says what the agent got, and what it said of it.
+func (s *SessionState) answeredBehindSurfaces() (why string, ok bool) {
+	if s.Exit == nil || len(s.Requests) == 0 || len(s.answered) > 0 {
+		return "", false
+	}
+	var got []string
+	for i, r := range s.Requests {
+		if len(r.Responses) == 0 {
+			// It died waiting (or withdrew it as it died): a bridge that
+			// keeps questions may show it yet.
+			return "", false
+		}
+		resp := r.Responses[0]
+		got = append(got, fmt.Sprintf("request %d (%s) got %s %v after the ask", i+1, r.ID, responseSummary(resp.Result, resp.Msg), resp.T.Sub(r.T).Round(time.Millisecond)))
+	}
+	why = fmt.Sprintf("no surface can show it: the agent of session %s was answered where no surface answered, and exited with status %d. ", s.Alias, *s.Exit) + strings.Join(got, "; ")
+	if f := s.Failures[s.failuresFrom:]; len(f) > 0 {
+		why += ". The agent said: " + strings.Join(f, "; ")
+	}
+	return why, true
+}
+
+// responseSummary is a permission response as a bridge author reads it:
+// the behaviour, and the answers or the message, cut to a line.
+func responseSummary(result, msg json.RawMessage) string {
+	if len(result) == 0 {
+		return "the error " + clip.Quote(gjson.GetBytes(msg, "response.error").String(), 200)
+	}
+	res := gjson.ParseBytes(result)
+	switch b := res.Get("behavior").String(); b {
+	case "allow":
+		if a := res.Get("updatedInput.answers"); a.Exists() {
+			return "allow with the answers " + clip.String(a.Raw, 200)
+		}
+		return "allow with no answers"
+	case "deny":
+		return "deny " + clip.Quote(res.Get("message").String(), 200)
+	default:
+		return clip.String(string(result), 200)
+	}
 }
 
 // SurfaceSaw is met when connection conn ("" any) of alias's session saw
