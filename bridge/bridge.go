@@ -896,6 +896,7 @@ func (b *Bridge) Answer(ctx context.Context, id string, given map[string]bridgea
 
 // answer is Answer by a person (rule "") or by a policy's rule.
 func (b *Bridge) answer(ctx context.Context, id string, given map[string]bridgeapi.Answer, rule string) (*bridgeapi.AnswerResult, error) {
+	ctx = urgently(ctx) // before the writes of sessions starting
 	defer b.qlocks.lock(id)()
 	q, err := b.pending(ctx, id)
 	if err != nil {
@@ -936,7 +937,7 @@ func (b *Bridge) answer(ctx context.Context, id string, given map[string]bridgea
 			}
 			b.mu.Unlock()
 		}
-		b.publish(bridgeapi.Event{Type: bridgeapi.EventHeld, SessionID: q.SessionID, QuestionID: id, Answers: merged, Reason: fmt.Sprintf("waiting for %d more answer(s)", len(missing))})
+		b.publishIn(ctx, bridgeapi.Event{Type: bridgeapi.EventHeld, SessionID: q.SessionID, QuestionID: id, Answers: merged, Reason: fmt.Sprintf("waiting for %d more answer(s)", len(missing))})
 		return &bridgeapi.AnswerResult{Question: q, Held: true, Missing: missing}, nil
 	}
 	l := b.liveSession(q.SessionID)
@@ -983,8 +984,8 @@ func (b *Bridge) answer(ctx context.Context, id string, given map[string]bridgea
 			b.cfg.Logf("question %s: %v", id, err)
 		}
 		b.stopTimer(id)
-		b.publish(bridgeapi.Event{Type: bridgeapi.EventWithdrawn, SessionID: q.SessionID, QuestionID: id, Reason: reason})
-		b.publishStatus(q.SessionID)
+		b.publishIn(ctx, bridgeapi.Event{Type: bridgeapi.EventWithdrawn, SessionID: q.SessionID, QuestionID: id, Reason: reason})
+		b.publishStatusIn(ctx, q.SessionID)
 		return nil, fmt.Errorf("%w: question %s was withdrawn (%s)", bridgeapi.ErrResolved, id, reason)
 	} else if l.mcp == nil {
 		b.crash(CrashAnswerWritten)
@@ -994,12 +995,12 @@ func (b *Bridge) answer(ctx context.Context, id string, given map[string]bridgea
 		res.Question = q
 	}
 	b.fillTimeout(res.Question)
-	b.publish(bridgeapi.Event{Type: bridgeapi.EventAnswered, SessionID: q.SessionID, QuestionID: id, Answers: merged, Rule: rule})
+	b.publishIn(ctx, bridgeapi.Event{Type: bridgeapi.EventAnswered, SessionID: q.SessionID, QuestionID: id, Answers: merged, Rule: rule})
 	if res.Resumed {
-		b.publish(bridgeapi.Event{Type: bridgeapi.EventResumed, SessionID: q.SessionID, QuestionID: id, Answers: merged,
+		b.publishIn(ctx, bridgeapi.Event{Type: bridgeapi.EventResumed, SessionID: q.SessionID, QuestionID: id, Answers: merged,
 			Reason: "the agent had stopped with the previous bridge: its session was resumed with the question and this answer"})
 	}
-	b.publishStatus(q.SessionID)
+	b.publishStatusIn(ctx, q.SessionID)
 	return res, nil
 }
 
@@ -1014,6 +1015,7 @@ func (b *Bridge) Skip(ctx context.Context, id, reason string, interrupt bool) (*
 
 // skip is Skip by a person (rule "") or by a policy's rule.
 func (b *Bridge) skip(ctx context.Context, id, reason string, interrupt bool, rule string) (*bridgeapi.Question, error) {
+	ctx = urgently(ctx) // before the writes of sessions starting
 	defer b.qlocks.lock(id)()
 	q, err := b.pending(ctx, id)
 	if err != nil {
@@ -1050,8 +1052,8 @@ func (b *Bridge) skip(ctx context.Context, id, reason string, interrupt bool, ru
 		}
 	}
 	q, _ = b.st.question(ctx, id)
-	b.publish(bridgeapi.Event{Type: bridgeapi.EventSkipped, SessionID: q.SessionID, QuestionID: id, Reason: reason, Rule: rule})
-	b.publishStatus(q.SessionID)
+	b.publishIn(ctx, bridgeapi.Event{Type: bridgeapi.EventSkipped, SessionID: q.SessionID, QuestionID: id, Reason: reason, Rule: rule})
+	b.publishStatusIn(ctx, q.SessionID)
 	return q, nil
 }
 
@@ -1305,9 +1307,12 @@ func (b *Bridge) durably(what string, f func(ctx context.Context) error) error {
 func DefaultMaxStarting() int { return max(1, runtime.NumCPU()-1) }
 
 // publishStatus tells the surfaces a session's state.
-func (b *Bridge) publishStatus(id string) {
-	if ss, err := b.Session(context.Background(), id); err == nil {
-		b.publish(statusEvent(ss))
+func (b *Bridge) publishStatus(id string) { b.publishStatusIn(context.Background(), id) }
+
+// publishStatusIn is publishStatus with ctx's values (urgently).
+func (b *Bridge) publishStatusIn(ctx context.Context, id string) {
+	if ss, err := b.Session(ctx, id); err == nil {
+		b.publishIn(ctx, statusEvent(ss))
 	}
 }
 
@@ -1327,11 +1332,15 @@ func statusEvent(ss *bridgeapi.Session) bridgeapi.Event {
 // The event is logged with the store's next commit, and delivered once it
 // is committed, in the log's order; publish returns when it is delivered.
 // Publishes from many goroutines share commits.
-func (b *Bridge) publish(e bridgeapi.Event) {
+func (b *Bridge) publish(e bridgeapi.Event) { b.publishIn(context.Background(), e) }
+
+// publishIn is publish with ctx's values (urgently), never its
+// cancellation: an event is delivered once it is logged.
+func (b *Bridge) publishIn(ctx context.Context, e bridgeapi.Event) {
 	e.Time = time.Now().UTC()
 	data, _ := json.Marshal(e)
 	o := &outgoing{e: e, done: make(chan struct{})}
-	err := b.st.appendEvent(context.Background(), e.SessionID, data, e.Time, func(seq int64) {
+	err := b.st.appendEvent(context.WithoutCancel(ctx), e.SessionID, data, e.Time, func(seq int64) {
 		// Committed: the subscriptions made so far hear it; a later one
 		// finds it in the log (or in the state it reads), so it is not
 		// delivered there too, late, after what that one read.

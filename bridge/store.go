@@ -74,6 +74,10 @@ CREATE TABLE IF NOT EXISTS events (
 type store struct {
 	db  *sql.DB // the one writer, used by the writer goroutine only
 	ops chan *writeOp
+	// urgent carries the writes of a person's answer or skip: the writer
+	// takes them before the others waiting (a storm of session starts),
+	// so an answer waits for one commit at most, not for every start.
+	urgent chan *writeOp
 	// isolated counts the groups run again in savepoints (a write failed).
 	isolated atomic.Int64
 	quit     chan struct{} // closed by Close: the writer finishes and exits
@@ -126,7 +130,7 @@ func openStore(path string) (*store, error) {
 	}
 	rd.SetMaxOpenConns(4)
 	rd.SetMaxIdleConns(4) // kept open, with their prepared statements
-	s := &store{db: db, rd: rd, wst: newStmts(db), rst: newStmts(rd), ops: make(chan *writeOp), quit: make(chan struct{}), done: make(chan struct{})}
+	s := &store{db: db, rd: rd, wst: newStmts(db), rst: newStmts(rd), ops: make(chan *writeOp, maxGroup), urgent: make(chan *writeOp, maxGroup), quit: make(chan struct{}), done: make(chan struct{})}
 	go s.writer()
 	return s, nil
 }
@@ -184,8 +188,12 @@ var errStoreClosed = errors.New("the database is closed")
 // writes. A done ctx stops the wait, not the write.
 func (s *store) write(ctx context.Context, fn func(tx *sql.Tx) error, after func()) error {
 	op := &writeOp{fn: fn, after: after, done: make(chan error, 1)}
+	queue := s.ops
+	if isUrgent(ctx) {
+		queue = s.urgent
+	}
 	select {
-	case s.ops <- op:
+	case queue <- op:
 	case <-s.quit:
 		return errStoreClosed
 	case <-ctx.Done():
@@ -210,19 +218,41 @@ func (s *store) exec(ctx context.Context, query string, args ...any) (sql.Result
 	return res, err
 }
 
-// writer commits the writes in groups until Close.
+type urgentKey struct{}
+
+// urgently marks ctx's writes as a person's: they go before the writes
+// waiting in the other queue. It keeps ctx's values, not its cancellation:
+// a write made is committed, whoever stops waiting for it.
+func urgently(ctx context.Context) context.Context {
+	return context.WithValue(context.WithoutCancel(ctx), urgentKey{}, true)
+}
+
+func isUrgent(ctx context.Context) bool { v, _ := ctx.Value(urgentKey{}).(bool); return v }
+
+// writer commits the writes in groups until Close, a person's first.
 func (s *store) writer() {
 	defer close(s.done)
 	for {
 		var op *writeOp
 		select {
-		case op = <-s.ops:
-		case <-s.quit:
-			return
+		case op = <-s.urgent:
+		default:
+			select {
+			case op = <-s.urgent:
+			case op = <-s.ops:
+			case <-s.quit:
+				return
+			}
 		}
 		group := []*writeOp{op}
 	more:
 		for len(group) < maxGroup {
+			select {
+			case op := <-s.urgent:
+				group = append(group, op)
+				continue
+			default:
+			}
 			select {
 			case op := <-s.ops:
 				group = append(group, op)

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -121,5 +123,64 @@ func TestLateSubscriberHearsOnlyLaterEvents(t *testing.T) {
 	case e := <-late.C:
 		t.Errorf("the subscriber from after the commit heard it too, late: %+v", e)
 	default:
+	}
+}
+
+// TestUrgentWritesGoFirst: a person's writes (urgently) do not wait behind
+// the writes already queued (a storm of session starts): they are in the
+// next commit, and the queued ones after it.
+func TestUrgentWritesGoFirst(t *testing.T) {
+	st, err := openStore(filepath.Join(t.TempDir(), "b.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	// Hold the writer in a commit while the others queue.
+	hold, held := make(chan struct{}), make(chan struct{})
+	go st.write(ctx, func(*sql.Tx) error { close(held); <-hold; return nil }, nil)
+	<-held
+	var mu sync.Mutex
+	var order []string
+	committed := func(name string) func() {
+		return func() { mu.Lock(); order = append(order, name); mu.Unlock() }
+	}
+	var wg sync.WaitGroup
+	const queued = maxGroup + 10 // more than one commit's worth
+	for i := range queued {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = st.write(ctx, func(*sql.Tx) error { return nil }, committed(fmt.Sprint("start", i)))
+		}()
+	}
+	// Wait until they are all queued: the queue holds maxGroup, and the
+	// rest wait to enter it.
+	for len(st.ops) < maxGroup {
+		runtime.Gosched()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = st.write(urgently(ctx), func(*sql.Tx) error { return nil }, committed("answer"))
+	}()
+	for len(st.urgent) < 1 {
+		runtime.Gosched()
+	}
+	close(hold)
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute): // a backstop: the writes take milliseconds
+		t.Fatalf("the writes were not all committed within a minute: %d of %d", len(order), queued+1)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(order) != queued+1 {
+		t.Fatalf("%d writes committed, want %d", len(order), queued+1)
+	}
+	if at := slices.Index(order, "answer"); at != 0 {
+		t.Errorf("the answer's write was committed after %d queued writes, want before them", at)
 	}
 }
