@@ -93,6 +93,11 @@ type ExploreResult struct {
 	ExploreProgress
 	// Failure is nil when every sequence passed.
 	Failure *ExploreFailure `json:"failure,omitempty"`
+	// Unreplayed are failures found whose case, run again from its file,
+	// passed every time: the defect showed at a moment the case does not
+	// bring about. The exploration goes on for one that does; Failure is
+	// the first of these when none is found.
+	Unreplayed []*ExploreFailure `json:"unreplayed,omitempty"`
 }
 
 // ExploreFailure is a failing sequence, shrunk: a case of the suite's
@@ -327,16 +332,24 @@ func Explore(ctx context.Context, cfg Config, o ExploreOptions) (*ExploreResult,
 			// Replay the case as written: the file is the proof. A defect
 			// that shows only at some moments (an event racing a
 			// subscription) is given three runs to show again.
-			file := filepath.Join(work, "found.txtar")
+			file := filepath.Join(work, fmt.Sprintf("found-%d.txtar", seed))
 			if err := os.WriteFile(file, []byte(f.Case), 0o644); err == nil {
 				for f.ReplayRuns < 3 && !f.Replayed && ctx.Err() == nil {
 					f.ReplayRuns++
-					r, _ := runCaseOnce(cfg, file, filepath.Join(work, fmt.Sprintf("replay-%d", f.ReplayRuns)))
+					r, _ := runCaseOnce(cfg, file, filepath.Join(work, fmt.Sprintf("replay-%d-%d", seed, f.ReplayRuns)))
 					f.Replayed = r.Status == Fail || r.Status == Blocked
 				}
 			}
-			res.Failure = f
-			return res, nil
+			if f.Replayed || ctx.Err() != nil {
+				res.Failure = f
+				return res, nil
+			}
+			// A case that does not fail again proves nothing to its
+			// reader: explore on, from the next seed, for one that does.
+			res.Unreplayed = append(res.Unreplayed, f)
+			last.script = nil
+			shrinking = false
+			continue
 		}
 		if tb.Failed() {
 			// No sequence failed: rapid itself did (a model that
@@ -345,6 +358,9 @@ func Explore(ctx context.Context, cfg Config, o ExploreOptions) (*ExploreResult,
 			return res, fmt.Errorf("the explorer failed at seed %d:\n%s", seed, firstLines(tb.log.String(), 40))
 		}
 		shrinking = false
+	}
+	if res.Failure == nil && len(res.Unreplayed) > 0 {
+		res.Failure = res.Unreplayed[0]
 	}
 	return res, nil
 }

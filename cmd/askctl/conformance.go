@@ -424,6 +424,8 @@ func runExplore(ctx context.Context, o *conformanceOptions, cfg conformance.Conf
 			}
 			if !f.Replayed {
 				replay = fmt.Sprintf("it did NOT fail again in %d replays from the file: the defect depends on timing; run it a few times", f.ReplayRuns)
+			} else if n := len(res.Unreplayed); n > 0 {
+				replay += fmt.Sprintf("; %d failing sequence(s) found before it did not fail again when replayed, so the exploration went on", n)
 			}
 			fmt.Fprintf(ew, "found: %s %s, shrunk to %d steps; written to %s (%s)\n  replay it: askctl conformance --bridge %s --case %s\n",
 				f.Status, f.Requirement, f.Steps, o.found, replay, o.bridge, o.found)
