@@ -2,9 +2,11 @@ package fakeclaude_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -168,4 +170,77 @@ func BenchmarkSessionVsRealCLI(b *testing.B) {
 	b.ReportMetric(float64(f)/float64(b.N)/1e6, "fake-ms/op")
 	b.ReportMetric(float64(r)/float64(b.N)/1e6, "real-ms/op")
 	b.ReportMetric(float64(r)/float64(f), "x-faster")
+}
+
+// BenchmarkAgentsPerSecond: how many whole sessions fakeclaude alone plays
+// per second on this machine, spawned ASKCTL_BENCH_CONCURRENCY (default 16)
+// at a time as a bridge spawns them, driven over pipes with no bridge in
+// between; and, in the same run, how many hello-world Go programs are
+// spawned and waited for per second the same way: the floor of any
+// bridge's sessions/s here. Run it with -benchtime=1x; ASKCTL_BENCH_SESSIONS
+// (default 400) sessions each.
+func BenchmarkAgentsPerSecond(b *testing.B) {
+	_, plan := askMultiPlan(b)
+	bin := testenv.BuildFakeclaude(b)
+	hello := buildHello(b)
+	n := envInt(b, "ASKCTL_BENCH_SESSIONS", 400)
+	conc := envInt(b, "ASKCTL_BENCH_CONCURRENCY", 16)
+	run := func(one func() error) (perSec float64, cpuMs float64) {
+		var ru0, ru1 syscall.Rusage
+		_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru0)
+		start := time.Now()
+		sem := make(chan struct{}, conc)
+		errs := make(chan error, n)
+		for range n {
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem }()
+				errs <- one()
+			}()
+		}
+		for range n {
+			if err := <-errs; err != nil {
+				b.Fatal(err)
+			}
+		}
+		elapsed := time.Since(start)
+		_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru1)
+		cpu := time.Duration(ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano())
+		return float64(n) / elapsed.Seconds(), float64(cpu) / float64(n) / 1e6
+	}
+	for b.Loop() {
+		floor, floorCPU := run(func() error {
+			out, err := exec.Command(hello).Output()
+			if err == nil && string(out) != "hello\n" {
+				err = fmt.Errorf("hello: %q", out)
+			}
+			return err
+		})
+		agents, agentCPU := run(func() error {
+			cmd := exec.Command(bin, sdkFlags...)
+			cmd.Env = append(os.Environ(), "FAKECLAUDE_SCENARIO=ask-multi")
+			stdin, _ := cmd.StdinPipe()
+			stdout, _ := cmd.StdoutPipe()
+			if err := cmd.Start(); err != nil {
+				return err
+			}
+			if _, err := replay.Play(context.Background(), plan, stdin, stdout, replay.PlayOptions{Timeout: time.Minute}); err != nil {
+				cmd.Process.Kill()
+				cmd.Wait()
+				return err
+			}
+			return cmd.Wait()
+		})
+		b.ReportMetric(floor, "floor-spawns/s")
+		b.ReportMetric(floorCPU, "floor-cpu-ms/spawn")
+		b.ReportMetric(agents, "agent-sessions/s")
+		b.ReportMetric(agentCPU, "agent-cpu-ms/session")
+	}
+}
+
+func envInt(b *testing.B, name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
 }
