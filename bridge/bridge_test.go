@@ -23,6 +23,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	stormDriver() // when the storm benchmark runs this binary to start sessions from outside
 	testenv.Main(m)
 }
 

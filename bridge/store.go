@@ -178,7 +178,7 @@ type writeOp struct {
 }
 
 // maxGroup bounds the writes of one commit.
-const maxGroup = 256
+const maxGroup = 64
 
 var errStoreClosed = errors.New("the database is closed")
 

@@ -3,9 +3,16 @@
 package bridge_test
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"net/http"
+	"net/http/httptrace"
+	"os"
+	"os/exec"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -50,16 +57,23 @@ func BenchmarkAnswersDuringStartStorm(b *testing.B) {
 		if _, err := person.Pending(context.Background(), ""); err != nil {
 			b.Fatal(err)
 		}
-		// The storm: every start at once.
-		var wg sync.WaitGroup
-		for range storm {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				_, _ = e2.c.StartSession(context.Background(), bridgeapi.StartOptions{Prompt: "storm", Scenario: "ask-single"})
-			}()
+		// The storm: every start at once, from another process, as the
+		// clients of a bridge are (in this one, their thousand goroutines
+		// would be ahead of the person's in this process's run queue).
+		driver := exec.Command(os.Args[0], "-test.run=^$")
+		driver.Env = append(os.Environ(), envStormDriver+"="+e2.c.URL+" "+e2.c.Token+" "+strconv.Itoa(storm))
+		driver.Stderr = os.Stderr
+		stdout, err := driver.StdoutPipe()
+		if err != nil {
+			b.Fatal(err)
 		}
-		time.Sleep(200 * time.Millisecond) // the storm is under way
+		if err := driver.Start(); err != nil {
+			b.Fatal(err)
+		}
+		// It says when its requests are all sent; the answers follow.
+		if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != "sent\n" {
+			b.Fatalf("the storm driver: %q %v", line, err)
+		}
 		var liveT, lateT []time.Duration
 		for i := range each {
 			t0 := time.Now()
@@ -73,7 +87,9 @@ func BenchmarkAnswersDuringStartStorm(b *testing.B) {
 			}
 			lateT = append(lateT, time.Since(t0))
 		}
-		wg.Wait()
+		if err := driver.Wait(); err != nil {
+			b.Fatalf("the storm driver: %v", err)
+		}
 		if testing.Verbose() {
 			b.Logf("live answers: %v", liveT)
 			b.Logf("late answers: %v", lateT)
@@ -83,4 +99,49 @@ func BenchmarkAnswersDuringStartStorm(b *testing.B) {
 		b.ReportMetric(float64(percentile(lateT, 0.5).Microseconds())/1000, "late-p50-ms")
 		b.ReportMetric(float64(percentile(lateT, 0.99).Microseconds())/1000, "late-p99-ms")
 	}
+}
+
+// envStormDriver makes this test binary the storm's clients: "URL TOKEN N"
+// starts N sessions at once on the bridge at URL, says "sent" on stdout
+// once every request is on its way, and exits when all are answered (1 if
+// one failed).
+const envStormDriver = "_ASKCTL_STORM_DRIVER"
+
+func stormDriver() {
+	spec := os.Getenv(envStormDriver)
+	if spec == "" {
+		return
+	}
+	var url, token string
+	var n int
+	if _, err := fmt.Sscan(spec, &url, &token, &n); err != nil {
+		fmt.Fprintf(os.Stderr, "storm driver: %q: %v\n", spec, err)
+		os.Exit(2)
+	}
+	c := &bridgeapi.Client{URL: url, Token: token, HTTP: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n}}}
+	var wg sync.WaitGroup
+	var sent sync.WaitGroup
+	var failed atomic.Int32
+	for range n {
+		wg.Add(1)
+		sent.Add(1)
+		go func() {
+			defer wg.Done()
+			wrote := sync.OnceFunc(sent.Done) // once, retried or failed
+			defer wrote()
+			trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { wrote() }}
+			ctx := httptrace.WithClientTrace(context.Background(), trace)
+			if _, err := c.StartSession(ctx, bridgeapi.StartOptions{Prompt: "storm", Scenario: "ask-single"}); err != nil {
+				fmt.Fprintf(os.Stderr, "storm driver: %v\n", err)
+				failed.Add(1)
+			}
+		}()
+	}
+	sent.Wait()
+	fmt.Println("sent")
+	wg.Wait()
+	if failed.Load() > 0 {
+		os.Exit(1)
+	}
+	os.Exit(0)
 }
