@@ -16,7 +16,7 @@ E2E := TestServeRealCLI|TestMCPRealCLI|TestPage|TestPageLogout|TestPageTimeout|T
 .PHONY: help build conformance explore explore-browser replay demo test e2e race npm real-cli browser screenshots lint bench mutate fuzz fidelity clean
 
 help: ## list the targets
-	@awk 'BEGIN {FS = ":.*?## "} /^[a-zA-Z_-]+:.*?## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*?## "} /^[a-zA-Z0-9_-]+:.*?## / {n++; name[n] = $$1; text[n] = $$2; if (length($$1) > w) w = length($$1)} END {for (i = 1; i <= n; i++) printf "  %-*s  %s\n", w, name[i], text[i]}' $(MAKEFILE_LIST)
 
 build: ## build bin/askctl and bin/fakeclaude
 	$(GO) build -o bin/ ./cmd/...
