@@ -94,7 +94,7 @@ Examples:
 			&cli.StringSliceFlag{Name: "env", Usage: "KEY=VALUE added to every agent's environment (repeatable)", Destination: &o.env},
 			&cli.StringFlag{Name: "env-file", Usage: "a `FILE` of KEY=VALUE lines added to every agent's environment, such as askctl model prints", Destination: &o.envFile},
 			&cli.StringSliceFlag{Name: "origin", Usage: "extra host whose pages may open the WebSocket (repeatable)", Destination: &o.origins},
-			&cli.IntFlag{Name: "max-starting", Usage: "agents starting at once (until their system/init); more session starts wait their turn, so running sessions keep answering fast under a burst (default: the number of CPUs less one, at least 1)", Destination: &o.maxStarting},
+			&cli.IntFlag{Name: "max-starting", HideDefault: true, Usage: "agents starting at once (until their system/init); more session starts wait their turn, so running sessions keep answering fast under a burst (default: the number of CPUs less one, at least 1)", Destination: &o.maxStarting},
 			&cli.StringFlag{Name: "policy", Usage: "answer or skip questions by the rules of this `FILE` (askctl policy check FILE; askctl help policy)", Destination: &o.policy},
 			&cli.StringSliceFlag{Name: "host", Usage: "a name the bridge answers to besides loopback ones, as requests give it in Host (repeatable); --allow-remote answers every name", Destination: &o.hosts},
 		},
