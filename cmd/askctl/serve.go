@@ -74,8 +74,9 @@ Every request needs the token in <state>/token (created 0600); askctl's
 commands read it, and where the bridge listens, from the state directory
 (--state, ASKCTL_STATE_DIR, else $XDG_STATE_HOME/askctl or
 ~/.local/state/askctl). It listens on loopback; another address needs
---allow-remote. The protocols are documented in the bridge package
-(go doc github.com/askctl/askctl/bridge).
+--allow-remote. The protocols (HTTP routes, events, WebSocket and control
+messages) are documented in the bridgeapi package
+(go doc github.com/askctl/askctl/bridgeapi).
 
 Examples:
   askctl serve --claude fakeclaude &

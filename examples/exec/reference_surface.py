@@ -2,7 +2,7 @@
 """An exec surface for askctl's harness: the reference bridge's HTTP API
 behind askctl's exec contract (harness/exec.go, conformance/README.md).
 
-askctl runs this program once per run, writes one JSON request a line on its
+askctl runs this program once per case, writes one JSON request a line on its
 stdin, and reads one JSON reply or event a line from its stdout. A bridge
 with a Slack, WhatsApp or any other surface ships a program like this one
 that drives its own test channel; this one drives the reference bridge
