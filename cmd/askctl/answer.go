@@ -100,6 +100,8 @@ Examples:
 
 func (o *answerOptions) validate() error {
 	switch {
+	case o.id == "" && len(o.labels) > 0 && looksLikeID(o.labels[0]):
+		return usagef("--id is required: did you mean askctl answer --id %s%s?", o.labels[0], quotedRest(o.labels[1:]))
 	case o.id == "":
 		return usagef("--id is required: the question to answer (askctl pending lists them)")
 	case len(o.set) > 0 && (len(o.labels) > 0 || o.text != "" || o.question != ""):
@@ -262,6 +264,9 @@ func newSkipCmd(s *stdio, runF func(context.Context, *skipOptions) error) *cli.C
 		}, o.conn.flags()...),
 		Before: func(ctx context.Context, cmd *cli.Command) (context.Context, error) {
 			if cmd.Args().Len() > 0 {
+				if first := cmd.Args().First(); o.id == "" && looksLikeID(first) {
+					return ctx, usagef("skip takes the question as --id: did you mean askctl skip --id %s?", first)
+				}
 				return ctx, usagef("skip takes no arguments (the reason goes in --reason), got %q", cmd.Args().First())
 			}
 			if o.id == "" {
@@ -610,3 +615,23 @@ type exitWithMessage struct {
 }
 
 func (e exitWithMessage) Error() string { return e.msg }
+
+// looksLikeID is a question's or a permission prompt's id, as the bridge
+// makes them (q_…, p_…), given where a label was expected.
+func looksLikeID(s string) bool {
+	return len(s) > 2 && (strings.HasPrefix(s, "q_") || strings.HasPrefix(s, "p_")) && !strings.ContainsAny(s, " \t")
+}
+
+// quotedRest is words as a shell would take them back, each after a space.
+func quotedRest(words []string) string {
+	var b strings.Builder
+	for _, w := range words {
+		b.WriteByte(' ')
+		if w != "" && !strings.ContainsAny(w, " \t'\"\\$`*?[]{}()<>|&;#~!") {
+			b.WriteString(w)
+		} else {
+			b.WriteString("'" + strings.ReplaceAll(w, "'", `'\''`) + "'")
+		}
+	}
+	return b.String()
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"runtime/debug"
@@ -89,7 +90,7 @@ func shapeCommands(cmd *cli.Command, s *stdio) {
 	cmd.DisableSliceFlagSeparator = true
 	cmd.OnUsageError = func(_ context.Context, c *cli.Command, err error, _ bool) error {
 		s.current = c.FullName()
-		return usageError{err}
+		return usageError{unknownFlag(c, err)}
 	}
 	before := cmd.Before
 	cmd.Before = func(ctx context.Context, c *cli.Command) (context.Context, error) {
@@ -131,6 +132,37 @@ func unknownCommand(name string, parent *cli.Command) error {
 		msg += fmt.Sprintf(": did you mean %q?", near)
 	}
 	return usagef("%s", msg)
+}
+
+// unknownFlag rewrites the flag package's "flag provided but not defined:
+// -wiat" as "unknown flag --wiat: did you mean --wait?", naming the flag
+// as it is written and the nearest c has. Other errors stay as they are.
+func unknownFlag(c *cli.Command, err error) error {
+	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
+	if !ok {
+		return err
+	}
+	name = strings.TrimPrefix(name, "-")
+	dashes := func(n string) string {
+		if len(n) == 1 {
+			return "-" + n
+		}
+		return "--" + n
+	}
+	msg := "unknown flag " + dashes(name)
+	best, bestD := "", 3
+	for _, f := range c.Flags {
+		for _, n := range f.Names() {
+			// Close, and not a rewrite of most of what was typed.
+			if d := editDistance(name, n); d < bestD && 2*d <= len(name) && len(n) > 1 {
+				best, bestD = n, d
+			}
+		}
+	}
+	if best != "" {
+		msg += ": did you mean " + dashes(best) + "?"
+	}
+	return errors.New(msg)
 }
 
 // nearest is the command whose name is closest to name, if it is close.
