@@ -21,6 +21,9 @@ type stdio struct {
 	err    io.Writer
 	// current is the command being run, for the hint after a usage error.
 	current string
+	// completing: the shell completion script asks what may come next
+	// (--generate-shell-completion); no command checks its arguments.
+	completing bool
 }
 
 // Every command has the same shape, one file each: an options struct filled
@@ -45,8 +48,15 @@ Start with:
   askctl claude install         install the pinned real claude CLI (once)
   askctl replay --agent real    … against the real claude CLI (offline, free)
   askctl scenarios              list the built-in scenarios
-  askctl help COMMAND           what a command does, its flags and exit statuses`,
-		Suggest:   true,
+  askctl help COMMAND           what a command does, its flags and exit statuses
+  askctl completion bash        the shell completion script (also zsh, fish, pwsh)`,
+		Suggest: true,
+		// askctl completion bash|zsh|fish|pwsh prints the script to source.
+		EnableShellCompletion: true,
+		ConfigureShellCompletionCommand: func(c *cli.Command) {
+			c.Hidden = false
+			c.Usage = "print the shell completion script: source <(askctl completion bash), or zsh, fish, pwsh"
+		},
 		Reader:    s.in,
 		Writer:    s.out,
 		ErrWriter: s.err,
@@ -95,7 +105,7 @@ func shapeCommands(cmd *cli.Command, s *stdio) {
 	before := cmd.Before
 	cmd.Before = func(ctx context.Context, c *cli.Command) (context.Context, error) {
 		s.current = c.FullName()
-		if before != nil {
+		if before != nil && !s.completing {
 			return before(ctx, c)
 		}
 		return ctx, nil

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -64,10 +65,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	s := &stdio{getenv: getenv, in: stdin, out: stdout, err: stderr, current: "askctl"}
+	s := &stdio{getenv: getenv, in: stdin, out: stdout, err: stderr, current: "askctl", completing: slices.Contains(args, "--generate-shell-completion")}
 	app := newApp(s)
 	var err error
-	if len(args) > 1 && !strings.HasPrefix(args[1], "-") && app.Command(args[1]) == nil && args[1] != "help" {
+	if len(args) > 1 && !strings.HasPrefix(args[1], "-") && app.Command(args[1]) == nil && args[1] != "help" && args[1] != "completion" && !s.completing {
 		// An unknown command followed by its flags would be read as the
 		// root's flags ("flag provided but not defined"): name the command.
 		err = unknownCommand(args[1], app)

@@ -46,3 +46,4 @@ func TestMakeHelpComplete(t *testing.T) {
 		}
 	}
 }
+
