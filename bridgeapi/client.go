@@ -164,6 +164,28 @@ func (c *Client) Pending(ctx context.Context, session string) ([]*Question, erro
 	return out, err
 }
 
+// Session returns one session.
+func (c *Client) Session(ctx context.Context, id string) (*Session, error) {
+	var out Session
+	_, err := c.do(ctx, http.MethodGet, "/api/sessions/"+url.PathEscape(id), nil, &out)
+	return &out, err
+}
+
+// Questions lists the questions with status ("all" for every status, ""
+// for pending) of session ("" for every session).
+func (c *Client) Questions(ctx context.Context, status, session string) ([]*Question, error) {
+	q := url.Values{}
+	if status != "" {
+		q.Set("status", status)
+	}
+	if session != "" {
+		q.Set("session", session)
+	}
+	var out []*Question
+	_, err := c.do(ctx, http.MethodGet, "/api/questions?"+q.Encode(), nil, &out)
+	return out, err
+}
+
 // Question returns one question.
 func (c *Client) Question(ctx context.Context, id string) (*Question, error) {
 	var out Question

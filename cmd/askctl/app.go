@@ -160,6 +160,10 @@ func unknownFlag(c *cli.Command, err error) error {
 		return "--" + n
 	}
 	msg := "unknown flag " + dashes(name)
+	if name == "id" && c.ArgsUsage == "ID" {
+		// answer and skip take --id; these take the id as their argument.
+		return fmt.Errorf("%s: %s takes the id as its argument: %s ID", msg, c.FullName(), c.FullName())
+	}
 	best, bestD := "", 3
 	for _, f := range c.Flags {
 		for _, n := range f.Names() {

@@ -107,6 +107,7 @@ func TestExitStatus(t *testing.T) {
 		{args: []string{"answer", "q_123", "Use SQLite"}, want: 2, wantStderr: "--id is required: did you mean askctl answer --id q_123 'Use SQLite'?"},
 		{args: []string{"skip", "q_9"}, want: 2, wantStderr: "did you mean askctl skip --id q_9?"},
 		{args: []string{"answer", "Summary"}, want: 2, wantStderr: "--id is required: the question to answer"},
+		{args: []string{"session", "stop", "--id", "s_1"}, want: 2, wantStderr: "unknown flag --id: askctl session stop takes the id as its argument: askctl session stop ID"},
 		{args: []string{"record", "--", "true"}, want: 2, wantStderr: "askctl: -o FILE is required (or ASKCTL_RECORD_OUT)\nRun 'askctl record --help' for usage.\n"},
 		{args: []string{"record", "-o", dir + "/true.txtar", "--", "true"}, want: 0, wantStderr: "has no prompt"},
 		{args: []string{"record", "-o", dir + "/false.txtar", "--", "false"}, want: 1, wantStderr: "has no prompt"},

@@ -86,6 +86,9 @@ func TestTerminalOutputIsSanitized(t *testing.T) {
 	run(context.Background(), "skip", "--id", gjson.Get(out, "0.question_id").String(), "--reason", "no\x1b[2J\x07")
 	run(context.Background(), "session", "stop", sid)
 	run(context.Background(), "session", "ls")
+	if shown := run(context.Background(), "session", "show", sid); !strings.Contains(shown, "reason: no") {
+		t.Errorf("session show printed no skip reason: %q", shown)
+	}
 	stopWatch()
 	if w := <-watched; !strings.Contains(w, "Deploy") {
 		t.Errorf("watch printed no question: %q", w)

@@ -233,6 +233,26 @@ func TestServeAnswerEndToEnd(t *testing.T) {
 	if code, _, _ := s.askctl("answer", "--id", "q_nosuch", "x"); code != exitNotFound {
 		t.Errorf("unknown id: exit %d", code)
 	}
+
+	// session show: how the session ended, and what its agent got.
+	ss := s.sessionsEnded(1)[0]
+	shown := s.must("session", "show", ss.ID)
+	for _, want := range []string{"session " + ss.ID + ": exited (exit status 0)", "prompt:   Ask me how to format.", "scenario: ask-multi",
+		"1 question(s):", id + "  answered", "1. How should I format the output?", "→ Summary", "2. Which sections?", "→ Intro, Outro"} {
+		if !strings.Contains(shown, want) {
+			t.Errorf("session show does not say %q:\n%s", want, shown)
+		}
+	}
+	js := s.must("session", "show", "--json", ss.ID)
+	if gjson.Get(js, "id").String() != ss.ID || gjson.Get(js, "questions.0.answers.Which sections?").String() != "Intro, Outro" {
+		t.Errorf("session show --json: %s", js)
+	}
+	if code, _, errOut := s.askctl("session", "show", "s_nosuch"); code != exitNotFound {
+		t.Errorf("session show of no session: exit %d, %s", code, errOut)
+	}
+	if code, _, errOut := s.askctl("session", "show"); code != exitUsage || !strings.Contains(errOut, "show takes one session id") {
+		t.Errorf("session show with no id: exit %d, %s", code, errOut)
+	}
 }
 
 // TestServeSkipAndTimeout: skip sends a deny; a question nobody answers in

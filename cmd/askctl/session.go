@@ -39,7 +39,7 @@ func newSessionCmd(s *stdio, startF, lsF, stopF func(context.Context, *sessionOp
 	jsonFlag := &cli.BoolFlag{Name: "json", Usage: "print JSON", Destination: &o.json}
 	return &cli.Command{
 		Name:  "session",
-		Usage: "start, list and stop the bridge's agent sessions",
+		Usage: "start, list, show and stop the bridge's agent sessions",
 		Description: `A session is one agent (claude, or fakeclaude) the bridge spawned with the SDK
 flags, given one prompt; it ends when the agent exits after its turn, or when
 stopped (its pending questions are withdrawn).
@@ -77,6 +77,20 @@ stopped (its pending questions are withdrawn).
 				Usage:   "list the sessions",
 				Flags:   append([]cli.Flag{jsonFlag}, o.conn.apiFlags()...),
 				Action:  func(ctx context.Context, cmd *cli.Command) error { return lsF(ctx, o) },
+			},
+			{
+				Name:      "show",
+				Usage:     "show one session: its status, how it ended, and each question with its answer or reason",
+				ArgsUsage: "ID",
+				Flags:     append([]cli.Flag{jsonFlag}, o.conn.apiFlags()...),
+				Before: func(ctx context.Context, cmd *cli.Command) (context.Context, error) {
+					if cmd.Args().Len() != 1 {
+						return ctx, usagef("show takes one session id (askctl session ls lists them), got %d arguments", cmd.Args().Len())
+					}
+					o.id = cmd.Args().First()
+					return ctx, nil
+				},
+				Action: func(ctx context.Context, cmd *cli.Command) error { return runSessionShow(ctx, o) },
 			},
 			{
 				Name:      "stop",
@@ -187,5 +201,82 @@ func runSessionStop(ctx context.Context, o *sessionOptions) error {
 		return printJSON(o.io.out, ss)
 	}
 	fmt.Fprintf(o.io.out, "%s %s\n", ss.ID, ss.Status)
+	return nil
+}
+
+// sessionShown is session show's JSON: the session and its questions.
+type sessionShown struct {
+	*bridgeapi.Session
+	Questions []*bridgeapi.Question `json:"questions"`
+}
+
+func runSessionShow(ctx context.Context, o *sessionOptions) error {
+	c, err := o.conn.client(o.io)
+	if err != nil {
+		return err
+	}
+	ss, err := c.Session(ctx, o.id)
+	if err != nil {
+		return err
+	}
+	qs, err := c.Questions(ctx, "all", ss.ID)
+	if err != nil {
+		return err
+	}
+	if qs == nil {
+		qs = []*bridgeapi.Question{}
+	}
+	if o.json {
+		return printJSON(o.io.out, sessionShown{ss, qs})
+	}
+	w := o.io.out
+	// Everything an agent or a client wrote is escaped: a terminal acts on
+	// control sequences.
+	status := clip.Printable(ss.Status)
+	if ss.ExitCode != nil {
+		status += fmt.Sprintf(" (exit status %d)", *ss.ExitCode)
+	}
+	fmt.Fprintf(w, "session %s: %s\n", clip.Printable(ss.ID), status)
+	fmt.Fprintf(w, "  prompt:   %s\n", clip.String(ss.Prompt, 200))
+	if ss.Scenario != "" {
+		fmt.Fprintf(w, "  scenario: %s\n", clip.Printable(ss.Scenario))
+	}
+	fmt.Fprintf(w, "  agent:    %s\n", clip.Printable(ss.Claude))
+	if ss.ClaudeSessionID != "" {
+		fmt.Fprintf(w, "  its id:   %s (what --resume takes)\n", clip.Printable(ss.ClaudeSessionID))
+	}
+	fmt.Fprintf(w, "  started:  %s\n", ss.CreatedAt.Local().Format(time.DateTime))
+	if !ss.EndedAt.IsZero() {
+		fmt.Fprintf(w, "  ended:    %s\n", ss.EndedAt.Local().Format(time.DateTime))
+	}
+	if ss.Detail != "" {
+		fmt.Fprintf(w, "  why:      %s\n", clip.String(ss.Detail, 500))
+	}
+	if len(qs) == 0 {
+		fmt.Fprintln(w, "no questions")
+		return nil
+	}
+	fmt.Fprintf(w, "%d question(s):\n", len(qs))
+	for _, q := range qs {
+		line := fmt.Sprintf("  %s  %s  asked %s", clip.Printable(q.ID), clip.Printable(q.Status), q.CreatedAt.Local().Format(time.TimeOnly))
+		if !q.ResolvedAt.IsZero() {
+			line += fmt.Sprintf(", after %v", q.ResolvedAt.Sub(q.CreatedAt).Round(time.Millisecond))
+		}
+		if q.Orphaned {
+			line += " (its agent died with a previous bridge)"
+		}
+		fmt.Fprintln(w, line)
+		for i, qq := range q.Questions {
+			fmt.Fprintf(w, "    %d. %s\n", i+1, clip.String(qq.Question, 200))
+			if a, ok := q.Answers[qq.Question]; ok {
+				fmt.Fprintf(w, "       → %s\n", clip.String(a, 200))
+			} else if d, ok := q.Draft[qq.Question]; ok {
+				fmt.Fprintf(w, "       → %s (held: the other questions are not answered yet)\n", clip.String(d, 200))
+			}
+		}
+		if q.Reason != "" {
+			fmt.Fprintf(w, "    reason: %s\n", clip.String(q.Reason, 300))
+		}
+	}
 	return nil
 }
