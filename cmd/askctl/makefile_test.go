@@ -46,4 +46,3 @@ func TestMakeHelpComplete(t *testing.T) {
 		}
 	}
 }
-
