@@ -141,6 +141,11 @@ func (o *answerOptions) answersFor(qs []protocol.Question) (map[string][]string,
 			if o.text == "" {
 				i, ok = protocol.QuestionOfLabels(qs, o.labels)
 			}
+			if !ok && o.text == "" {
+				if err := notAnOption(o.id, qs, o.labels); err != nil {
+					return nil, err
+				}
+			}
 			if !ok {
 				return nil, usagef("question %s holds %d questions: say which this answers with --question N, or give them all with --set N=LABEL", o.id, len(qs))
 			}
@@ -634,4 +639,38 @@ func quotedRest(words []string) string {
 		}
 	}
 	return b.String()
+}
+
+// notAnOption is the error for a label that is an option of none of qs (a
+// typo, most often): it names the nearest option, and every question's.
+func notAnOption(id string, qs []protocol.Question, labels []string) error {
+	for _, l := range labels {
+		found := false
+		for _, q := range qs {
+			if protocol.IsLabel(q, l) {
+				found = true
+				break
+			}
+		}
+		if found {
+			continue
+		}
+		best, bestD := "", 3
+		var options []string
+		for i, q := range qs {
+			options = append(options, fmt.Sprintf("%d. %s", i+1, strings.Join(q.Labels(), " | ")))
+			for _, o := range q.Labels() {
+				d := editDistance(strings.ToLower(l), strings.ToLower(o))
+				if d < bestD && 2*d <= len(l) {
+					best, bestD = o, d
+				}
+			}
+		}
+		msg := fmt.Sprintf("%q is not an option of any question of %s (options: %s)", l, id, strings.Join(options, "; "))
+		if best != "" {
+			msg += fmt.Sprintf("; did you mean %q?", best)
+		}
+		return exitWithMessage{exitRejected, msg + "; for free text use --question N --text"}
+	}
+	return nil
 }

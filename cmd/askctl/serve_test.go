@@ -207,8 +207,11 @@ func TestServeAnswerEndToEnd(t *testing.T) {
 	if !strings.HasPrefix(id, "q_") || gjson.Get(out, "0.questions.#").Int() != 2 {
 		t.Fatalf("pending: %s", out)
 	}
-	if code, _, errOut := s.askctl("answer", "--id", id, "Nonsense"); code != exitUsage || !strings.Contains(errOut, "holds 2 questions") {
-		t.Errorf("a label of no question of a two-question request: exit %d, %s", code, errOut)
+	if code, _, errOut := s.askctl("answer", "--id", id, "Sumary"); code != exitRejected || !strings.Contains(errOut, `"Sumary" is not an option of any question of `+id) || !strings.Contains(errOut, `did you mean "Summary"?`) {
+		t.Errorf("a mistyped label of a two-question request: exit %d, %s", code, errOut)
+	}
+	if code, _, errOut := s.askctl("answer", "--id", id, "Summary", "Intro"); code != exitUsage || !strings.Contains(errOut, "holds 2 questions: say which") {
+		t.Errorf("labels of two questions of a two-question request: exit %d, %s", code, errOut)
 	}
 	// A bare label that names an option of exactly one question answers it.
 	if out := s.must("answer", "--id", id, "Summary"); !strings.Contains(out, "held "+id+`: waiting for "Which sections?"`) {
