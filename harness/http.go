@@ -67,6 +67,11 @@ func (h *httpSurface) Open(ctx context.Context, session string, sink func(Surfac
 		opened := false
 		last := int64(-1) // a new client first; after a drop, resume after the last event seen
 		var err error
+		// wentDown: the stream ended by itself (the bridge stopped or the
+		// network failed), and the connection says so, and says when it
+		// is back (SurfOther events, which no check reads; watch prints
+		// them).
+		wentDown := false
 		for {
 			c.mu.Lock()
 			if c.dropped {
@@ -90,6 +95,10 @@ func (h *httpSurface) Open(ctx context.Context, session string, sink func(Surfac
 					ready <- nil
 					return
 				}
+				if wentDown {
+					wentDown = false
+					sink(SurfaceEvent{T: time.Now(), Type: SurfOther, Session: session, Reason: "the bridge is back: its events go on from where they stopped"})
+				}
 				c.signalResumed(nil)
 			}, func(e bridgeapi.Event) error {
 				if e.Seq > 0 {
@@ -112,7 +121,14 @@ func (h *httpSurface) Open(ctx context.Context, session string, sink func(Surfac
 			if !openedNow {
 				c.signalResumed(err)
 			}
-			if !errors.Is(err, bridgeapi.ErrUnreachable) || !c.resume(cctx) {
+			if !errors.Is(err, bridgeapi.ErrUnreachable) {
+				break
+			}
+			if !wentDown {
+				wentDown = true
+				sink(SurfaceEvent{T: time.Now(), Type: SurfOther, Session: session, Reason: fmt.Sprintf("the bridge is down (%v); waiting up to %v for it to come back", err, c.window)})
+			}
+			if !c.resume(cctx) {
 				break
 			}
 			// With no event seen yet (last -1), it comes back as a new

@@ -609,6 +609,10 @@ func describeEvent(ev harness.SurfaceEvent) string {
 		return fmt.Sprintf("%s session %s taken over by another connection", t, ev.Session)
 	case harness.SurfClosed:
 		return fmt.Sprintf("%s connection closed: %s", t, clip.Printable(ev.Reason))
+	case harness.SurfOther:
+		if ev.QuestionID == "" && ev.Reason != "" {
+			return fmt.Sprintf("%s %s", t, clip.Printable(ev.Reason))
+		}
 	}
 	return fmt.Sprintf("%s %s %s", t, ev.Type, ev.QuestionID)
 }

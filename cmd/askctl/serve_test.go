@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -1049,5 +1050,46 @@ func TestLoginLinks(t *testing.T) {
 	}
 	if code, _, errOut := s.askctl("login", "extra"); code != exitUsage || !strings.Contains(errOut, "takes no arguments") {
 		t.Errorf("login extra: exit %d, %s", code, errOut)
+	}
+}
+
+// TestWatchSaysBridgeDownAndBack: watch tells the person when the bridge
+// stops and when it is back (restarted on its address), and goes on.
+func TestWatchSaysBridgeDownAndBack(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	s := serve(t, "--addr", addr)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var watched syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		env := map[string]string{bridgeapi.EnvStateDir: s.state}
+		done <- run(ctx, []string{"askctl", "watch"}, func(k string) string { return env[k] }, strings.NewReader(""), &watched, io.Discard)
+	}()
+	waitFor := func(what string) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for !strings.Contains(watched.String(), what) {
+			if time.Now().After(deadline) {
+				t.Fatalf("watch did not say %q in 20s:\n%s", what, watched.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	s.must("session", "start", "--scenario", "ask-single", "--prompt", "Go.")
+	waitFor(" asked ")
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	s.cmd.Wait()
+	waitFor("the bridge is down")
+	s.start()
+	waitFor("the bridge is back")
+	cancel()
+	if code := <-done; code != 0 {
+		t.Errorf("watch, which runs until interrupted: exit %d, want 0\n%s", code, watched.String())
 	}
 }
