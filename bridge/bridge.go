@@ -790,22 +790,22 @@ func (b *Bridge) decide(ctx context.Context, q *bridgeapi.Question) {
 		verb := "answered"
 		if d.Action == policy.ActSkip {
 			verb = "skipped"
-			_, err = b.skip(ctx, q.ID, d.Reason, false, d.Rule.String())
+			_, err = b.skip(ctx, q.ID, d.Reason, false, d.Named())
 		} else {
 			given := make(map[string]bridgeapi.Answer, len(d.Answers))
 			for k, v := range d.Answers {
 				given[k] = v
 			}
-			_, err = b.answer(ctx, q.ID, given, d.Rule.String())
+			_, err = b.answer(ctx, q.ID, given, d.Named())
 		}
 		switch {
 		case errors.Is(err, bridgeapi.ErrResolved), errors.Is(err, errPersonStarted):
 			// Settled first by a person, the agent, or the deadline; or a
 			// person has begun to answer it.
 		case err != nil:
-			b.cfg.Logf("question %s: the policy's %s could not settle it: %v", q.ID, d.Rule, err)
+			b.cfg.Logf("question %s: the policy's %s could not settle it: %v", q.ID, d.Named(), err)
 		default:
-			b.cfg.Logf("question %s: %s by the policy's %s", q.ID, verb, d.Rule)
+			b.cfg.Logf("question %s: %s by the policy's %s", q.ID, verb, d.Named())
 		}
 	}
 	if d.After <= 0 {

@@ -48,8 +48,8 @@ func TestPolicyAnswers(t *testing.T) {
 			t.Errorf("the agent received %v", sent)
 		}
 		answered := eventsOf(t, e, s.ID, bridgeapi.EventAnswered)
-		if len(answered) != 1 || answered[0].Rule != `rule "format" (test.policy:3)` {
-			t.Errorf("answered events %+v, want one by rule format", answered)
+		if len(answered) != 1 || answered[0].Rule != `rule "format" (test.policy:3), rule "sections" (test.policy:4)` {
+			t.Errorf("answered events %+v, want one by rules format and sections, each question's", answered)
 		}
 	})
 

@@ -151,6 +151,32 @@ type Decision struct {
 	Rules []*Rule
 }
 
+// Named names every rule that decided, each once, in the order of the
+// questions they decided ("rule \"db\" (ci.policy:3), rule \"two\"
+// (ci.policy:7)"): what an answer to several questions says it was
+// decided by. A skip names the rule that skipped. "" when no rule decided.
+func (d Decision) Named() string {
+	if d.Action != ActAnswer {
+		// A skip (or a person's turn) is one rule's, for the whole request.
+		if d.Rule == nil {
+			return ""
+		}
+		return d.Rule.String()
+	}
+	var names []string
+	seen := map[*Rule]bool{}
+	for _, r := range d.Rules {
+		if r != nil && !seen[r] {
+			seen[r] = true
+			names = append(names, r.String())
+		}
+	}
+	if len(names) == 0 && d.Rule != nil {
+		return d.Rule.String()
+	}
+	return strings.Join(names, ", ")
+}
+
 // Decide decides a request by the first rule that matches each question.
 func (p *Policy) Decide(r Request) Decision {
 	d, _ := p.DecideContext(context.Background(), r)

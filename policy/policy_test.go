@@ -233,3 +233,26 @@ func TestLoadReadsThroughALimit(t *testing.T) {
 		}
 	}
 }
+
+// TestDecisionNamesEveryRule: a request decided by several rules names each
+// of them once, in question order (what the answered event and the log
+// say); one decided by one rule names it.
+func TestDecisionNamesEveryRule(t *testing.T) {
+	p, err := policy.Parse("ci.policy", []byte(ci))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		qs   []protocol.Question
+		want string
+	}{
+		{[]protocol.Question{db, format}, `rule "db" (ci.policy:3), rule "two" (ci.policy:7)`},
+		{[]protocol.Question{db}, `rule "db" (ci.policy:3)`},
+		{[]protocol.Question{db, deploy}, `rule "no-deploy" (ci.policy:2)`},
+		{[]protocol.Question{noLabels}, ``},
+	} {
+		if got := p.Decide(policy.Request{Session: "s_1", Questions: tt.qs}).Named(); got != tt.want {
+			t.Errorf("%d questions: Named() = %q, want %q", len(tt.qs), got, tt.want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -146,22 +147,33 @@ func runPolicyCheck(ctx context.Context, o *policyOptions) error {
 func tryPolicy(ctx context.Context, o *policyOptions, p *policy.Policy) error {
 	var data []byte
 	var err error
-	if o.try == "-" {
-		data, err = io.ReadAll(io.LimitReader(o.io.in, policy.MaxFile+1))
-	} else {
-		data, err = os.ReadFile(o.try)
+	in := o.io.in
+	if o.try != "-" {
+		f, err := os.Open(o.try)
+		if err != nil {
+			return exitWithMessage{exitUsage, fmt.Sprintf("--try: %v", err)}
+		}
+		defer f.Close()
+		in = f
 	}
+	data, err = io.ReadAll(io.LimitReader(in, policy.MaxFile+1))
 	if err != nil {
 		return exitWithMessage{exitUsage, fmt.Sprintf("--try: %v", err)}
 	}
-	in, err := protocol.ParseAskInput(data)
-	if err == nil && len(in.Questions) == 0 {
+	if len(data) > policy.MaxFile {
+		return exitWithMessage{exitUsage, fmt.Sprintf("--try %s: over %d KiB, more than a question's input", o.try, policy.MaxFile>>10)}
+	}
+	if err := jsonSyntax(data); err != nil {
+		return exitWithMessage{exitUsage, fmt.Sprintf("--try %s: %v; want an AskUserQuestion input, {\"questions\":[…]}", o.try, err)}
+	}
+	parsed, err := protocol.ParseAskInput(data)
+	if err == nil && len(parsed.Questions) == 0 {
 		err = errors.New(`no questions: want {"questions":[…]}`)
 	}
 	if err != nil {
 		return exitWithMessage{exitUsage, fmt.Sprintf("--try %s: %v", o.try, err)}
 	}
-	d, err := p.DecideContext(ctx, policy.Request{Session: o.session, Questions: in.Questions, Input: data})
+	d, err := p.DecideContext(ctx, policy.Request{Session: o.session, Questions: parsed.Questions, Input: data})
 	if err != nil && ctx.Err() != nil {
 		return ctx.Err() // stopped (SIGTERM, ^C)
 	}
@@ -175,6 +187,7 @@ func tryPolicy(ctx context.Context, o *policyOptions, p *policy.Policy) error {
 		out := map[string]any{"action": d.Action, "after_seconds": d.After.Seconds(), "rules": rules}
 		if d.Rule != nil {
 			out["rule"] = d.Rule.String()
+			out["decided_by"] = d.Named()
 		}
 		if d.Action == policy.ActAnswer {
 			out["answers"] = d.Answers
@@ -192,9 +205,9 @@ func tryPolicy(ctx context.Context, o *policyOptions, p *policy.Policy) error {
 	case policy.ActPerson:
 		fmt.Fprintf(w, "left to a person: %s\n", clip.Printable(d.Reason))
 	case policy.ActSkip:
-		fmt.Fprintf(w, "skipped by %s, %s: %s\n", d.Rule, when, clip.Printable(d.Reason))
+		fmt.Fprintf(w, "skipped by %s, %s: %s\n", d.Named(), when, clip.Printable(d.Reason))
 	default:
-		fmt.Fprintf(w, "answered by %s, %s:\n", d.Rule, when)
+		fmt.Fprintf(w, "answered by %s, %s:\n", d.Named(), when)
 		keys := make([]string, 0, len(d.Answers))
 		for k := range d.Answers {
 			keys = append(keys, k)
@@ -204,7 +217,7 @@ func tryPolicy(ctx context.Context, o *policyOptions, p *policy.Policy) error {
 			fmt.Fprintf(w, "  %s = %s\n", clip.Printable(k), clip.Printable(strings.Join(d.Answers[k], ", ")))
 		}
 	}
-	for i, q := range in.Questions {
+	for i, q := range parsed.Questions {
 		r := rules[i]
 		if r == "" {
 			r = "no rule"
@@ -212,4 +225,30 @@ func tryPolicy(ctx context.Context, o *policyOptions, p *policy.Policy) error {
 		fmt.Fprintf(w, "  question %d %q: %s\n", i+1, clip.Printable(q.Question), r)
 	}
 	return nil
+}
+
+// jsonSyntax is nil for one JSON value, else where it stops being JSON:
+// line and column, and what the decoder says.
+func jsonSyntax(data []byte) error {
+	if json.Valid(data) {
+		return nil
+	}
+	var v any
+	err := json.Unmarshal(data, &v)
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		line, col := 1, 1
+		for _, b := range data[:min(int(se.Offset), len(data))] {
+			if b == '\n' {
+				line, col = line+1, 1
+			} else {
+				col++
+			}
+		}
+		return fmt.Errorf("not JSON: line %d, column %d: %v", line, max(1, col-1), se)
+	}
+	if err == nil {
+		err = errors.New("more than one JSON value")
+	}
+	return fmt.Errorf("not JSON: %v", err)
 }

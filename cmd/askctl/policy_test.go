@@ -51,8 +51,11 @@ func TestPolicyCheck(t *testing.T) {
 
 	multi := `{"questions":[{"question":"How should I format the output?","header":"Format","options":[{"label":"Summary"},{"label":"Detailed"}]},{"question":"Which sections?","header":"Sections","multiSelect":true,"options":[{"label":"Intro"},{"label":"Outro"}]}]}`
 	code, out, errOut = askctlIn(t, multi, "policy", "check", good, "--try", "-")
-	if code != 0 || !strings.Contains(out, `answered by rule "format" (`+good+`:3), at once:`) || !strings.Contains(out, "Which sections? = Intro, Outro") {
+	if code != 0 || !strings.Contains(out, `answered by rule "format" (`+good+`:3), rule "sections" (`+good+`:4), at once:`) || !strings.Contains(out, "Which sections? = Intro, Outro") {
 		t.Errorf("--try: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, _, errOut := askctlIn(t, "{\"questions\":\n  [1,]}", "policy", "check", good, "--try", "-"); code != exitUsage || !strings.Contains(errOut, "--try -: not JSON: line 2, column 6:") {
+		t.Errorf("--try on what is not JSON: exit %d, %s", code, errOut)
 	}
 	deploy := `{"questions":[{"question":"Deploy now?","header":"Deploy","options":[{"label":"Yes"},{"label":"No"}]}]}`
 	code, out, _ = askctlIn(t, deploy, "policy", "check", good, "--try", "-", "--json")
