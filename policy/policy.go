@@ -177,6 +177,31 @@ func (d Decision) Named() string {
 	return strings.Join(names, ", ")
 }
 
+// decidesEvery reports whether r matches every question: it has no
+// condition, and its action fits any question (free text, a skip, a
+// person); first and answer need the question's options.
+func (r *Rule) decidesEvery() bool {
+	return r.Question == nil && r.Header == nil && r.Session == nil && r.Option == "" && r.MultiSelect == nil && len(r.Input) == 0 &&
+		(r.Text != nil || r.Skip != nil || r.Person)
+}
+
+// Unreachable lists the rules no question can reach, each with why: a rule
+// before it matches every question (each question takes the first rule
+// that matches it).
+func (p *Policy) Unreachable() []string {
+	var out []string
+	for i, r := range p.Rules {
+		if !r.decidesEvery() {
+			continue
+		}
+		for _, later := range p.Rules[i+1:] {
+			out = append(out, fmt.Sprintf("%s is never reached: %s before it matches every question", later, r))
+		}
+		break
+	}
+	return out
+}
+
 // Decide decides a request by the first rule that matches each question.
 func (p *Policy) Decide(r Request) Decision {
 	d, _ := p.DecideContext(context.Background(), r)

@@ -256,3 +256,33 @@ func TestDecisionNamesEveryRule(t *testing.T) {
 		}
 	}
 }
+
+// TestUnreachableRules: rules after one that matches every question are
+// never reached, and are named with the rule that shadows them; a policy
+// whose catch-all is last has none.
+func TestUnreachableRules(t *testing.T) {
+	p, err := policy.Parse("p.policy", []byte(`{"name":"db","match":{"header":"^Database$"},"answer":"SQLite"}
+{"name":"all","text":"whatever"}
+{"name":"deploy","match":{"question":"deploy"},"skip":"no"}
+{"name":"rest","first":true}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`rule "deploy" (p.policy:3) is never reached: rule "all" (p.policy:2) before it matches every question`,
+		`rule "rest" (p.policy:4) is never reached: rule "all" (p.policy:2) before it matches every question`,
+	}
+	if diff := cmp.Diff(want, p.Unreachable()); diff != "" {
+		t.Errorf("Unreachable (-want +got):\n%s", diff)
+	}
+	// ci's fallback (first: true) needs options, so it shadows nothing; it
+	// is last anyway.
+	ok, err := policy.Parse("ci.policy", []byte(ci))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := ok.Unreachable(); len(u) != 0 {
+		t.Errorf("the README's policy: %v", u)
+	}
+}

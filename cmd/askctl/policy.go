@@ -112,13 +112,22 @@ func runPolicyCheck(ctx context.Context, o *policyOptions) error {
 	if bad {
 		return exitStatus(exitUsage)
 	}
+	for _, p := range loaded {
+		for _, w := range p.Unreachable() {
+			fmt.Fprintf(o.io.err, "askctl: warning: %s\n", w)
+		}
+	}
 	if o.try != "" {
 		return tryPolicy(ctx, o, loaded[0])
 	}
 	if o.json {
 		var out []map[string]any
 		for _, p := range loaded {
-			out = append(out, map[string]any{"file": p.File, "rules": len(p.Rules)})
+			unreachable := p.Unreachable()
+			if unreachable == nil {
+				unreachable = []string{}
+			}
+			out = append(out, map[string]any{"file": p.File, "rules": len(p.Rules), "unreachable": unreachable})
 		}
 		return printJSON(o.io.out, out)
 	}

@@ -45,6 +45,11 @@ func TestPolicyCheck(t *testing.T) {
 	if code, _, errOut := askctlIn(t, "", "policy", "check", filepath.Join(dir, "nope")); code != exitUsage || !strings.Contains(errOut, "no such file") {
 		t.Errorf("a missing file: exit %d, %s", code, errOut)
 	}
+	shadowed := filepath.Join(dir, "shadowed.policy")
+	os.WriteFile(shadowed, []byte("{\"name\":\"all\",\"skip\":\"not in CI\"}\n{\"name\":\"db\",\"match\":{\"header\":\"DB\"},\"answer\":\"SQLite\"}\n"), 0o600)
+	if code, out, errOut := askctlIn(t, "", "policy", "check", shadowed); code != 0 || !strings.Contains(errOut, `warning: rule "db" (`+shadowed+`:2) is never reached: rule "all" (`+shadowed+`:1) before it matches every question`) || !strings.Contains(out, "ok, 2 rules") {
+		t.Errorf("a shadowed rule: exit %d\n%s%s", code, out, errOut)
+	}
 	if code, _, errOut := askctlIn(t, "", "policy", "check"); code != exitUsage || !strings.Contains(errOut, "needs a FILE") {
 		t.Errorf("no file: exit %d, %s", code, errOut)
 	}
