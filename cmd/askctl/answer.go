@@ -211,7 +211,8 @@ func runAnswer(ctx context.Context, o *answerOptions) error {
 		fmt.Fprintf(w, "held %s: waiting for %s\n", o.id, quoteAll(ack.Missing))
 		return nil
 	case ack.Resumed:
-		fmt.Fprintf(w, "answered %s late: its session was resumed with the answer\n", o.id)
+		fmt.Fprintf(w, "answered %s late: its agent had stopped, and its session was resumed with the question and this answer as its next message.\n"+
+			"  The agent goes on from there. If it asks again (fakeclaude does when its scenario has no resume.jsonl: the steps play again), that is a new question, with a new id.\n", o.id)
 	default:
 		fmt.Fprintf(w, "answered %s\n", o.id)
 	}
