@@ -588,7 +588,13 @@ func (b *Bridge) watch(id string, l *live) {
 	// Every change of an ended session reaches the database, or the
 	// session would stay "running" with its question pending until a
 	// restart: a failed write (a full disk) is retried until it is made.
-	if b.durably("session "+id+": marking it exited", func(ctx context.Context) error { return b.st.setStatus(ctx, ss) }) != nil {
+	stderr := tail(l.proc.Stderr(), maxStderr)
+	if b.durably("session "+id+": marking it exited", func(ctx context.Context) error {
+		if err := b.st.setStderr(ctx, id, stderr); err != nil {
+			return err
+		}
+		return b.st.setStatus(ctx, ss)
+	}) != nil {
 		return
 	}
 	var qs []*bridgeapi.Question
@@ -611,6 +617,51 @@ func (b *Bridge) watch(id string, l *live) {
 	}
 	b.cfg.Logf("session %s ended: status %d %s", id, code, ss.Detail)
 	b.publishStatus(id)
+}
+
+// maxStderr bounds the end of an agent's stderr a session keeps.
+const maxStderr = 8 << 10
+
+// tail is the last n bytes of s, from a line's start where one is near.
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[len(s)-n:]
+	if i := strings.IndexByte(s, '\n'); i >= 0 && i < 200 {
+		s = s[i+1:]
+	}
+	return "…\n" + s
+}
+
+// SessionLog is what happened in session id: its logged events (what its
+// surfaces were told, and so what its agent got), and the end of its
+// latest agent's stderr.
+func (b *Bridge) SessionLog(ctx context.Context, id string) (*bridgeapi.SessionLog, error) {
+	ss, err := b.Session(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	out := &bridgeapi.SessionLog{Session: ss, Events: []bridgeapi.Event{}}
+	for seq := int64(0); ; {
+		evs, err := b.st.eventsAfter(ctx, seq, id, 1000)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range evs {
+			seq = e.Seq
+			if e.SessionID == id {
+				out.Events = append(out.Events, e)
+			}
+		}
+		if len(evs) < 1000 {
+			break
+		}
+	}
+	if out.Stderr, err = b.st.stderr(ctx, id); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 func lastLine(s string) string {

@@ -64,6 +64,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /api/sessions", s.auth(s.startSession))
 	mux.HandleFunc("GET /api/sessions/{id}", s.auth(s.getSession))
 	mux.HandleFunc("DELETE /api/sessions/{id}", s.auth(s.stopSession))
+	mux.HandleFunc("GET /api/sessions/{id}/log", s.auth(s.sessionLog))
 	mux.HandleFunc("GET /api/questions", s.auth(s.listQuestions))
 	mux.HandleFunc("GET /api/questions/{id}", s.auth(s.getQuestion))
 	mux.HandleFunc("POST /api/questions/{id}/answer", s.auth(s.answer))
@@ -324,6 +325,15 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, ss)
+}
+
+func (s *Server) sessionLog(w http.ResponseWriter, r *http.Request) {
+	l, err := s.B.SessionLog(r.Context(), r.PathValue("id"))
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, l)
 }
 
 func (s *Server) stopSession(w http.ResponseWriter, r *http.Request) {

@@ -151,6 +151,7 @@ var added = []struct{ table, column, decl string }{
 	{"questions", "due", "INTEGER NOT NULL DEFAULT 0"},
 	{"sessions", "agent_pid", "INTEGER NOT NULL DEFAULT 0"},
 	{"sessions", "agent_start", "TEXT NOT NULL DEFAULT ''"},
+	{"sessions", "stderr", "TEXT NOT NULL DEFAULT ''"},
 }
 
 func migrate(db *sql.DB) error {
@@ -417,6 +418,23 @@ func (s *store) setRunning(ctx context.Context, ss *bridgeapi.Session, pid int, 
 	_, err := s.exec(ctx, `UPDATE sessions SET claude=?, status=?, exit_code=NULL, detail=?, ended_at=NULL, agent_pid=?, agent_start=? WHERE id=?`,
 		ss.Claude, ss.Status, ss.Detail, pid, start, ss.ID)
 	return err
+}
+
+// setStderr keeps the end of what the session's (latest) agent wrote on
+// stderr, for askctl session logs.
+func (s *store) setStderr(ctx context.Context, id, tail string) error {
+	_, err := s.exec(ctx, `UPDATE sessions SET stderr=? WHERE id=?`, tail, id)
+	return err
+}
+
+// stderr is what setStderr kept.
+func (s *store) stderr(ctx context.Context, id string) (string, error) {
+	var out string
+	err := s.queryRow(ctx, `SELECT stderr FROM sessions WHERE id=?`, id).Scan(&out)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", bridgeapi.ErrNotFound
+	}
+	return out, err
 }
 
 // setClaudeSession records the CLI's own session id, what --resume takes.

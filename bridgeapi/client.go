@@ -171,6 +171,14 @@ func (c *Client) Session(ctx context.Context, id string) (*Session, error) {
 	return &out, err
 }
 
+// SessionLog returns what happened in session id: its events, and the end
+// of its agent's stderr.
+func (c *Client) SessionLog(ctx context.Context, id string) (*SessionLog, error) {
+	var out SessionLog
+	_, err := c.do(ctx, http.MethodGet, "/api/sessions/"+url.PathEscape(id)+"/log", nil, &out)
+	return &out, err
+}
+
 // Questions lists the questions with status ("all" for every status, ""
 // for pending) of session ("" for every session).
 func (c *Client) Questions(ctx context.Context, status, session string) ([]*Question, error) {

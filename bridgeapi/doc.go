@@ -23,6 +23,7 @@
 //	POST   /api/sessions                   {"prompt":"…","scenario":"…"} → 201 the session
 //	GET    /api/sessions/{id}              one session
 //	DELETE /api/sessions/{id}              stop it (stdin closed, then killed after a grace)
+//	GET    /api/sessions/{id}/log          what happened: its events in order, and the end of its agent's stderr (SessionLog)
 //	GET    /api/questions?status=&session= pending ones by default; status=all for every one
 //	GET    /api/questions/{id}             one question
 //	POST   /api/questions/{id}/answer      {"answers":{"<question text or number from 1>":"<label or text>" | ["<label>",…]}}

@@ -44,6 +44,16 @@ type Session struct {
 	PendingQuestionID string `json:"pending_question_id,omitempty"`
 }
 
+// SessionLog is what happened in a session (GET /api/sessions/{id}/log):
+// the session, its logged events in order (what its surfaces were told:
+// its questions, their answers, skips and timeouts, its status), and the
+// end of its latest agent's stderr (at most 8 KiB).
+type SessionLog struct {
+	Session *Session `json:"session"`
+	Events  []Event  `json:"events"`
+	Stderr  string   `json:"stderr"`
+}
+
 // Question is one AskUserQuestion request: 1 to 4 questions, answered
 // together.
 type Question struct {

@@ -89,6 +89,9 @@ func TestTerminalOutputIsSanitized(t *testing.T) {
 	if shown := run(context.Background(), "session", "show", sid); !strings.Contains(shown, "reason: no") {
 		t.Errorf("session show printed no skip reason: %q", shown)
 	}
+	if logs := run(context.Background(), "session", "logs", sid); !strings.Contains(logs, "skipped: no") {
+		t.Errorf("session logs printed no skip: %q", logs)
+	}
 	stopWatch()
 	if w := <-watched; !strings.Contains(w, "Deploy") {
 		t.Errorf("watch printed no question: %q", w)

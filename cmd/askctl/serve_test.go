@@ -251,6 +251,19 @@ func TestServeAnswerEndToEnd(t *testing.T) {
 	if gjson.Get(js, "id").String() != ss.ID || gjson.Get(js, "questions.0.answers.Which sections?").String() != "Intro, Outro" {
 		t.Errorf("session show --json: %s", js)
 	}
+	logs := s.must("session", "logs", ss.ID)
+	for _, want := range []string{id + ` asked "How should I format the output?", "Which sections?"`, id + ` held (waiting for 1 more answer(s)): "How should I format the output?"="Summary"`,
+		id + ` answered: "How should I format the output?"="Summary", "Which sections?"="Intro, Outro"`, "session exited (exit status 0)", "the agent wrote nothing on stderr"} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("session logs does not say %q:\n%s", want, logs)
+		}
+	}
+	if strings.Index(logs, " asked ") > strings.Index(logs, " answered") {
+		t.Errorf("session logs is out of order:\n%s", logs)
+	}
+	if code, _, errOut := s.askctl("session", "logs", "s_nosuch"); code != exitNotFound {
+		t.Errorf("session logs of no session: exit %d, %s", code, errOut)
+	}
 	if code, _, errOut := s.askctl("session", "show", "s_nosuch"); code != exitNotFound {
 		t.Errorf("session show of no session: exit %d, %s", code, errOut)
 	}
@@ -973,7 +986,7 @@ func TestAgentFailureIsTold(t *testing.T) {
 	cli := filepath.Join(t.TempDir(), "claude")
 	// It reads the initialize first, as the CLI does: one that exits before
 	// the bridge wrote it fails the start itself ("exited at once").
-	script := "#!/bin/sh\nread line\necho '{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":true,\"result\":\"Not logged in · Please run /login\"}'\nexit 1\n"
+	script := "#!/bin/sh\nread line\necho 'warming up' >&2\necho 'no credentials in ~/.claude' >&2\necho '{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":true,\"result\":\"Not logged in · Please run /login\"}'\nexit 1\n"
 	if err := os.WriteFile(cli, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -982,6 +995,9 @@ func TestAgentFailureIsTold(t *testing.T) {
 	ls := s.sessionsEnded(1)
 	if ls[0].ID != id || ls[0].ExitCode == nil || *ls[0].ExitCode != 1 || !strings.Contains(ls[0].Detail, "Not logged in") {
 		t.Errorf("session ls: %+v, want exit 1 with the agent's reason", ls[0])
+	}
+	if logs := s.must("session", "logs", id); !strings.Contains(logs, "the agent's stderr (its end):\n  warming up\n  no credentials in ~/.claude\n") || !strings.Contains(logs, "session exited (exit status 1)") {
+		t.Errorf("session logs of an agent that failed:\n%s", logs)
 	}
 	start := time.Now()
 	code, _, errOut := s.askctl("pending", "--session", id, "--wait", "--timeout", "1m")

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"github.com/askctl/askctl/internal/clip"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -39,7 +41,7 @@ func newSessionCmd(s *stdio, startF, lsF, stopF func(context.Context, *sessionOp
 	jsonFlag := &cli.BoolFlag{Name: "json", Usage: "print JSON", Destination: &o.json}
 	return &cli.Command{
 		Name:  "session",
-		Usage: "start, list, show and stop the bridge's agent sessions",
+		Usage: "start, list, show, read the logs of, and stop the bridge's agent sessions",
 		Description: `A session is one agent (claude, or fakeclaude) the bridge spawned with the SDK
 flags, given one prompt; it ends when the agent exits after its turn, or when
 stopped (its pending questions are withdrawn).
@@ -91,6 +93,20 @@ stopped (its pending questions are withdrawn).
 					return ctx, nil
 				},
 				Action: func(ctx context.Context, cmd *cli.Command) error { return runSessionShow(ctx, o) },
+			},
+			{
+				Name:      "logs",
+				Usage:     "what happened in one session, in order: its questions and what came of them, its status, and the end of its agent's stderr",
+				ArgsUsage: "ID",
+				Flags:     append([]cli.Flag{jsonFlag}, o.conn.apiFlags()...),
+				Before: func(ctx context.Context, cmd *cli.Command) (context.Context, error) {
+					if cmd.Args().Len() != 1 {
+						return ctx, usagef("logs takes one session id (askctl session ls lists them), got %d arguments", cmd.Args().Len())
+					}
+					o.id = cmd.Args().First()
+					return ctx, nil
+				},
+				Action: func(ctx context.Context, cmd *cli.Command) error { return runSessionLogs(ctx, o) },
 			},
 			{
 				Name:      "stop",
@@ -279,4 +295,84 @@ func runSessionShow(ctx context.Context, o *sessionOptions) error {
 		}
 	}
 	return nil
+}
+
+func runSessionLogs(ctx context.Context, o *sessionOptions) error {
+	c, err := o.conn.client(o.io)
+	if err != nil {
+		return err
+	}
+	l, err := c.SessionLog(ctx, o.id)
+	if err != nil {
+		return err
+	}
+	if o.json {
+		return printJSON(o.io.out, l)
+	}
+	w := o.io.out
+	for _, e := range l.Events {
+		fmt.Fprintln(w, describeBridgeEvent(e))
+	}
+	if len(l.Events) == 0 {
+		fmt.Fprintln(w, "no events")
+	}
+	if strings.TrimSpace(l.Stderr) == "" {
+		fmt.Fprintln(w, "the agent wrote nothing on stderr")
+		return nil
+	}
+	fmt.Fprintln(w, "the agent's stderr (its end):")
+	for _, line := range strings.Split(strings.TrimRight(l.Stderr, "\n"), "\n") {
+		fmt.Fprintf(w, "  %s\n", clip.Printable(line))
+	}
+	return nil
+}
+
+// describeBridgeEvent is one line for a person about a logged event, every
+// text from an agent or a client escaped.
+func describeBridgeEvent(e bridgeapi.Event) string {
+	t := e.Time.Local().Format("15:04:05.000")
+	q := clip.Printable(e.QuestionID)
+	by := ""
+	if e.Rule != "" {
+		by = " by the policy's " + clip.Printable(e.Rule)
+	}
+	switch e.Type {
+	case bridgeapi.EventQuestion:
+		var texts []string
+		for _, qq := range e.Questions {
+			texts = append(texts, clip.Quote(qq.Question, 200))
+		}
+		return fmt.Sprintf("%s %s asked %s", t, q, strings.Join(texts, ", "))
+	case bridgeapi.EventAnswered, bridgeapi.EventHeld:
+		keys := slices.Sorted(maps.Keys(e.Answers))
+		var as []string
+		for _, k := range keys {
+			as = append(as, clip.Quote(k, 200)+"="+clip.Quote(e.Answers[k], 200))
+		}
+		verb := "answered"
+		if e.Type == bridgeapi.EventHeld {
+			verb = "held (" + clip.Printable(e.Reason) + ")"
+		}
+		return fmt.Sprintf("%s %s %s%s: %s", t, q, verb, by, strings.Join(as, ", "))
+	case bridgeapi.EventStatus:
+		line := fmt.Sprintf("%s session %s", t, clip.Printable(e.Status))
+		if e.ExitCode != nil {
+			line += fmt.Sprintf(" (exit status %d)", *e.ExitCode)
+		}
+		if e.PendingQuestionID != nil && *e.PendingQuestionID != "" {
+			line += ", waiting for the user on " + clip.Printable(*e.PendingQuestionID)
+		}
+		if e.Detail != "" {
+			line += ": " + clip.String(e.Detail, 300)
+		}
+		return line
+	}
+	line := fmt.Sprintf("%s %s %s%s", t, q, clip.Printable(strings.TrimPrefix(e.Type, "ask_user_")), by)
+	if e.Reason != "" {
+		line += ": " + clip.String(e.Reason, 300)
+	}
+	if e.Error != "" {
+		line += ": " + clip.String(e.Error, 300)
+	}
+	return line
 }
