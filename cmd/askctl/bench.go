@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/askctl/askctl/harness"
+	"github.com/askctl/askctl/internal/clip"
 	"github.com/askctl/askctl/scenarios"
 	"github.com/urfave/cli/v3"
 )
@@ -52,8 +53,11 @@ It reports, for every question, the time from the agent's control_request
 to the surface showing it (question → surface) and from the person's answer
 to the agent's control_response (answer → agent): p50, p90, p99 and max;
 sessions per second; and the sessions that failed to run (errors), whose
-agent got a wrong answer (wrong), or whose question never reached the
-surface (lost). --plot writes both latencies over the run as an SVG.
+agent got a wrong answer (wrong), or whose question did not reach the
+surface within the profile's limits.op (default 10s, times --slow) once the
+agent had asked it (lost), each with its whole reason. --plot writes both
+latencies over the run as an SVG. On SIGINT it stops starting sessions,
+reports the ones it cut short as interrupted, and exits 130.
 
 Examples:
   askctl bench                                   # 200 sessions of ask-single, 8 at once
@@ -112,7 +116,9 @@ const (
 	benchOK    = "ok"
 	benchError = "error" // it could not run: the bridge refused to start it, an operation failed
 	benchWrong = "wrong" // the agent got an answer it did not expect, or two
-	benchLost  = "lost"  // the agent asked, and the surface never showed it
+	benchLost  = "lost"  // the agent asked, and the surface did not show it within the profile's op limit
+	// benchInterrupted: SIGINT (or SIGTERM) cut it short; no verdict.
+	benchInterrupted = "interrupted"
 )
 
 // BenchReport is askctl bench's result (--json).
@@ -193,6 +199,13 @@ func runBench(ctx context.Context, o *benchOptions) error {
 		return usagef("--scenario %s asks nothing", o.scenario)
 	}
 	limit := time.Duration(float64(60*time.Second) * o.slow)
+	// A question the agent asked must show within the profile's op limit
+	// (default 10 s), scaled by --slow; past it the session is lost.
+	show := p.Limits.Op.D()
+	if show <= 0 {
+		show = harness.DefaultOpLimit
+	}
+	show = time.Duration(float64(show) * o.slow)
 	began := time.Now()
 	var (
 		mu      sync.Mutex
@@ -222,12 +235,12 @@ func runBench(ctx context.Context, o *benchOptions) error {
 				if (total > 0 && i > total) || stopStarting() {
 					return
 				}
-				r := benchSession(ctx, env, &startMu, sc, asks, fmt.Sprintf("b%05d", i), limit)
+				r := benchSession(ctx, env, &startMu, sc, asks, fmt.Sprintf("b%05d", i), limit, show)
 				r.started = time.Since(began)
 				mu.Lock()
 				results = append(results, r)
 				mu.Unlock()
-				prog.update(int(done.Add(1)), r.outcome != benchOK)
+				prog.update(int(done.Add(1)), r.outcome != benchOK && r.outcome != benchInterrupted)
 			}
 		}()
 	}
@@ -245,7 +258,7 @@ func runBench(ctx context.Context, o *benchOptions) error {
 	for _, r := range results {
 		rep.Outcomes[r.outcome]++
 		startOf[r.alias] = r.started
-		if r.outcome != benchOK && len(rep.Failures) < 10 {
+		if r.outcome != benchOK && r.outcome != benchInterrupted && len(rep.Failures) < 10 {
 			rep.Failures = append(rep.Failures, fmt.Sprintf("%s %s: %s", r.alias, r.outcome, r.detail))
 		}
 	}
@@ -282,12 +295,16 @@ func runBench(ctx context.Context, o *benchOptions) error {
 
 // benchSession runs one session: start, answer each question as the
 // scenario says as soon as it shows, and read the agent's verdict.
-func benchSession(ctx context.Context, env *harness.Env, startMu *sync.Mutex, sc *scenarios.Scenario, asks []*string, alias string, limit time.Duration) benchResult {
+func benchSession(ctx context.Context, env *harness.Env, startMu *sync.Mutex, sc *scenarios.Scenario, asks []*string, alias string, limit, show time.Duration) benchResult {
 	r := benchResult{alias: alias}
+	run := ctx
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	fail := func(outcome string, err error) benchResult {
-		r.outcome, r.detail = outcome, strings.SplitN(err.Error(), "\n", 2)[0]
+		if run.Err() != nil {
+			outcome = benchInterrupted // cut short: no verdict on the bridge
+		}
+		r.outcome, r.detail = outcome, strings.TrimSpace(err.Error()) // whole: the reason is what a bridge author acts on
 		return r
 	}
 	// The harness tells each agent what to play as the bridge spawns it,
@@ -300,11 +317,18 @@ func benchSession(ctx context.Context, env *harness.Env, startMu *sync.Mutex, sc
 	}
 	defer env.Disconnect(alias, "main")
 	s := env.Session(alias)
-	for _, skip := range asks {
-		qid, err := s.AwaitQuestion(ctx, "main", false)
+	for i, skip := range asks {
+		// The agent asks at its own pace; once it has, the surface shows
+		// the question within the op limit, or the session is lost.
+		if err := env.Await(ctx, harness.Asked(alias, i+1)); err != nil {
+			return fail(benchError, err)
+		}
+		sctx, scancel := context.WithTimeout(ctx, show)
+		qid, err := s.AwaitQuestion(sctx, "main", false)
+		scancel()
 		if err != nil {
-			if _, asked := s.Request(); asked && ctx.Err() == nil {
-				return fail(benchLost, err)
+			if ctx.Err() == nil {
+				return fail(benchLost, fmt.Errorf("the agent asked its question %d, and the surface did not show it within %v (the profile's op limit): %w", i+1, show, err))
 			}
 			return fail(benchError, err)
 		}
@@ -333,15 +357,20 @@ func benchSession(ctx context.Context, env *harness.Env, startMu *sync.Mutex, sc
 
 func writeBenchText(w io.Writer, rep *BenchReport) {
 	fmt.Fprintf(w, "bridge %s, scenario %s, %d at once, %d CPUs\n", rep.Bridge, rep.Scenario, rep.Concurrency, rep.CPUs)
-	fmt.Fprintf(w, "sessions   %d in %.2fs (%.1f/s): %d ok, %d errors, %d wrong, %d lost\n", rep.Sessions, rep.Seconds, rep.PerSecond,
+	fmt.Fprintf(w, "sessions   %d in %.2fs (%.1f/s): %d ok, %d errors, %d wrong, %d lost", rep.Sessions, rep.Seconds, rep.PerSecond,
 		rep.Outcomes[benchOK], rep.Outcomes[benchError], rep.Outcomes[benchWrong], rep.Outcomes[benchLost])
+	if n := rep.Outcomes[benchInterrupted]; n > 0 {
+		fmt.Fprintf(w, ", %d interrupted", n)
+	}
+	fmt.Fprintln(w)
 	line := func(name string, p Percentiles) {
 		fmt.Fprintf(w, "%-19s p50 %7.2fms  p90 %7.2fms  p99 %7.2fms  max %7.2fms  (%d)\n", name, p.P50, p.P90, p.P99, p.Max, p.N)
 	}
 	line("question → surface", rep.ToSurface)
 	line("answer → agent", rep.ToAgent)
 	for _, f := range rep.Failures {
-		fmt.Fprintf(w, "  %s\n", f)
+		// Whole, each line of a reason indented under its session.
+		fmt.Fprintf(w, "  %s\n", strings.ReplaceAll(clip.Printable(f), `\n`, "\n    "))
 	}
 	if rep.Interrupted {
 		fmt.Fprintln(w, "interrupted: the figures cover the sessions that had finished")

@@ -2,11 +2,21 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // TestBench runs askctl bench against the embedded reference bridge, with
@@ -52,5 +62,104 @@ func TestBench(t *testing.T) {
 		if code, _, errOut := bench(args...); code != exitUsage {
 			t.Errorf("bench %v: exit %d, %s", args, code, errOut)
 		}
+	}
+}
+
+// TestBenchInterrupted: SIGINT (here, the run's context) mid-run cuts the
+// sessions in flight, which are reported as interrupted, not as errors,
+// with exit status 130.
+func TestBenchInterrupted(t *testing.T) {
+	t.Setenv(envTestAsAskctl, "1")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	progress := &cancelOn{text: "sessions,", cancel: cancel} // the first progress line: some sessions have finished
+	var out bytes.Buffer
+	code := run(ctx, []string{"askctl", "bench", "--sessions", "400", "--concurrency", "4", "--json"}, func(string) string { return "" }, strings.NewReader(""), &out, progress)
+	var rep struct {
+		Sessions    int            `json:"sessions"`
+		Outcomes    map[string]int `json:"outcomes"`
+		Interrupted bool           `json:"interrupted"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil || code != exitInterrupted {
+		t.Fatalf("bench interrupted: exit %d, %v\n%s%s", code, err, out.String(), progress.String())
+	}
+	if !rep.Interrupted || rep.Outcomes["error"] != 0 || rep.Outcomes["ok"] == 0 || rep.Outcomes["ok"]+rep.Outcomes["interrupted"] != rep.Sessions || rep.Sessions >= 400 {
+		t.Errorf("bench interrupted: %+v, want the finished ok, the cut interrupted, no error", rep)
+	}
+}
+
+// cancelOn calls cancel once what is written to it contains text.
+type cancelOn struct {
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	text   string
+	cancel func()
+}
+
+func (c *cancelOn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.buf.Write(p)
+	if strings.Contains(c.buf.String(), c.text) {
+		c.cancel()
+	}
+	return len(p), nil
+}
+
+func (c *cancelOn) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.buf.String()
+}
+
+// TestBenchLost: a bridge whose surface never shows the questions its
+// agents ask (here the reference bridge behind a proxy that drops them
+// from the event stream and the pending list) gets every session "lost"
+// once the profile's op limit has passed after the ask, not after a
+// minute, each with its whole reason.
+func TestBenchLost(t *testing.T) {
+	t.Setenv(envTestAsAskctl, "1")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	bridgeURL, _ := url.Parse(fmt.Sprintf("http://127.0.0.1:%d", port))
+	forward := httputil.NewSingleHostReverseProxy(bridgeURL)
+	hiding := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/api/events":
+			// A stream that opens and says nothing.
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(http.StatusOK)
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+		case r.URL.Path == "/api/questions" && r.Method == http.MethodGet:
+			io.WriteString(w, "[]")
+		default:
+			forward.ServeHTTP(w, r)
+		}
+	}))
+	defer hiding.Close()
+	dir := t.TempDir()
+	profile := filepath.Join(dir, "hiding.json")
+	os.WriteFile(profile, []byte(fmt.Sprintf(`{"name": "a bridge whose surface shows no question",
+  "start": {"command": "${ASKCTL}", "args": ["serve", "--addr", "127.0.0.1:%d", "--state", "${STATE}", "--claude", "${CLAUDE}", "--timeout", "1m"]},
+  "ready": {"url": "http://127.0.0.1:%d/api/health", "timeout": "15s"},
+  "claude": "arg",
+  "surface": {"kind": "http", "url": %q, "token_file": "${STATE}/token"},
+  "limits": {"op": "1s"},
+  "capabilities": {"sdk": true}}`, port, port, hiding.URL)), 0o644)
+	start := time.Now()
+	code, out, errOut := askctlIn(t, "", "bench", "--bridge", profile, "--sessions", "2", "--concurrency", "2")
+	if code != exitMismatch || !strings.Contains(out, "0 ok, 0 errors, 0 wrong, 2 lost") {
+		t.Fatalf("bench against a bridge that shows nothing: exit %d\n%s%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "the agent asked its question 1, and the surface did not show it within 1s (the profile's op limit)") {
+		t.Errorf("the reason does not say what was lost and the bound:\n%s", out)
+	}
+	if took := time.Since(start); took > 45*time.Second {
+		t.Errorf("lost sessions took %v, want about the op limit each", took)
 	}
 }
