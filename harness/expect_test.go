@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -261,5 +262,34 @@ func TestNewQuestionAnsweredBehindSurfaces(t *testing.T) {
 		if err == nil || strings.Contains(err.Error(), "Unmeetable") {
 			t.Errorf("session %s: Await = %v; want it still waiting (its deadline)", a, err)
 		}
+	}
+}
+
+// plainConn is a connection that can do only what every Conn does.
+type plainConn struct{}
+
+func (plainConn) Pending(context.Context) ([]Pending, error) { return nil, nil }
+func (plainConn) Sync(context.Context) error                 { return nil }
+func (plainConn) Answer(context.Context, string, map[string][]string) (Ack, error) {
+	return Ack{}, nil
+}
+func (plainConn) Skip(context.Context, string, string) error    { return nil }
+func (plainConn) SendRaw(context.Context, string, []byte) error { return nil }
+func (plainConn) Close() error                                  { return nil }
+
+// TestPermitUnsupportedAtOnce: permit on a surface that cannot answer
+// permission prompts is unsupported at once (a SKIP in the suite), not a
+// wait for a prompt that ends in a FAIL with no prompt id.
+func TestPermitUnsupportedAtOnce(t *testing.T) {
+	e := newTestEnv()
+	s := newSessionState("s1", "a1", nil, false)
+	s.conns["main"] = plainConn{}
+	e.st.Sessions["s1"], e.st.byAgent["a1"] = s, s
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := e.Session("s1").Permit(ctx, "main", true, "")
+	var u *Unsupported
+	if !errors.As(err, &u) || ctx.Err() != nil {
+		t.Fatalf("Permit = %v (context %v); want Unsupported at once", err, ctx.Err())
 	}
 }

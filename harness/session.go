@@ -158,6 +158,14 @@ func (s *Session) SendRaw(ctx context.Context, conn string, raw []byte) error {
 // it, and returns its id. A surface with no permit operation gives an
 // *Unsupported.
 func (s *Session) Permit(ctx context.Context, conn string, allow bool, reason string) (string, error) {
+	// What the surface cannot do is known before any wait: a surface with
+	// no way to answer a permission prompt is unsupported at once, not a
+	// prompt that never showed.
+	if _, c, err := s.e.conn(s.alias, conn); err != nil {
+		return "", err
+	} else if _, ok := c.(Permitter); !ok {
+		return "", &Unsupported{Op: "permit", Message: "the adapter cannot answer other tools' permission prompts"}
+	}
 	var id string
 	next := func(ss *SessionState) string {
 		for _, ev := range ss.Surface {
