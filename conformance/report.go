@@ -131,6 +131,7 @@ func WriteJUnit(w io.Writer, r *Report) error {
 		Classname string   `xml:"classname,attr"`
 		Time      string   `xml:"time,attr"`
 		Failure   *failure `xml:"failure,omitempty"`
+		Error     *failure `xml:"error,omitempty"`
 		Skipped   *skipped `xml:"skipped,omitempty"`
 	}
 	type suite struct {
@@ -138,6 +139,7 @@ func WriteJUnit(w io.Writer, r *Report) error {
 		Name     string     `xml:"name,attr"`
 		Tests    int        `xml:"tests,attr"`
 		Failures int        `xml:"failures,attr"`
+		Errors   int        `xml:"errors,attr"`
 		Skipped  int        `xml:"skipped,attr"`
 		Time     string     `xml:"time,attr"`
 		Cases    []testcase `xml:"testcase"`
@@ -149,7 +151,13 @@ func WriteJUnit(w io.Writer, r *Report) error {
 		case Fail, Blocked:
 			s.Failures++
 			tc.Failure = &failure{Message: res.Detail, Text: res.Requirement.Text + "\n\n" + res.Log}
-		case Skip, NotRun, Interrupted:
+		case NotRun, Interrupted:
+			// Not a verdict, and not a skip a CI may pass over: the run
+			// did not check this case (the bridge could not be set up, or
+			// the run was cut short).
+			s.Errors++
+			tc.Error = &failure{Message: res.Status + ": " + res.Detail, Text: res.Log}
+		case Skip:
 			s.Skipped++
 			tc.Skipped = &skipped{Message: res.Status + ": " + res.Detail}
 		}

@@ -1,0 +1,60 @@
+package conformance_test
+
+import (
+	"bytes"
+	"encoding/xml"
+	"testing"
+
+	"github.com/askctl/askctl/conformance"
+)
+
+// TestJUnitStatuses: a FAIL and a BLOCKED are failures, a SKIP is skipped,
+// and a case the run did not check (NOT-RUN: the bridge could not be set
+// up; INTERRUPTED) is an error, never a skip a CI would pass over.
+func TestJUnitStatuses(t *testing.T) {
+	rep := &conformance.Report{Bridge: "b", Results: []conformance.Result{
+		{Case: "A", Status: conformance.Pass},
+		{Case: "B", Status: conformance.Fail, Detail: "wrong"},
+		{Case: "C", Status: conformance.Blocked, Detail: "BLOCKED by A"},
+		{Case: "D", Status: conformance.Skip, Detail: "no skip button"},
+		{Case: "E", Status: conformance.NotRun, Detail: "the bridge did not start"},
+		{Case: "F", Status: conformance.Interrupted, Detail: "interrupted"},
+	}}
+	var b bytes.Buffer
+	if err := conformance.WriteJUnit(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Tests    int `xml:"tests,attr"`
+		Failures int `xml:"failures,attr"`
+		Errors   int `xml:"errors,attr"`
+		Skipped  int `xml:"skipped,attr"`
+		Cases    []struct {
+			Name    string    `xml:"name,attr"`
+			Failure *struct{} `xml:"failure"`
+			Error   *struct{} `xml:"error"`
+			Skipped *struct{} `xml:"skipped"`
+		} `xml:"testcase"`
+	}
+	if err := xml.Unmarshal(b.Bytes(), &got); err != nil {
+		t.Fatalf("%v\n%s", err, b.String())
+	}
+	if got.Tests != 6 || got.Failures != 2 || got.Errors != 2 || got.Skipped != 1 {
+		t.Errorf("tests %d failures %d errors %d skipped %d, want 6 2 2 1\n%s", got.Tests, got.Failures, got.Errors, got.Skipped, b.String())
+	}
+	want := map[string]string{"A": "", "B": "failure", "C": "failure", "D": "skipped", "E": "error", "F": "error"}
+	for _, c := range got.Cases {
+		is := ""
+		switch {
+		case c.Failure != nil:
+			is = "failure"
+		case c.Error != nil:
+			is = "error"
+		case c.Skipped != nil:
+			is = "skipped"
+		}
+		if is != want[c.Name] {
+			t.Errorf("case %s is %q in JUnit, want %q", c.Name, is, want[c.Name])
+		}
+	}
+}
