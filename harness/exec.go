@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/askctl/askctl/internal/clip"
 )
 
 // The exec adapter runs a command the bridge's author ships — a test channel
@@ -162,8 +164,9 @@ func (e *execSurface) read(r io.Reader) {
 	if fail == nil {
 		fail = fmt.Errorf("the exec surface exited (%v)", werr)
 	}
-	if tail := strings.TrimSpace(e.stderr.String()); tail != "" {
-		fail = fmt.Errorf("%w; its stderr:\n%s", fail, tail)
+	if tail := lastLines(e.stderr.String(), 5); tail != "" {
+		// On the error's own line: a report shows a reason's first line.
+		fail = fmt.Errorf("%w; its stderr ends: %s", fail, tail)
 	}
 	e.mu.Lock()
 	e.dead = fail
@@ -374,4 +377,17 @@ func (t *tailBuffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return string(t.b)
+}
+
+// lastLines is the last n non-blank lines of s on one line, " | " between
+// them, each escaped and the whole bounded.
+func lastLines(s string, n int) string {
+	var lines []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	lines = lines[max(0, len(lines)-n):]
+	return clip.String(strings.Join(lines, " | "), 1000)
 }

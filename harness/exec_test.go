@@ -13,6 +13,8 @@ import (
 func TestExecSurfaceFailures(t *testing.T) {
 	for _, tc := range []struct{ name, script, want string }{
 		{"dies", `echo "no token file" >&2; exit 3`, "no token file"},
+		// A report shows a reason's first line: the stderr is on it.
+		{"dies saying why on stderr", `echo "starting" >&2; echo "" >&2; echo "cannot reach the bot API: 401" >&2; exit 1`, "its stderr ends: starting | cannot reach the bot API: 401"},
 		{"garbage", `read line; echo 'not json'`, "exec surface stdout line 1"},
 		{"error reply", `read line; echo '{"id":1,"error":"no such bridge","code":"unreachable"}'`, "rejected (unreachable): no such bridge"},
 		{"no session", `read line; echo '{"id":1}'`, "names no session"},
@@ -27,7 +29,7 @@ func TestExecSurfaceFailures(t *testing.T) {
 			defer cancel()
 			start := time.Now()
 			_, err = s.Start(ctx, "hello")
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
+			if err == nil || !strings.Contains(strings.SplitN(err.Error(), "\n", 2)[0], tc.want) {
 				t.Errorf("got %v, want %q", err, tc.want)
 			}
 			if time.Since(start) > 3*time.Second {
