@@ -88,12 +88,32 @@ type execReply struct {
 	Ignored     bool `json:"ignored,omitempty"`
 }
 
+// What an exec adapter is told in its environment: the slow factor, and
+// the limits it is held to (Go durations, already scaled): a reply to an
+// operation, the first reply and a session start, a dropped stream's
+// return.
+const (
+	EnvExecSlow           = "ASKCTL_SLOW"
+	EnvExecOpLimit        = "ASKCTL_LIMIT_OP"
+	EnvExecStartLimit     = "ASKCTL_LIMIT_START"
+	EnvExecReconnectLimit = "ASKCTL_LIMIT_RECONNECT"
+)
+
 func startExecSurface(s SurfaceSpec) (*execSurface, error) {
 	cmd := exec.Command(s.Command, s.Args...)
 	cmd.Env = os.Environ()
 	for k, v := range s.Env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
+	// The adapter's own waits (its bridge's replies, a chat's delivery)
+	// fit in the harness's: it is told the limits it is held to, already
+	// scaled by the slow factor, and the factor itself.
+	slow := s.Slow
+	if slow <= 0 {
+		slow = 1
+	}
+	cmd.Env = append(cmd.Env, EnvExecSlow+"="+strconv.FormatFloat(slow, 'f', -1, 64),
+		EnvExecOpLimit+"="+s.op().String(), EnvExecStartLimit+"="+s.start().String(), EnvExecReconnectLimit+"="+s.reconnect().String())
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
