@@ -116,8 +116,10 @@ type Limits struct {
 	// answer (an exec adapter's first reply, a WebSocket's first
 	// connection), which includes the adapter's own start. Default 15s.
 	Start Duration `json:"start,omitzero"`
-	// Reconnect bounds the wait for a dropped connection or event stream
-	// to come back (a chat bridge may take 25s to notice). Default 10s.
+	// Reconnect bounds the wait for a dropped event stream to come back (a
+	// chat bridge may take 25s to notice): the http surface's, and an exec
+	// adapter's (told as ASKCTL_LIMIT_RECONNECT). A WebSocket or control
+	// reconnect opens a new connection, within Start. Default 10s.
 	Reconnect Duration `json:"reconnect,omitzero"`
 	// Op bounds the reply to each operation (answer, skip, open, …) once
 	// the surface is up. Default 10s.
