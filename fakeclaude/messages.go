@@ -43,40 +43,33 @@ func (o obj) appendJSON(b []byte) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
+// appendArray writes v as a JSON array, each element by each; nil is null,
+// as json.Marshal writes a nil slice.
+func appendArray[T any](b []byte, v []T, each func([]byte, T) ([]byte, error)) ([]byte, error) {
+	if v == nil {
+		return append(b, "null"...), nil
+	}
+	b = append(b, '[')
+	for i, e := range v {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var err error
+		if b, err = each(b, e); err != nil {
+			return nil, err
+		}
+	}
+	return append(b, ']'), nil
+}
+
 func appendJSON(b []byte, v any) ([]byte, error) {
 	switch v := v.(type) {
 	case obj:
 		return v.appendJSON(b) // nil too: "{}", as its MarshalJSON
 	case []obj:
-		if v == nil {
-			return append(b, "null"...), nil
-		}
-		b = append(b, '[')
-		for i, e := range v {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			var err error
-			if b, err = e.appendJSON(b); err != nil {
-				return nil, err
-			}
-		}
-		return append(b, ']'), nil
+		return appendArray(b, v, func(b []byte, e obj) ([]byte, error) { return e.appendJSON(b) })
 	case []any:
-		if v == nil {
-			return append(b, "null"...), nil
-		}
-		b = append(b, '[')
-		for i, e := range v {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			var err error
-			if b, err = appendJSON(b, e); err != nil {
-				return nil, err
-			}
-		}
-		return append(b, ']'), nil
+		return appendArray(b, v, appendJSON)
 	}
 	x, err := json.Marshal(v)
 	if err != nil {
