@@ -796,12 +796,7 @@ func TestWatchAndTerminalEscapes(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var watched syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		env := map[string]string{bridgeapi.EnvStateDir: s.state}
-		done <- run(ctx, []string{"askctl", "watch"}, func(k string) string { return env[k] }, strings.NewReader(""), &watched, io.Discard)
-	}()
+	watched, done := s.watch(ctx)
 	s.must("session", "start", "--scenario", sc, "--prompt", "Go.")
 	listed := s.must("pending", "--wait", "--timeout", "10s")
 	id := gjson.Get(s.must("pending", "--json"), "0.question_id").String()
@@ -831,6 +826,18 @@ func TestWatchAndTerminalEscapes(t *testing.T) {
 			t.Errorf("%s does not show the escaped sequence: %q", name, text)
 		}
 	}
+}
+
+// watch runs askctl watch (with args) on the bridge until ctx ends: what it
+// prints, and its exit status once it has ended.
+func (s *served) watch(ctx context.Context, args ...string) (*syncBuffer, <-chan int) {
+	watched := &syncBuffer{}
+	done := make(chan int, 1)
+	go func() {
+		env := map[string]string{bridgeapi.EnvStateDir: s.state}
+		done <- run(ctx, append([]string{"askctl", "watch"}, args...), func(k string) string { return env[k] }, strings.NewReader(""), watched, io.Discard)
+	}()
+	return watched, done
 }
 
 // syncBuffer is a bytes.Buffer safe for one writer and one reader.
@@ -1008,12 +1015,7 @@ func TestAgentFailureIsTold(t *testing.T) {
 		t.Errorf("pending --wait waited %v for a session that had ended", waited)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	var watched syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		env := map[string]string{bridgeapi.EnvStateDir: s.state}
-		done <- run(ctx, []string{"askctl", "watch", "--session", id}, func(k string) string { return env[k] }, strings.NewReader(""), &watched, io.Discard)
-	}()
+	watched, done := s.watch(ctx, "--session", id)
 	deadline := time.Now().Add(10 * time.Second)
 	for !strings.Contains(watched.String(), "Not logged in") && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
@@ -1081,12 +1083,7 @@ func TestWatchSaysBridgeDownAndBack(t *testing.T) {
 	s := serve(t, "--addr", addr)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var watched syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		env := map[string]string{bridgeapi.EnvStateDir: s.state}
-		done <- run(ctx, []string{"askctl", "watch"}, func(k string) string { return env[k] }, strings.NewReader(""), &watched, io.Discard)
-	}()
+	watched, done := s.watch(ctx)
 	waitFor := func(what string) {
 		t.Helper()
 		deadline := time.Now().Add(20 * time.Second)

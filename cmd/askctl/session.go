@@ -39,6 +39,17 @@ func newSessionCmd(s *stdio, startF, lsF, stopF func(context.Context, *sessionOp
 		stopF = runSessionStop
 	}
 	jsonFlag := &cli.BoolFlag{Name: "json", Usage: "print JSON", Destination: &o.json}
+	// oneID is the Before of a command that takes one session id: it sets
+	// o.id, or says (what) that it wants one.
+	oneID := func(o *sessionOptions, what string) cli.BeforeFunc {
+		return func(ctx context.Context, cmd *cli.Command) (context.Context, error) {
+			if cmd.Args().Len() != 1 {
+				return ctx, usagef("%s, got %d arguments", what, cmd.Args().Len())
+			}
+			o.id = cmd.Args().First()
+			return ctx, nil
+		}
+	}
 	return &cli.Command{
 		Name:  "session",
 		Usage: "start, list, show, read the logs of, and stop the bridge's agent sessions",
@@ -85,42 +96,24 @@ stopped (its pending questions are withdrawn).
 				Usage:     "show one session: its status, how it ended, and each question with its answer or reason",
 				ArgsUsage: "ID",
 				Flags:     append([]cli.Flag{jsonFlag}, o.conn.apiFlags()...),
-				Before: func(ctx context.Context, cmd *cli.Command) (context.Context, error) {
-					if cmd.Args().Len() != 1 {
-						return ctx, usagef("show takes one session id (askctl session ls lists them), got %d arguments", cmd.Args().Len())
-					}
-					o.id = cmd.Args().First()
-					return ctx, nil
-				},
-				Action: func(ctx context.Context, cmd *cli.Command) error { return runSessionShow(ctx, o) },
+				Before:    oneID(o, "show takes one session id (askctl session ls lists them)"),
+				Action:    func(ctx context.Context, cmd *cli.Command) error { return runSessionShow(ctx, o) },
 			},
 			{
 				Name:      "logs",
 				Usage:     "what happened in one session, in order: its questions and what came of them, its status, and the end of its agent's stderr",
 				ArgsUsage: "ID",
 				Flags:     append([]cli.Flag{jsonFlag}, o.conn.apiFlags()...),
-				Before: func(ctx context.Context, cmd *cli.Command) (context.Context, error) {
-					if cmd.Args().Len() != 1 {
-						return ctx, usagef("logs takes one session id (askctl session ls lists them), got %d arguments", cmd.Args().Len())
-					}
-					o.id = cmd.Args().First()
-					return ctx, nil
-				},
-				Action: func(ctx context.Context, cmd *cli.Command) error { return runSessionLogs(ctx, o) },
+				Before:    oneID(o, "logs takes one session id (askctl session ls lists them)"),
+				Action:    func(ctx context.Context, cmd *cli.Command) error { return runSessionLogs(ctx, o) },
 			},
 			{
 				Name:      "stop",
 				Usage:     "stop a session: close its agent's stdin, then end it",
 				ArgsUsage: "ID",
 				Flags:     append([]cli.Flag{jsonFlag}, o.conn.apiFlags()...),
-				Before: func(ctx context.Context, cmd *cli.Command) (context.Context, error) {
-					if cmd.Args().Len() != 1 {
-						return ctx, usagef("stop takes one session id, got %d arguments", cmd.Args().Len())
-					}
-					o.id = cmd.Args().First()
-					return ctx, nil
-				},
-				Action: func(ctx context.Context, cmd *cli.Command) error { return stopF(ctx, o) },
+				Before:    oneID(o, "stop takes one session id"),
+				Action:    func(ctx context.Context, cmd *cli.Command) error { return stopF(ctx, o) },
 			},
 		},
 	}
