@@ -13,7 +13,7 @@ STATICCHECK_VERSION := v0.8.2
 # be stale after a change to the bridge.
 E2E := TestServeRealCLI|TestMCPRealCLI|TestPage|TestPageLogout|TestPageTimeout|TestRecordRealCLI|TestRecordPrintModeMCP|TestEditedRecordingIsReported|TestRecordResumedSession|TestFidelity|TestFidelityCatchesDrift|TestReplayUserMessagesAndDefaultModel|TestReferenceBridgeBrowser|TestReferenceBridgeRealAgent|TestBrokenBridgesRealAgent
 
-.PHONY: help build conformance explore explore-browser replay demo test e2e race npm real-cli browser screenshots lint bench mutate fuzz fidelity clean
+.PHONY: help build conformance explore explore-browser replay demo test e2e race npm real-cli browser screenshots lint bench mutate fuzz fidelity fidelity-releases clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*?## "} /^[a-zA-Z0-9_-]+:.*?## / {n++; name[n] = $$1; text[n] = $$2; if (length($$1) > w) w = length($$1)} END {for (i = 1; i <= n; i++) printf "  %-*s  %s\n", w, name[i], text[i]}' $(MAKEFILE_LIST)
@@ -56,7 +56,7 @@ race: npm real-cli browser ## run every test with the race detector (the suite's
 
 npm: $(NPM_STAMP) ## install the pinned TypeScript Agent SDK the tests drive fakeclaude with
 
-real-cli: build ## install the pinned real claude CLI (2.1.330) into your cache, once (askctl claude install)
+real-cli: build ## install the pinned real claude CLI (the newest learned release) into your cache, once (askctl claude install)
 	./bin/askctl claude install
 
 browser: ## install Debian's chromium for the page's browser tests, where none is found
@@ -68,6 +68,10 @@ screenshots: browser ## take the README's pictures of the page (docs/), in the b
 
 fidelity: real-cli ## play every built-in with fakeclaude and the real CLI, and diff them
 	./bin/askctl fidelity
+
+fidelity-releases: build ## fidelity on the newest and the oldest learned release (each installed into your cache once; CI runs it)
+	./bin/askctl fidelity --cli latest
+	./bin/askctl fidelity --cli oldest
 
 $(NPM_STAMP): $(NPM_DIR)/package.json $(NPM_DIR)/package-lock.json
 	cd $(NPM_DIR) && npm ci --no-audit --no-fund --omit=optional --ignore-scripts

@@ -22,12 +22,11 @@ import (
 	"runtime"
 	"strings"
 	"time"
-
-	"github.com/askctl/askctl/protocol"
 )
 
-// Pinned is the release askctl installs and compares against.
-const Pinned = protocol.CLIVersion
+// Pinned is the release askctl installs and compares against by default:
+// the newest learned release (see Releases).
+var Pinned = Newest()
 
 // EnvClaude names the real CLI to use, like --claude.
 const EnvClaude = "ASKCTL_CLAUDE"
@@ -63,7 +62,10 @@ func Package() (string, error) {
 
 // Dir is where Install puts the pinned CLI: the user's cache directory
 // (XDG_CACHE_HOME, ~/.cache, ~/Library/Caches), under askctl.
-func Dir() (string, error) {
+func Dir() (string, error) { return DirOf(Pinned) }
+
+// DirOf is where Install puts a release.
+func DirOf(version string) (string, error) {
 	cache, err := os.UserCacheDir()
 	if err != nil {
 		return "", fmt.Errorf("no cache directory to install claude into: %w", err)
@@ -72,7 +74,7 @@ func Dir() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return filepath.Join(cache, "askctl", "claude-code", Pinned, p), nil
+	return filepath.Join(cache, "askctl", "claude-code", version, p), nil
 }
 
 // binary is the native executable inside an npm prefix.
@@ -89,8 +91,11 @@ func binary(prefix string) (string, error) {
 }
 
 // Installed returns the installed pinned CLI, if Install has run.
-func Installed() (string, bool) {
-	dir, err := Dir()
+func Installed() (string, bool) { return InstalledOf(Pinned) }
+
+// InstalledOf returns an installed release, if InstallOf has run for it.
+func InstalledOf(version string) (string, bool) {
+	dir, err := DirOf(version)
 	if err != nil {
 		return "", false
 	}
@@ -108,9 +113,12 @@ func Installed() (string, bool) {
 // only place it is published), checks that it runs and is the pinned
 // release, and returns its path. It does nothing when it is already there.
 // Progress and npm's output go to log.
-func Install(ctx context.Context, log io.Writer) (string, error) {
-	if bin, ok := Installed(); ok {
-		fmt.Fprintf(log, "claude %s is installed: %s\n", Pinned, bin)
+func Install(ctx context.Context, log io.Writer) (string, error) { return InstallOf(ctx, Pinned, log) }
+
+// InstallOf is Install for any release npm has.
+func InstallOf(ctx context.Context, version string, log io.Writer) (string, error) {
+	if bin, ok := InstalledOf(version); ok {
+		fmt.Fprintf(log, "claude %s is installed: %s\n", version, bin)
 		return bin, nil
 	}
 	npm, err := exec.LookPath("npm")
@@ -121,7 +129,7 @@ func Install(ctx context.Context, log io.Writer) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	dir, err := Dir()
+	dir, err := DirOf(version)
 	if err != nil {
 		return "", err
 	}
@@ -137,11 +145,11 @@ func Install(ctx context.Context, log io.Writer) (string, error) {
 	if err := os.WriteFile(filepath.Join(tmp, "package.json"), []byte(`{"name":"askctl-claude","private":true}`+"\n"), 0o644); err != nil {
 		return "", err
 	}
-	fmt.Fprintf(log, "installing %s@%s into %s (about 370 MB) …\n", pkg, Pinned, dir)
-	cmd := exec.CommandContext(ctx, npm, "install", "--prefix", tmp, "--no-audit", "--no-fund", "--ignore-scripts", "--save-exact", pkg+"@"+Pinned)
+	fmt.Fprintf(log, "installing %s@%s into %s (about 370 MB) …\n", pkg, version, dir)
+	cmd := exec.CommandContext(ctx, npm, "install", "--prefix", tmp, "--no-audit", "--no-fund", "--ignore-scripts", "--save-exact", pkg+"@"+version)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("npm install %s@%s: %w", pkg, Pinned, err)
+		return "", fmt.Errorf("npm install %s@%s: %w", pkg, version, err)
 	}
 	bin, err := binary(tmp)
 	if err != nil {
@@ -149,15 +157,15 @@ func Install(ctx context.Context, log io.Writer) (string, error) {
 	}
 	if v, err := Version(ctx, bin); err != nil {
 		return "", err
-	} else if v != Pinned {
-		return "", fmt.Errorf("%s says it is claude %s, want %s", bin, v, Pinned)
+	} else if v != version {
+		return "", fmt.Errorf("%s says it is claude %s, want %s", bin, v, version)
 	}
 	os.RemoveAll(dir)
 	if err := os.Rename(tmp, dir); err != nil {
 		return "", err
 	}
 	bin, _ = binary(dir)
-	fmt.Fprintf(log, "installed claude %s: %s\n", Pinned, bin)
+	fmt.Fprintf(log, "installed claude %s: %s\n", version, bin)
 	return bin, nil
 }
 

@@ -458,7 +458,7 @@ func TestBuiltinScenariosPlayThrough(t *testing.T) {
 				if out.Code != 0 {
 					t.Errorf("exit = %d, want 0; failures: %v", out.Code, out.Failures)
 				}
-				if d := replay.CheckSteps(replay.Expected(sc), replay.Shapes(recs, transcript.FromCLI)); len(d) > 0 {
+				if d := replay.CheckSteps(replay.Expected(sc, ""), replay.Shapes(recs, transcript.FromCLI)); len(d) > 0 {
 					t.Errorf("differs from the steps: %v", d)
 				}
 				return

@@ -2,6 +2,7 @@ package fakeclaude_test
 
 import (
 	"context"
+	"github.com/askctl/askctl/claudecli"
 	"io"
 	"path/filepath"
 	"testing"
@@ -46,7 +47,7 @@ func runOnPipes(t testing.TB, sc *scenarios.Scenario, args []string, linger time
 	outR, outW := io.Pipe()
 	done := make(chan fakeclaude.Outcome, 1)
 	go func() {
-		o := fakeclaude.Run(context.Background(), fakeclaude.Options{Scenario: sc, Flags: flags, Timeout: 10 * time.Second, Linger: linger, MCP: mcpclient.Dialer{}}, inR, outW)
+		o := fakeclaude.Run(context.Background(), fakeclaude.Options{Scenario: sc, Flags: flags, Timeout: 10 * time.Second, Linger: linger, MCP: mcpclient.Dialer{}, Release: baseRelease(t)}, inR, outW)
 		outW.Close()
 		inR.Close()
 		done <- o
@@ -149,4 +150,15 @@ func TestMatchesPrintCaptures(t *testing.T) {
 			}
 		})
 	}
+}
+
+// baseRelease is the release the captures were made with, which the
+// in-process tests play: claudecli.Base.
+func baseRelease(t testing.TB) *claudecli.Release {
+	t.Helper()
+	r, err := claudecli.Load(claudecli.Base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

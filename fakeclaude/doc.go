@@ -4,8 +4,14 @@
 //
 // # Faithful by default
 //
-// fakeclaude does what Claude Code 2.1.330 does in the same situation, as
-// seen in captures of the real CLI: it answers initialize; sends system/init
+// fakeclaude does what Claude Code does in the same situation, as seen in
+// captures of the real CLI. Its code writes one release, the base
+// (claudecli.Base, 2.1.330); every other learned release is data
+// (claudecli.Release: keys added and dropped per kind of message) that
+// each message passes through on its way out, and what data cannot say is
+// a claudecli.Behaviour gated by release. It plays the newest learned
+// release unless FAKECLAUDE_CLI_VERSION or a recorded scenario's
+// cli_version names another. It does this: it answers initialize; sends system/init
 // at the start of each turn, offering AskUserQuestion only when a permission
 // prompt surface is configured (--permission-prompt-tool); writes each
 // scripted question as an assistant tool_use and a can_use_tool

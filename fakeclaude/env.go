@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/askctl/askctl/claudecli"
 )
 
 // Environment variables fakeclaude reads. Bridges spawn it with their own
@@ -53,6 +55,9 @@ type Env struct {
 	NoSessionFile bool
 	// RunAs is the role (RoleFake, RoleReal) of a multi-call binary.
 	RunAs string
+	// CLIVersion is the learned CLI release to play (claudecli.Releases);
+	// empty plays the newest, or a recorded scenario's own.
+	CLIVersion string
 }
 
 // Environ is e as "NAME=value" entries, to append to a command's
@@ -80,6 +85,9 @@ func (e Env) Environ() []string {
 	}
 	if e.NoSessionFile {
 		add(EnvNoSessionFile, "1")
+	}
+	if e.CLIVersion != "" {
+		add(claudecli.EnvCLIVersion, e.CLIVersion)
 	}
 	return out
 }

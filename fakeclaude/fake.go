@@ -14,6 +14,7 @@ import (
 	"github.com/askctl/askctl/fakeclaude/mcplink"
 
 	"github.com/askctl/askctl/claudecli"
+	"github.com/askctl/askctl/fakeclaude/fakeapi"
 	"github.com/askctl/askctl/internal/clip"
 	"github.com/askctl/askctl/internal/uuid"
 	"github.com/askctl/askctl/protocol"
@@ -83,6 +84,8 @@ type Options struct {
 	// has servers. A program that links the MCP SDK anyway passes
 	// mcpclient.Dialer{}.
 	MCP mcplink.Dialer
+	// Release is the CLI release to play; nil plays the newest learned.
+	Release *claudecli.Release
 }
 
 // Failure is one thing that went wrong.
@@ -158,7 +161,8 @@ type fake struct {
 	denials     []denial
 	resultIndex int
 
-	getenv func(string) string
+	getenv  func(string) string
+	release *claudecli.Release // the release played
 	// notesAtStart are notes from before the run could record them.
 	notesAtStart []string
 	mcp          *mcpClients // the --mcp-config servers; nil with none
@@ -169,8 +173,11 @@ type fake struct {
 	failures []Failure
 	step     int  // the step being played (Step.N), 0 between turns
 	aborted  bool // the last turn ended with an error result
-	stopped  bool // stop playing: fatal error, exit, deadline
-	exitWith *int // a scenario-directed exit
+	// rejectedLast: the last tool call failed and the turn goes on to the
+	// model's reply (claudecli.StdinCloseCancels).
+	rejectedLast bool
+	stopped      bool // stop playing: fatal error, exit, deadline
+	exitWith     *int // a scenario-directed exit
 }
 
 type inbound struct {
@@ -239,6 +246,13 @@ func newFake(ctx context.Context, opts Options, out io.Writer) *fake {
 		f.getenv = os.Getenv
 	}
 	f.route = &sdkRoute{f: f, requests: map[string]*request{}}
+	if f.release = opts.Release; f.release == nil {
+		if r, err := claudecli.Load(""); err == nil {
+			f.release = r
+		} else {
+			f.release = &claudecli.Release{Version: claudecli.Base}
+		}
+	}
 	if f.now == nil {
 		f.now = time.Now
 	}
@@ -324,7 +338,7 @@ func (f *fake) send(m any) {
 	if f.outDead {
 		return
 	}
-	b, err := encode(m)
+	b, err := f.encodeAs(m, claudecli.Kind)
 	if err != nil {
 		f.fail(ExitUsage, "internal", "encoding a message: %v", err)
 		f.stopped = true
@@ -424,7 +438,7 @@ func (f *fake) run() {
 func (f *fake) playTurn(turn []scenarios.Step, prompt protocol.Line) bool {
 	f.checkPrompt(&turn[0], prompt)
 	f.startTurn(prompt)
-	f.aborted = false
+	f.aborted, f.rejectedLast = false, false
 	played := 1
 	for i := 1; i < len(turn) && !f.stopped && !f.aborted; i++ {
 		f.step = turn[i].N
@@ -433,6 +447,13 @@ func (f *fake) playTurn(turn []scenarios.Step, prompt protocol.Line) bool {
 	}
 	if f.stopped {
 		return false
+	}
+	if f.rejectedLast && played == len(turn) {
+		// The turn ended on a failed tool call: the model has the last
+		// word, which the fake model API gives.
+		f.beginResponse()
+		f.send(f.assistant(textBlock(fakeapi.StopAfterRejection)))
+		f.lastText, f.inResponse = fakeapi.StopAfterRejection, false
 	}
 	if f.aborted {
 		f.send(f.userText(protocol.InterruptedForToolUseText))

@@ -2,6 +2,7 @@ package fakeclaude_test
 
 import (
 	"bytes"
+	"github.com/askctl/askctl/claudecli"
 	"strings"
 	"testing"
 
@@ -71,8 +72,8 @@ func TestHelpAndVersion(t *testing.T) {
 	}
 	out.Reset()
 	// The Python SDK probes the version with -v.
-	if code := fakeclaude.Command([]string{"-v"}, func(string) string { return "" }, strings.NewReader(""), &out, &errOut); code != 0 || out.String() != "2.1.330 (Claude Code)\n" {
-		t.Errorf("-v = %d %q, want the real CLI's %q", code, out.String(), "2.1.330 (Claude Code)\n")
+	if code := fakeclaude.Command([]string{"-v"}, func(string) string { return "" }, strings.NewReader(""), &out, &errOut); code != 0 || out.String() != claudecli.Newest()+" (Claude Code)\n" {
+		t.Errorf("-v = %d %q, want the newest learned release's %q", code, out.String(), claudecli.Newest()+" (Claude Code)\n")
 	}
 	out.Reset()
 	if code := fakeclaude.Command(nil, func(string) string { return "" }, strings.NewReader(""), &out, &errOut); code != fakeclaude.ExitUsage || !strings.Contains(errOut.String(), "no scenario given") {

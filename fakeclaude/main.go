@@ -75,6 +75,8 @@ Environment:
                          (the real CLI waits for EOF); default: the timeout
   CLAUDE_CONFIG_DIR      where session files go (default ~/.claude), as the CLI
   FAKECLAUDE_NO_SESSION_FILE=1  write no session file
+  FAKECLAUDE_CLI_VERSION=V     play claude release V (default: the newest learned; a recorded
+                               scenario plays its own); askctl claude releases lists them
   MCP_TIMEOUT            an MCP server's start-up deadline in ms (default
                          30000, as the CLI); MCP_TOOL_TIMEOUT bounds tools/call
                          (so does FAKECLAUDE_TIMEOUT)
@@ -142,7 +144,12 @@ func CommandWith(mcp mcplink.Dialer, args []string, getenv func(string) string, 
 		return ExitOK
 	}
 	if flags.Version {
-		fmt.Fprintf(stdout, "%s (Claude Code)\n", protocol.CLIVersion)
+		rel, err := chooseRelease(getenv, nil)
+		if err != nil {
+			fmt.Fprintf(stderr, "fakeclaude: %s: %v\n", claudecli.EnvCLIVersion, err)
+			return ExitUsage
+		}
+		fmt.Fprintf(stdout, "%s (Claude Code)\n", rel.Version)
 		return ExitOK
 	}
 	if !flags.Session() {
@@ -197,6 +204,12 @@ func CommandWith(mcp mcplink.Dialer, args []string, getenv func(string) string, 
 		}
 		opts.Scenario = sc
 	}
+	rel, err := chooseRelease(getenv, opts.Scenario)
+	if err != nil {
+		fmt.Fprintf(stderr, "fakeclaude: %v\n", err)
+		return ExitUsage
+	}
+	opts.Release = rel
 	for env, dst := range map[string]*time.Duration{EnvTimeout: &opts.Timeout, EnvLinger: &opts.Linger} {
 		if v := getenv(env); v != "" {
 			d, err := time.ParseDuration(v)

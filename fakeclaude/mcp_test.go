@@ -131,6 +131,9 @@ func runPrint(t *testing.T, sc *scenarios.Scenario, args []string, stdin string,
 	}
 	var stdout, stderr bytes.Buffer
 	opts.Scenario, opts.Flags, opts.Stderr = sc, flags, &stderr
+	if opts.Release == nil {
+		opts.Release = baseRelease(t)
+	}
 	if opts.MCP == nil {
 		opts.MCP = mcpclient.Dialer{}
 	}

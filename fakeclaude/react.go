@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/askctl/askctl/claudecli"
 	"github.com/askctl/askctl/internal/clip"
 	"github.com/askctl/askctl/protocol"
 	"github.com/askctl/askctl/transcript"
@@ -36,6 +37,16 @@ func (f *fake) react(c toolCall, o outcome) {
 		// lists no denial.
 		if wantAnswer || exp == nil {
 			f.fail(ExitEarlyEOF, "eof", "stdin closed while %s request %s was pending", c.tool, o.requestID)
+		}
+		if !f.release.Has(claudecli.StdinCloseCancels) {
+			// Before: the tool fails and the turn goes on.
+			f.session.unanswered()
+			text := protocol.PermissionStreamClosedText
+			f.send(f.toolResultMessage(toolResult{toolUseID: c.toolUseID, content: text, isError: ptr(true), useResult: "Error: " + text,
+				resultMeta: rejectMeta(c.toolUseID, "config", kv{"reason_type", "other"})}))
+			f.denials = append(f.denials, d)
+			f.rejectedLast = true
+			return
 		}
 		if f.session != nil {
 			f.session.shutdown = true // the CLI notes the rows of a withdrawal at shutdown

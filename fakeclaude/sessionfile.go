@@ -53,6 +53,7 @@ type sessionLog struct {
 	mcpResult string
 	// shutdown marks the rows written because stdin closed mid-question.
 	shutdown    bool
+	stdinClosed bool // the next tool result is of a request stdin closed on (claudecli.StdinCloseCancels)
 	promptSaved bool // the turn's last prompt was saved
 	// resumed: the session goes on from a file; leafType is the type of
 	// its last conversation row.
@@ -152,7 +153,7 @@ func (l *sessionLog) write(row obj) {
 		}
 		l.file = file
 	}
-	b, err := encode(row)
+	b, err := l.f.encodeAs(row, claudecli.SessionKind)
 	if err != nil {
 		l.broken(err)
 		return
@@ -176,7 +177,7 @@ func (l *sessionLog) close() {
 // common are the keys every conversation row ends with.
 func (l *sessionLog) common() obj {
 	return obj{{"userType", "external"}, {"entrypoint", "sdk-cli"}, {"cwd", l.f.cwd}, {"sessionId", l.f.sessionID},
-		{"version", protocol.CLIVersion}, {"gitBranch", "HEAD"}}
+		{"version", l.f.release.Version}, {"gitBranch", "HEAD"}}
 }
 
 // queued writes the queue operations of a prompt taken from stdin.
@@ -306,7 +307,13 @@ func (l *sessionLog) user(m gjson.Result) {
 			row = append(row, kv{"sandboxed", false})
 		}
 		row = append(row, kv{"sourceToolAssistantUUID", l.leaf})
-		if pd := meta.Get("permission_decision"); pd.Exists() {
+		if l.stdinClosed {
+			// A request left unanswered when stdin closed, before
+			// claudecli.StdinCloseCancels.
+			l.stdinClosed = false
+			row = append(row, kv{"toolDenialUnanswered", true},
+				kv{"permissionDecision", obj{{"decision", "reject"}, {"source", "config"}, {"reasonType", "other"}, {"reasonCode", "unknown"}}})
+		} else if pd := meta.Get("permission_decision"); pd.Exists() {
 			row = append(row, kv{"permissionDecision", permissionDecision(pd)})
 		}
 		if mcpTool && meta.Get("permission_decision.decision").String() == "accept" {
@@ -318,6 +325,14 @@ func (l *sessionLog) user(m gjson.Result) {
 	}
 	l.leaf = id
 	l.write(append(row, l.common()...))
+}
+
+// unanswered says the next tool result is that of a request stdin closed
+// on, in a release before claudecli.StdinCloseCancels.
+func (l *sessionLog) unanswered() {
+	if l != nil {
+		l.stdinClosed = true
+	}
 }
 
 // permissionDecision is a tool result row's permissionDecision: the

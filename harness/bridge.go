@@ -140,7 +140,8 @@ func writeShim(path string, o Options, events, work string) error {
 	} else {
 		// Session files go to the bridge's CLAUDE_CONFIG_DIR if it sets
 		// one, else into the run's directory, never the user's ~/.claude.
-		e := fakeclaude.Env{RunAs: fakeclaude.RoleFake, Events: events, Transcript: filepath.Join(work, "agents.jsonl")}
+		// The release the agents play is this process's (askctl's --cli).
+		e := fakeclaude.Env{RunAs: fakeclaude.RoleFake, Events: events, Transcript: filepath.Join(work, "agents.jsonl"), CLIVersion: os.Getenv(claudecli.EnvCLIVersion)}
 		exe := o.Askctl
 		if fc, ok := fakeclaude.Beside(o.Askctl); ok {
 			exe, e.RunAs = fc, ""

@@ -34,6 +34,11 @@ const (
 	// AskUnavailableToolUseResult goes with AskUnavailableText.
 	AskUnavailableToolUseResult = "Error: No such tool available: AskUserQuestion. AskUserQuestion is disabled for this session, in subagents as well as here."
 
+	// PermissionStreamClosedText is the tool_result of a permission request
+	// still pending when stdin closes, in releases before the CLI withdrew
+	// it instead (claudecli.StdinCloseCancels).
+	PermissionStreamClosedText = "Tool permission request failed: AbortError: Tool permission stream closed before response received"
+
 	// BashNoOutputText is what a Bash call that printed nothing returns.
 	BashNoOutputText = "(Bash completed with no output)"
 

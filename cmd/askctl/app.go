@@ -8,7 +8,7 @@ import (
 	"runtime/debug"
 	"strings"
 
-	"github.com/askctl/askctl/protocol"
+	"github.com/askctl/askctl/claudecli"
 	"github.com/urfave/cli/v3"
 )
 
@@ -128,7 +128,7 @@ func version() string {
 			}
 		}
 	}
-	return v + "; fakeclaude plays claude " + protocol.CLIVersion
+	return v + "; fakeclaude plays claude " + claudecli.Newest() + " by default (askctl claude releases)"
 }
 
 // unknownCommand is the usage error for a command name parent does not

@@ -21,6 +21,7 @@ import (
 )
 
 type benchOptions struct {
+	cli         string
 	bridge      string
 	scenario    string
 	sessions    int
@@ -77,6 +78,7 @@ would not start, 130 interrupted (what had finished is reported).`,
 			&cli.BoolFlag{Name: "json", Usage: "print the results as JSON", Destination: &o.json},
 			&cli.StringFlag{Name: "plot", Usage: "write latency over the run to this SVG `FILE`", Destination: &o.plot},
 			&cli.FloatFlag{Name: "slow", Value: 1, Usage: "scale the harness's waits on the bridge (2 doubles them), for a busy machine", Destination: &o.slow},
+			cliFlag(&o.cli),
 		},
 		Before: func(ctx context.Context, cmd *cli.Command) (context.Context, error) {
 			if cmd.Args().Len() > 0 {
@@ -97,7 +99,7 @@ would not start, 130 interrupted (what had finished is reported).`,
 			if o.sessions == 0 && o.duration == 0 {
 				o.sessions = 200
 			}
-			return ctx, nil
+			return ctx, useRelease(o.cli)
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error { return runF(ctx, o) },
 	}

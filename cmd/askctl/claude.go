@@ -3,14 +3,19 @@ package main
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/askctl/askctl/claudecli"
 	"github.com/urfave/cli/v3"
 )
 
 type claudeOptions struct {
-	claude string
-	io     *stdio
+	claude  string
+	version string // install, learn: the release
+	dir     string // learn: where release files go
+	timeout time.Duration
+	json    bool
+	io      *stdio
 }
 
 func newClaudeCmd(s *stdio, installF, pathF func(context.Context, *claudeOptions) error) *cli.Command {
@@ -23,11 +28,16 @@ func newClaudeCmd(s *stdio, installF, pathF func(context.Context, *claudeOptions
 	}
 	return &cli.Command{
 		Name:  "claude",
-		Usage: "install and find the pinned real claude CLI (" + claudecli.Pinned + ")",
-		Description: `askctl compares fakeclaude with the real claude CLI ` + claudecli.Pinned + ` and can run scenarios
-against it (replay --agent real, fidelity). askctl claude install puts that
-release into your cache directory once, from npm, so those commands work from
-any directory. Needs npm; the native binary needs nothing else.`,
+		Usage: "install real claude CLI releases, and learn new ones for fakeclaude to play",
+		Description: `askctl compares fakeclaude with the real claude CLI and can run scenarios
+against it (replay --agent real, fidelity). askctl claude install puts a
+release (by default ` + claudecli.Pinned + `, the newest learned) into your cache directory
+once, from npm, so those commands work from any directory. Needs npm; the
+native binary needs nothing else.
+
+fakeclaude plays every learned release (askctl claude releases); claude learn
+VERSION teaches it a new one, and claude drift says whether npm has a
+release that is not learned yet.`,
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() == 0 {
 				return cli.ShowSubcommandHelp(cmd)
@@ -36,15 +46,18 @@ any directory. Needs npm; the native binary needs nothing else.`,
 		},
 		Commands: []*cli.Command{
 			{
-				Name:  "install",
-				Usage: "install the pinned claude CLI into your cache (once; needs npm)",
-				Description: `Installs @anthropic-ai/claude-code-<platform>@` + claudecli.Pinned + ` (the native binary, about
-370 MB) into your cache directory, checks that it runs and says it is
-` + claudecli.Pinned + `, and prints its path. Does nothing when it is already there.`,
+				Name:      "install",
+				Usage:     "install a claude CLI release into your cache (once; needs npm)",
+				ArgsUsage: "[VERSION]",
+				Description: `Installs @anthropic-ai/claude-code-<platform>@VERSION (the native binary, about
+370 MB; VERSION defaults to ` + claudecli.Pinned + `, the newest learned release) into your
+cache directory, checks that it runs and says it is that release, and prints
+its path. Does nothing when it is already there.`,
 				Action: func(ctx context.Context, cmd *cli.Command) error {
-					if cmd.Args().Len() > 0 {
-						return usagef("install takes no arguments")
+					if cmd.Args().Len() > 1 {
+						return usagef("install takes at most one argument, the release")
 					}
+					o.version = cmd.Args().First()
 					return installF(ctx, o)
 				},
 			},
@@ -59,12 +72,67 @@ claude on PATH (with a warning when it is not ` + claudecli.Pinned + `).`,
 				},
 				Action: func(ctx context.Context, cmd *cli.Command) error { return pathF(ctx, o) },
 			},
+			{
+				Name:  "releases",
+				Usage: "list the releases fakeclaude can play",
+				Description: `Lists the learned releases, oldest first, with the newest (the default) marked,
+and the behaviours that differ between them. --json prints them as an array.`,
+				Flags:  []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON", Destination: &o.json}},
+				Action: func(ctx context.Context, cmd *cli.Command) error { return runClaudeReleases(o) },
+			},
+			{
+				Name:      "learn",
+				Usage:     "teach fakeclaude a claude CLI release: install it, play every built-in, write its data",
+				ArgsUsage: "VERSION",
+				Description: `Installs claude VERSION (as claude install does), plays every built-in scenario
+with it against askctl's fake model API and with fakeclaude, and learns what
+sets the release's messages and session file rows apart from the base release
+fakeclaude's code writes (` + claudecli.Base + `): keys added and dropped, per kind of
+message. It plays again with what it learned, until the two agree.
+
+It then writes claudecli/releases/VERSION.json (--dir chooses another place)
+and prints what changed against the nearest learned release. Rebuild askctl
+to make the release playable (make build), then check it with
+askctl fidelity --cli VERSION.
+
+A difference data cannot say (a message more or less, another text, a key on
+some messages of a kind and not others) is printed and nothing is written:
+it needs code, a claudecli.Behaviour gated by release.
+
+Exit status: 0 learned and equal on every scenario, 1 not learnable as data
+(the differences are printed), 3 the release could not be installed or run.`,
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "dir", Usage: "where to write VERSION.json (default: claudecli/releases of the askctl source tree you are in)", Destination: &o.dir},
+					&cli.DurationFlag{Name: "timeout", Value: time.Minute, Usage: "deadline of each wait for the SDK side", Destination: &o.timeout},
+				},
+				Action: func(ctx context.Context, cmd *cli.Command) error {
+					if cmd.Args().Len() != 1 {
+						return usagef("learn takes one argument, the release (such as %s)", claudecli.Pinned)
+					}
+					o.version = cmd.Args().First()
+					return runClaudeLearn(ctx, o)
+				},
+			},
+			{
+				Name:  "drift",
+				Usage: "say whether npm has a claude CLI release newer than the newest learned (exit 1 if so)",
+				Description: `Asks npm for the newest @anthropic-ai/claude-code release and compares it with
+the newest learned release (` + claudecli.Pinned + `). Exit status 0: nothing new; 1: a newer
+release is out, and the next step is printed (askctl claude learn VERSION). A
+scheduled CI job runs it to hear of a release that needs learning.`,
+				Flags:  []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON", Destination: &o.json}},
+				Action: func(ctx context.Context, cmd *cli.Command) error { return runClaudeDrift(ctx, o) },
+			},
 		},
 	}
 }
 
 func runClaudeInstall(ctx context.Context, o *claudeOptions) error {
-	_, err := claudecli.Install(ctx, o.io.err)
+	v := o.version
+	if v == "" {
+		v = claudecli.Pinned
+	}
+	_, err := claudecli.InstallOf(ctx, v, o.io.err)
 	return err
 }
 

@@ -19,6 +19,7 @@ import (
 )
 
 type conformanceOptions struct {
+	cli      string
 	bridge   string
 	run      string
 	agent    string
@@ -78,6 +79,7 @@ Examples:
 			&cli.StringFlag{Name: "run", Usage: "run only the cases whose name matches this regular expression", Destination: &o.run},
 			&cli.StringFlag{Name: "agent", Usage: "the agent the bridge spawns: fake (fakeclaude) or real (the real claude CLI against askctl's fake model API)", Value: "fake", Destination: &o.agent},
 			&cli.StringFlag{Name: "claude", Usage: "with --agent real: the real claude executable (default: the pinned one askctl claude install put in your cache, else claude on PATH)", Destination: &o.claude, Sources: cli.EnvVars(claudecli.EnvClaude)},
+			cliFlag(&o.cli),
 			&cli.StringFlag{Name: "junit", Usage: "write a JUnit XML report to `FILE`", Destination: &o.junit},
 			&cli.StringFlag{Name: "json", Usage: "write a JSON report to `FILE`", Destination: &o.json},
 			&cli.StringFlag{Name: "expected-failures", Usage: "`FILE` of cases known to fail (CASE reason, a line each)", Destination: &o.expected},
@@ -98,6 +100,9 @@ Examples:
 					return ctx, nil // the subcommand's own
 				}
 				return ctx, usagef("unexpected argument %q (select cases with --run)", cmd.Args().First())
+			}
+			if err := useRelease(o.cli); err != nil {
+				return ctx, err
 			}
 			return ctx, o.validate()
 		},
@@ -183,7 +188,7 @@ func runConformance(ctx context.Context, o *conformanceOptions) error {
 	}
 	var real string
 	if o.agent == "real" {
-		if real, err = claudecli.Find(ctx, o.claude, ew); err != nil {
+		if real, err = findReal(ctx, o.claude, o.cli, ew); err != nil {
 			if o.claude != "" {
 				return usagef("--claude %s: %v", o.claude, err)
 			}

@@ -9,12 +9,14 @@ import (
 	"time"
 
 	"github.com/askctl/askctl/claudecli"
+	"github.com/askctl/askctl/internal/agent"
 	"github.com/askctl/askctl/internal/replay"
 	"github.com/urfave/cli/v3"
 )
 
 type fidelityOptions struct {
 	claude  string
+	cli     string
 	json    bool
 	timeout time.Duration
 	names   []string
@@ -61,11 +63,15 @@ Left out of the comparison, and counted per scenario:
     environment and API requests (attachment, api-request*, atis-latch),
     which fakeclaude does not write.
 
-The real CLI is the one --claude names, else the pinned one askctl claude
-install put in your cache, else claude on PATH. Exit status 1 if anything
-differs.`,
+The real CLI is the one --claude names, else release --cli (installed into
+your cache when it is not there; latest and oldest name the newest and oldest
+learned), else the pinned one askctl claude install put in your cache, else
+claude on PATH. fakeclaude plays the release the real CLI says it is, which
+must be learned (askctl claude releases; askctl claude learn VERSION).
+Exit status 1 if anything differs.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "claude", Usage: "the real claude executable", Destination: &o.claude, Sources: cli.EnvVars(claudecli.EnvClaude)},
+			&cli.StringFlag{Name: "cli", Usage: "the release to compare: installed into your cache when it is not there, and played by fakeclaude (default: the release the real CLI says it is)", Destination: &o.cli, Sources: cli.EnvVars(claudecli.EnvCLIVersion)},
 			&cli.BoolFlag{Name: "json", Usage: "print the reports as JSON", Destination: &o.json},
 			&cli.DurationFlag{Name: "timeout", Value: time.Minute, Usage: "deadline of each wait for the SDK side", Destination: &o.timeout},
 		},
@@ -81,6 +87,17 @@ func (o *fidelityOptions) validate() error {
 	if o.timeout <= 0 {
 		return usagef("--timeout: want a positive duration, got %v", o.timeout)
 	}
+	switch o.cli {
+	case "latest":
+		o.cli = claudecli.Newest()
+	case "oldest":
+		o.cli = claudecli.Oldest()
+	}
+	if o.cli != "" {
+		if _, err := claudecli.Load(o.cli); err != nil {
+			return usageError{err}
+		}
+	}
 	return nil
 }
 
@@ -90,14 +107,24 @@ func runFidelity(ctx context.Context, o *fidelityOptions) error {
 	if err != nil {
 		return err
 	}
-	real, err := chooseAgent(ctx, "real", o.claude, ew)
+	real, err := chooseAgent(ctx, "real", o.claude, o.cli, ew)
 	if err != nil {
 		return err
 	}
+	// fakeclaude plays the release the real CLI is.
+	rv, err := claudecli.Version(ctx, real.(agent.Real).Claude)
+	if err != nil {
+		return err
+	}
+	if _, err := claudecli.Load(rv); err != nil {
+		return usageError{fmt.Errorf("the real CLI %s: %w", real.(agent.Real).Claude, err)}
+	}
+	fake := fakeAgent()
+	fake.CLIVersion = rv
 	var reps []replay.FidelityReport
 	equal := 0
 	for i, sc := range scs {
-		fr := replay.Fidelity(ctx, sc, fakeAgent(), real, replay.Options{Timeout: o.timeout})
+		fr := replay.Fidelity(ctx, sc, fake, real, replay.Options{Timeout: o.timeout})
 		if ctx.Err() != nil {
 			// Cut short: its differences are the interrupt's, not the
 			// agents'.

@@ -21,6 +21,7 @@ import (
 type replayOptions struct {
 	agent   string
 	claude  string
+	cli     string
 	json    bool
 	timeout time.Duration
 	verbose bool
@@ -68,6 +69,7 @@ Examples:
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "agent", Value: "fake", Usage: "who plays the agent: fake (fakeclaude) or real (the claude CLI + fake model API)", Destination: &o.agent, Sources: cli.EnvVars("ASKCTL_AGENT")},
 			&cli.StringFlag{Name: "claude", Usage: "the real claude executable, for --agent real", Destination: &o.claude, Sources: cli.EnvVars(claudecli.EnvClaude)},
+			cliFlag(&o.cli),
 			&cli.BoolFlag{Name: "json", Usage: "print the reports as a JSON array", Destination: &o.json},
 			&cli.DurationFlag{Name: "timeout", Value: time.Minute, Usage: "deadline of each wait for the SDK side (and, with a grace period, of each session)", Destination: &o.timeout},
 			&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "print every message both ways for scenarios that differ", Destination: &o.verbose},
@@ -87,19 +89,22 @@ func (o *replayOptions) validate() error {
 	if o.timeout <= 0 {
 		return usagef("--timeout: want a positive duration, got %v", o.timeout)
 	}
-	return nil
+	return useRelease(o.cli)
 }
 
-// chooseAgent builds the agent the options name.
-func chooseAgent(ctx context.Context, name, claude string, warn io.Writer) (agent.Agent, error) {
+// chooseAgent builds the agent the options name; version is the release
+// it plays or is ("" the default).
+func chooseAgent(ctx context.Context, name, claude, version string, warn io.Writer) (agent.Agent, error) {
 	if name == "real" {
-		path, err := claudecli.Find(ctx, claude, warn)
+		path, err := findReal(ctx, claude, version, warn)
 		if err != nil {
 			return nil, err
 		}
 		return agent.Real{Claude: path}, nil
 	}
-	return fakeAgent(), nil
+	f := fakeAgent()
+	f.CLIVersion = version
+	return f, nil
 }
 
 // fakeAgent is fakeclaude: the executable next to askctl when there is
@@ -134,7 +139,7 @@ func runReplay(ctx context.Context, o *replayOptions) error {
 	if err != nil {
 		return err
 	}
-	ag, err := chooseAgent(ctx, o.agent, o.claude, stderr)
+	ag, err := chooseAgent(ctx, o.agent, o.claude, o.cli, stderr)
 	if err != nil {
 		return err
 	}

@@ -27,6 +27,7 @@ import (
 const DefaultAddr = "127.0.0.1:7474"
 
 type serveOptions struct {
+	cli              string
 	addr             string
 	allowRemote      bool
 	state            string
@@ -97,11 +98,15 @@ Examples:
 			&cli.StringSliceFlag{Name: "origin", Usage: "extra host whose pages may open the WebSocket (repeatable)", Destination: &o.origins},
 			&cli.IntFlag{Name: "max-starting", HideDefault: true, Usage: "agents starting at once (until their system/init); more session starts wait their turn, so running sessions keep answering fast under a burst (default: the number of CPUs less one, at least 1)", Destination: &o.maxStarting},
 			&cli.StringFlag{Name: "policy", Usage: "answer or skip questions by the rules of this `FILE` (askctl policy check FILE; askctl help policy)", Destination: &o.policy},
+			cliFlag(&o.cli),
 			&cli.StringSliceFlag{Name: "host", Usage: "a name the bridge answers to besides loopback ones, as requests give it in Host (repeatable); --allow-remote answers every name", Destination: &o.hosts},
 		},
 		Before: func(ctx context.Context, cmd *cli.Command) (context.Context, error) {
 			if cmd.Args().Len() > 0 {
 				return ctx, usagef("serve takes no arguments, got %q", cmd.Args().First())
+			}
+			if err := useRelease(o.cli); err != nil {
+				return ctx, err
 			}
 			return ctx, o.validate()
 		},

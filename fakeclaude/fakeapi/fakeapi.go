@@ -172,7 +172,7 @@ func (s *Server) messages(w http.ResponseWriter, body []byte) {
 		// asked, an interrupt) and, racing its own exit, asks what the
 		// model says to that. A real model answers; the scenario has
 		// nothing more to say, so the model stops.
-		resp = Response{Text: []string{stopAfterRejection}}
+		resp = Response{Text: []string{StopAfterRejection}}
 	default:
 		s.fail(w, http.StatusBadRequest, "invalid_request_error", "askctl fake model API: %v", err)
 		return
@@ -240,8 +240,8 @@ func (s *Server) place(msgs gjson.Result) (turn, pos int, err error) {
 // that follows a rejected tool call.
 var errPastRejected = errors.New("the turn's last tool call was rejected")
 
-// stopAfterRejection is the model's reply to a rejected last tool call.
-const stopAfterRejection = "Understood: I will stop here and wait."
+// StopAfterRejection is the model's reply to a rejected last tool call.
+const StopAfterRejection = "Understood: I will stop here and wait."
 
 // rejected tells whether the conversation ends with the CLI's rejection of
 // a tool call: a user message whose tool results are all errors.

@@ -92,6 +92,8 @@ type Fake struct {
 	// environment (askctl itself); empty means this process's executable.
 	Exe   string
 	RunAs string
+	// CLIVersion is the release fakeclaude plays; empty: its default.
+	CLIVersion string
 }
 
 func (Fake) Name() string        { return "fake" }
@@ -122,7 +124,7 @@ func (f Fake) Start(ctx context.Context, sc *scenarios.Scenario, opts Options) (
 		cleanup()
 		return nil, err
 	}
-	env := fakeclaude.Env{Scenario: ref, RunAs: f.RunAs, Timeout: opts.WaitTimeout}
+	env := fakeclaude.Env{Scenario: ref, RunAs: f.RunAs, Timeout: opts.WaitTimeout, CLIVersion: f.CLIVersion}
 	if opts.Log != nil {
 		hub, err := events.Listen("unix", filepath.Join(dir, "events.sock"))
 		if err != nil {

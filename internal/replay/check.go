@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/askctl/askctl/claudecli"
+	"github.com/askctl/askctl/fakeclaude/fakeapi"
 	"github.com/askctl/askctl/internal/clip"
 	"github.com/askctl/askctl/internal/shape"
 	"github.com/askctl/askctl/protocol"
@@ -23,8 +25,10 @@ type Want struct {
 
 // Expected lists the messages an agent must write when sc is played with its
 // own user part, derived from the steps and the real CLI's texts (package
-// protocol), not from any agent's code.
-func Expected(sc *scenarios.Scenario) []Want {
+// protocol), not from any agent's code. version is the CLI release that
+// plays it ("" the newest): where a release behaves otherwise
+// (claudecli.Behaviours), so does the expectation.
+func Expected(sc *scenarios.Scenario, version string) []Want {
 	var out []Want
 	add := func(step int, reason, typ, sub string, values map[string]string) {
 		out = append(out, Want{Step: step, Reason: reason, Msg: shape.Msg{Dir: transcript.FromCLI, Type: typ, Subtype: sub, Values: values}})
@@ -71,6 +75,13 @@ func Expected(sc *scenarios.Scenario) []Want {
 				case u == nil:
 				case u.Silent && st.ExitAfter > 0:
 					exited = true
+				case u.Silent && st.CancelAfter == 0 && !claudecli.StdinCloseCancels.In(version):
+					// Stdin closes on the pending request: the tool fails,
+					// and the model has the last word.
+					add(n, why, protocol.TypeUser, "", map[string]string{"content[0].content": protocol.PermissionStreamClosedText, "content[0].is_error": "true"})
+					if i == len(turn)-1 {
+						add(n, "the model's reply to the failed tool", protocol.TypeAssistant, "", map[string]string{"content[0].type": "text", "content[0].text": fakeapi.StopAfterRejection})
+					}
 				case u.Silent:
 					add(n, why+" (withdrawn)", protocol.TypeControlCancelRequest, "", nil)
 					add(n, why, protocol.TypeUser, "", map[string]string{"content[0].content": protocol.DenyInterruptText})

@@ -66,7 +66,7 @@ func Fidelity(ctx context.Context, sc *scenarios.Scenario, fake, real agent.Agen
 		}
 	}
 	for _, d := range shape.Compare(Normalize(fr.Real.Records), Normalize(fr.Fake.Records)) {
-		fr.Diffs = append(fr.Diffs, Diff{Msg: d.Index + 1, Text: strings.Replace(d.String(), "want", "real", -1)})
+		fr.Diffs = append(fr.Diffs, Diff{Msg: d.Index + 1, Text: d.Text("real")})
 	}
 	fr.Diffs = append(fr.Diffs, CompareSessions(fr.Real.Sessions, fr.Fake.Sessions)...)
 	fr.Equal = len(fr.Diffs) == 0 && fr.Fake.Match && fr.Real.Match
@@ -97,9 +97,18 @@ func Fidelity(ctx context.Context, sc *scenarios.Scenario, fake, real agent.Agen
 // withdraws a question by itself).
 func Normalize(recs []transcript.Record) []shape.Msg {
 	var out []shape.Msg
+	for _, r := range Kept(recs) {
+		out = append(out, shape.Of(r.Dir, r.Msg))
+	}
+	return out
+}
+
+// Kept is the agent's messages Normalize keeps, as they were.
+func Kept(recs []transcript.Record) []transcript.Record {
+	var out []transcript.Record
 	for _, r := range recs {
 		if r.Dir == transcript.FromCLI && leftOut(r) == "" {
-			out = append(out, shape.Of(r.Dir, r.Msg))
+			out = append(out, r)
 		}
 	}
 	return out
@@ -176,7 +185,7 @@ func (fr *FidelityReport) resumed(ctx context.Context, sc *scenarios.Scenario, f
 		}
 	}
 	for _, d := range shape.Compare(Normalize(fr.ResumedReal.Records), Normalize(fr.ResumedFake.Records)) {
-		fr.Diffs = append(fr.Diffs, Diff{Msg: d.Index + 1, Text: "resumed: " + strings.Replace(d.String(), "want", "real", -1)})
+		fr.Diffs = append(fr.Diffs, Diff{Msg: d.Index + 1, Text: "resumed: " + d.Text("real")})
 	}
 	for _, d := range CompareSessions(fr.ResumedReal.Sessions, fr.ResumedFake.Sessions) {
 		d.Text = "resumed: " + d.Text

@@ -175,7 +175,7 @@ func Replay(ctx context.Context, sc *scenarios.Scenario, ag agent.Agent, opts Op
 	if rep.Mode == "recording" {
 		rep.Diffs = CheckWire(Shapes(sc.Wire, transcript.FromCLI), got)
 	} else {
-		rep.Diffs = CheckSteps(Expected(checkSc), got)
+		rep.Diffs = CheckSteps(Expected(checkSc, cliVersion(recs)), got)
 	}
 	var agentTimeout string
 	for _, n := range rep.Notes {

@@ -69,7 +69,7 @@ func TestCheckStepsAligns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := replay.Expected(sc)
+	want := replay.Expected(sc, "")
 	var msgs []shape.Msg
 	for _, w := range want {
 		m := w.Msg
@@ -131,7 +131,7 @@ func TestExpectedStepNumbers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range replay.Expected(sc) {
+	for _, w := range replay.Expected(sc, "") {
 		if w.Msg.Type == "assistant" && w.Msg.Values["content[0].text"] == "done" && w.Step != 5 {
 			t.Errorf("the second turn's text is step %d, want 5", w.Step)
 		}

@@ -191,14 +191,22 @@ type Difference struct {
 	What  string // what differs
 }
 
-func (d Difference) String() string {
+func (d Difference) String() string { return d.Text("want") }
+
+// Text is String with want named otherwise ("real"), in the difference's
+// own words only: the values it quotes are left as they are.
+func (d Difference) Text(want string) string {
 	switch {
 	case d.Want == nil:
 		return fmt.Sprintf("#%d: extra %s", d.Index+1, d.Got.Label())
 	case d.Got == nil:
 		return fmt.Sprintf("#%d: missing %s", d.Index+1, d.Want.Label())
 	}
-	return fmt.Sprintf("#%d %s: %s", d.Index+1, d.Want.Label(), d.What)
+	what := d.What
+	if want != "want" {
+		what = compareNamed(*d.Want, *d.Got, want)
+	}
+	return fmt.Sprintf("#%d %s: %s", d.Index+1, d.Want.Label(), what)
 }
 
 // Compare lines up two sessions and lists where they differ. Messages are
@@ -287,7 +295,10 @@ func Align(want, got []Msg, score func(w, g int) int) []Pair {
 }
 
 // compareMsg describes how two messages with the same label differ, or "".
-func compareMsg(w, g Msg) string {
+func compareMsg(w, g Msg) string { return compareNamed(w, g, "want") }
+
+// compareNamed is compareMsg with want's side named name.
+func compareNamed(w, g Msg, name string) string {
 	var what []string
 	if miss, extra := setDiff(w.Keys, g.Keys); len(miss)+len(extra) > 0 {
 		if len(miss) > 0 {
@@ -314,11 +325,11 @@ func compareMsg(w, g Msg) string {
 		gv, gok := g.Values[k]
 		switch {
 		case !gok:
-			what = append(what, fmt.Sprintf("%s missing, want %s", k, clip.Quote(wv, 160)))
+			what = append(what, fmt.Sprintf("%s missing, %s %s", k, name, clip.Quote(wv, 160)))
 		case !wok:
-			what = append(what, fmt.Sprintf("%s is %s, want none", k, clip.Quote(gv, 160)))
+			what = append(what, fmt.Sprintf("%s is %s, %s none", k, clip.Quote(gv, 160), name))
 		case wv != gv:
-			what = append(what, fmt.Sprintf("%s is %s, want %s", k, clip.Quote(gv, 160), clip.Quote(wv, 160)))
+			what = append(what, fmt.Sprintf("%s is %s, %s %s", k, clip.Quote(gv, 160), name, clip.Quote(wv, 160)))
 		}
 	}
 	return strings.Join(what, "; ")

@@ -56,3 +56,23 @@ func TestCompareReportsOneDroppedMessageOnce(t *testing.T) {
 		t.Errorf("Compare reversed = %v, want the one extra user message", d)
 	}
 }
+
+// TestDifferenceTextKeepsQuotes: naming the reference side "real" changes
+// the report's own words, never a quoted value that holds "want".
+func TestDifferenceTextKeepsQuotes(t *testing.T) {
+	w := Of("from_cli", []byte(`{"type":"user","message":{"content":[{"type":"tool_result","content":"The user doesn't want to proceed"}]}}`))
+	g := Of("from_cli", []byte(`{"type":"user","message":{"content":[{"type":"tool_result","content":"I want it"}]}}`))
+	ds := Compare([]Msg{w}, []Msg{g})
+	if len(ds) != 1 {
+		t.Fatalf("got %d differences, want 1", len(ds))
+	}
+	got := ds[0].Text("real")
+	for _, s := range []string{`"I want it"`, `real "The user doesn't want to proceed"`} {
+		if !strings.Contains(got, s) {
+			t.Errorf("Text(real) = %s\nwant it to hold %s", got, s)
+		}
+	}
+	if strings.Contains(got, "doesn't real") || strings.Contains(got, "I real") {
+		t.Errorf("Text(real) rewrote a quoted value: %s", got)
+	}
+}

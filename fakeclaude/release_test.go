@@ -1,0 +1,104 @@
+package fakeclaude
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/askctl/askctl/claudecli"
+)
+
+func TestPatchPaths(t *testing.T) {
+	m := obj{{"type", "user"}, {"meta", []obj{{{"id", "a"}, {"pd", obj{{"d", "x"}}}}, {{"id", "b"}}}}, {"message", obj{{"role", "user"}}}}
+	enc := func(v any) string { b, _ := encode(v); return string(b) }
+	orig := enc(m)
+	for _, c := range []struct {
+		name string
+		got  obj
+		want string
+	}{
+		{"drop top", dropPath(m, []string{"type"}), `{"meta":[{"id":"a","pd":{"d":"x"}},{"id":"b"}],"message":{"role":"user"}}`},
+		{"drop in each element", dropPath(m, []string{"meta[]", "pd"}), `{"type":"user","meta":[{"id":"a"},{"id":"b"}],"message":{"role":"user"}}`},
+		{"drop nested", dropPath(m, []string{"message", "role"}), `{"type":"user","meta":[{"id":"a","pd":{"d":"x"}},{"id":"b"}],"message":{}}`},
+		{"drop missing", dropPath(m, []string{"nope", "x"}), orig},
+		{"add after", addPath(m, []string{"k"}, []string{"type"}, true), `{"type":"user","k":true,"meta":[{"id":"a","pd":{"d":"x"}},{"id":"b"}],"message":{"role":"user"}}`},
+		{"add first", addPath(m, []string{"k"}, nil, 1), `{"k":1,"type":"user","meta":[{"id":"a","pd":{"d":"x"}},{"id":"b"}],"message":{"role":"user"}}`},
+		{"add after a key not there: last", addPath(m, []string{"k"}, []string{"gone"}, 1), `{"type":"user","meta":[{"id":"a","pd":{"d":"x"}},{"id":"b"}],"message":{"role":"user"},"k":1}`},
+		{"add in each element", addPath(m, []string{"meta[]", "n"}, []string{"id"}, 2), `{"type":"user","meta":[{"id":"a","n":2,"pd":{"d":"x"}},{"id":"b","n":2}],"message":{"role":"user"}}`},
+		{"add under a missing parent: nothing", addPath(m, []string{"nope", "n"}, nil, 2), orig},
+		{"add replaces", addPath(m, []string{"type"}, nil, "x"), `{"type":"x","meta":[{"id":"a","pd":{"d":"x"}},{"id":"b"}],"message":{"role":"user"}}`},
+	} {
+		if got := enc(c.got); got != c.want {
+			t.Errorf("%s:\n got %s\nwant %s", c.name, got, c.want)
+		}
+	}
+	if enc(m) != orig {
+		t.Errorf("patching changed the original: %s", enc(m))
+	}
+}
+
+// TestPlaysARelease: a release file changes what fakeclaude writes, on
+// stdout and in the session file, and --version says which it plays.
+func TestPlaysARelease(t *testing.T) {
+	dir := t.TempDir()
+	rel := filepath.Join(dir, "2.1.999.json")
+	os.WriteFile(rel, []byte(`{"version":"2.1.999","messages":{
+		"system/init":{"drop":["served_by_anthropic"],"add":[{"key":"sandbox_enabled","after":"uuid","value":false}]},
+		"session:user/prompt":{"add":[{"key":"sentAtMs","gen":"now-ms"}]}}}`), 0o644)
+	env := map[string]string{claudecli.EnvCLIVersion: rel, "CLAUDE_CONFIG_DIR": filepath.Join(dir, "cfg")}
+	getenv := func(k string) string { return env[k] }
+	var out, errb bytes.Buffer
+	if code := Command([]string{"--version"}, getenv, strings.NewReader(""), &out, &errb); code != 0 || out.String() != "2.1.999 (Claude Code)\n" {
+		t.Errorf("--version: %d %q %q", code, out.String(), errb.String())
+	}
+	out.Reset()
+	stdin := `{"type":"control_request","request_id":"r1","request":{"subtype":"initialize"}}` + "\n" +
+		`{"type":"user","message":{"role":"user","content":"Set up storage for the app."},"parent_tool_use_id":null,"session_id":""}` + "\n"
+	Command([]string{"--scenario", "ask-single", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose", "--permission-prompt-tool", "stdio"},
+		func(k string) string {
+			if k == EnvTimeout {
+				return "2s"
+			}
+			return getenv(k)
+		}, strings.NewReader(stdin), &out, &errb)
+	var init map[string]json.RawMessage
+	for _, l := range strings.Split(out.String(), "\n") {
+		if strings.Contains(l, `"subtype":"init"`) {
+			json.Unmarshal([]byte(l), &init)
+			if !strings.Contains(l, `"claude_code_version":"2.1.999"`) || !strings.Contains(l, `","sandbox_enabled":false,`) {
+				t.Errorf("system/init does not play the release: %s", l)
+			}
+		}
+	}
+	if init == nil {
+		t.Fatalf("no system/init in %s\nstderr %s", out.String(), errb.String())
+	}
+	if _, ok := init["served_by_anthropic"]; ok {
+		t.Errorf("system/init keeps a dropped key: served_by_anthropic")
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "cfg", "projects", "*", "*.jsonl"))
+	if len(files) != 1 {
+		t.Fatalf("session files: %v", files)
+	}
+	b, _ := os.ReadFile(files[0])
+	if !bytes.Contains(b, []byte(`"turnPosition"`)) || !bytes.Contains(b, []byte(`"sentAtMs":1`)) || !bytes.Contains(b, []byte(`"version":"2.1.999"`)) {
+		t.Errorf("the session file's prompt row does not play the release:\n%s", b)
+	}
+}
+
+func TestUnknownRelease(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := Command([]string{"--scenario", "ask-single", "--input-format", "stream-json", "--output-format", "stream-json"},
+		func(k string) string {
+			if k == claudecli.EnvCLIVersion {
+				return "1.0.0"
+			}
+			return ""
+		}, strings.NewReader(""), &out, &errb)
+	if code != ExitUsage || !strings.Contains(errb.String(), "1.0.0 is not a learned release") || !strings.Contains(errb.String(), "askctl claude learn 1.0.0") {
+		t.Errorf("exit %d, stderr %q", code, errb.String())
+	}
+}
