@@ -13,7 +13,7 @@ STATICCHECK_VERSION := v0.8.2
 # be stale after a change to the bridge.
 E2E := TestServeRealCLI|TestMCPRealCLI|TestPage|TestPageLogout|TestPageTimeout|TestRecordRealCLI|TestRecordPrintModeMCP|TestEditedRecordingIsReported|TestRecordResumedSession|TestFidelity|TestFidelityCatchesDrift|TestReplayUserMessagesAndDefaultModel|TestReferenceBridgeBrowser|TestReferenceBridgeRealAgent|TestBrokenBridgesRealAgent
 
-.PHONY: help build conformance explore explore-browser replay demo test e2e race npm real-cli browser screenshots lint bench mutate fuzz fidelity fidelity-releases clean
+.PHONY: help build conformance explore explore-browser replay demo test e2e race npm real-cli browser screenshots lint bench mutate fuzz fidelity fidelity-releases sdk-releases clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*?## "} /^[a-zA-Z0-9_-]+:.*?## / {n++; name[n] = $$1; text[n] = $$2; if (length($$1) > w) w = length($$1)} END {for (i = 1; i <= n; i++) printf "  %-*s  %s\n", w, name[i], text[i]}' $(MAKEFILE_LIST)
@@ -72,6 +72,9 @@ fidelity: real-cli ## play every built-in with fakeclaude and the real CLI, and 
 fidelity-releases: build ## fidelity on the newest and the oldest learned release (each installed into your cache once; CI runs it)
 	./bin/askctl fidelity --cli latest
 	./bin/askctl fidelity --cli oldest
+
+sdk-releases: build ## the TypeScript SDK tests with the SDK release published with the newest and with the oldest learned claude release (CI runs it; needs jq)
+	./scripts/sdk-releases.sh
 
 $(NPM_STAMP): $(NPM_DIR)/package.json $(NPM_DIR)/package-lock.json
 	cd $(NPM_DIR) && npm ci --no-audit --no-fund --omit=optional --ignore-scripts

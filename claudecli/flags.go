@@ -2,6 +2,7 @@ package claudecli
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -237,4 +238,24 @@ func (f Flags) PreAllowed(server, tool string) bool {
 		}
 	}
 	return false
+}
+
+// helpFlag is a flag as a CLI's --help lists it: "  --name …" or
+// "  -x, --name …".
+var helpFlag = regexp.MustCompile(`(?m)^\s+(?:-[a-zA-Z], )?(--[a-zA-Z][a-zA-Z-]*)`)
+
+// UnknownFlags lists the flags a CLI's --help text names that ParseArgs
+// does not know: a release that adds a flag needs ParseArgs taught it.
+func UnknownFlags(help string) []string {
+	var out []string
+	for _, m := range helpFlag.FindAllStringSubmatch(help, -1) {
+		f := m[1]
+		if f == "--help" || f == "--version" || slices.Contains(out, f) {
+			continue
+		}
+		if got, err := ParseArgs([]string{f, "x", "--verbose"}); err != nil || len(got.Unknown) > 0 {
+			out = append(out, f)
+		}
+	}
+	return out
 }

@@ -52,6 +52,9 @@ type Release struct {
 	AgentSDK string `json:"agent_sdk,omitempty"`
 	// Learned says when and from what the data was learned.
 	Learned string `json:"learned,omitempty"`
+	// DefaultModel is the model the release reports with no --model,
+	// when it is not the base's.
+	DefaultModel string `json:"default_model,omitempty"`
 	// Messages holds the differences per kind of message ([Kind]): a
 	// stdout message's kind, or "session:" and a session file row's.
 	Messages map[string]*Patch `json:"messages,omitempty"`

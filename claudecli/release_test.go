@@ -151,3 +151,18 @@ func BenchmarkLoad(b *testing.B) {
 		})
 	}
 }
+
+func TestUnknownFlags(t *testing.T) {
+	help := `Usage: claude [options] [command] [prompt]
+
+Options:
+  -d, --debug [filter]        Enable debug mode
+  --verbose                   Override verbose mode
+  --model <model>             Model for the current session
+  --brand-new-thing <x>       Something a newer release added
+  -h, --help                  Display help
+`
+	if got := UnknownFlags(help); len(got) != 1 || got[0] != "--brand-new-thing" {
+		t.Errorf("UnknownFlags = %v, want [--brand-new-thing]", got)
+	}
+}

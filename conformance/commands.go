@@ -109,7 +109,7 @@ func envOf(ts *testscript.TestScript) *harness.Env {
 	l.once.Do(func() {
 		ctx, cancel := waitCtx(ts, 30*time.Second)
 		defer cancel()
-		l.env, l.err = harness.NewEnv(ctx, l.cfg.Profile, harness.Options{Work: l.work, Askctl: l.cfg.Askctl, Slow: l.cfg.Slow, AgentTimeout: l.cfg.AgentTimeout, RealClaude: l.cfg.RealClaude, ClaimTimeout: l.cfg.ClaimTimeout})
+		l.env, l.err = harness.NewEnv(ctx, l.cfg.Profile, harness.Options{Work: l.work, Askctl: l.cfg.Askctl, Slow: l.cfg.Slow, AgentTimeout: l.cfg.AgentTimeout, RealClaude: l.cfg.RealClaude, ClaimTimeout: l.cfg.ClaimTimeout, CLIVersion: l.cfg.CLIVersion})
 	})
 	if l.err != nil {
 		fail(ts, "%v", l.err)

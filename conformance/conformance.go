@@ -69,6 +69,10 @@ type Config struct {
 	// RealClaude, when set, makes the bridge spawn the real claude CLI
 	// against askctl's fake model API instead of fakeclaude.
 	RealClaude string
+	// CLIVersion is the claude release the agents play or are: fakeclaude
+	// plays it; with RealClaude, that is its release. Empty: the newest
+	// learned.
+	CLIVersion string
 	// ClaimTimeout bounds the wait for the bridge to spawn a session's
 	// agent (default 15s).
 	ClaimTimeout time.Duration

@@ -54,7 +54,11 @@ func WriteTable(w io.Writer, r *Report) {
 	if n[XFail] > 0 {
 		fmt.Fprintf(w, ", %d failed as expected (counted as passed)", n[XFail])
 	}
-	fmt.Fprintf(w, " in %s (%s)\n", roundDur(r.Duration), r.Bridge)
+	fmt.Fprintf(w, " in %s (%s", roundDur(r.Duration), r.Bridge)
+	if r.CLI != "" {
+		fmt.Fprintf(w, "; agents: claude %s", r.CLI)
+	}
+	fmt.Fprintf(w, ")\n")
 	if len(all.Deliver) > 0 {
 		fmt.Fprintf(w, "latency over %s: to the surface p50 %s p99 %s", plural(len(all.Deliver), "question"),
 			roundDur(harness.Percentile(all.Deliver, 50)), roundDur(harness.Percentile(all.Deliver, 99)))

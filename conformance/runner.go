@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/askctl/askctl/claudecli"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -50,9 +51,11 @@ type Result struct {
 
 // Report is one run of the suite.
 type Report struct {
-	Profile  string        `json:"profile"`
-	Bridge   string        `json:"bridge"`
-	Agent    string        `json:"agent"`
+	Profile string `json:"profile"`
+	Bridge  string `json:"bridge"`
+	Agent   string `json:"agent"`
+	// CLI is the claude release the agents played or were.
+	CLI      string        `json:"cli,omitempty"`
 	Started  time.Time     `json:"started"`
 	Duration time.Duration `json:"duration_ns"`
 	Results  []Result      `json:"results"`
@@ -161,6 +164,9 @@ func RunSuite(ctx context.Context, cfg Config, o RunOptions) (*Report, error) {
 	rep := &Report{Profile: cfg.Profile.File, Bridge: cfg.Profile.Name, Agent: "fake", Started: time.Now()}
 	if cfg.RealClaude != "" {
 		rep.Agent = "real"
+	}
+	if rep.CLI = cfg.CLIVersion; rep.CLI == "" {
+		rep.CLI = claudecli.Newest()
 	}
 	results := make([]Result, len(files))
 	sem := make(chan struct{}, par)
@@ -517,7 +523,7 @@ func Merge(reps ...*Report) (*Report, error) {
 	if len(reps) == 0 {
 		return nil, errors.New("no reports to merge")
 	}
-	out := &Report{Profile: reps[0].Profile, Bridge: reps[0].Bridge, Agent: reps[0].Agent, Started: reps[0].Started}
+	out := &Report{Profile: reps[0].Profile, Bridge: reps[0].Bridge, Agent: reps[0].Agent, CLI: reps[0].CLI, Started: reps[0].Started}
 	seen := map[string]int{}
 	stale := map[string]bool{}
 	for i, r := range reps {

@@ -266,7 +266,7 @@ func newFake(ctx context.Context, opts Options, out io.Writer) *fake {
 		f.home, _ = os.UserHomeDir()
 	}
 	if f.model == "" || f.model == "default" {
-		f.model = DefaultModel
+		f.model = f.defaultModel()
 	}
 	if f.flags.PermissionMode == "" {
 		f.flags.PermissionMode = "default"

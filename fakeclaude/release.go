@@ -2,6 +2,7 @@ package fakeclaude
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 
 	"github.com/askctl/askctl/claudecli"
@@ -18,10 +19,22 @@ import (
 // with, else the newest learned.
 func chooseRelease(getenv func(string) string, sc *scenarios.Scenario) (*claudecli.Release, error) {
 	v := getenv(claudecli.EnvCLIVersion)
-	if v == "" && sc != nil && sc.Origin == scenarios.Recorded {
-		v = sc.CLIVersion
+	if v == "" && sc != nil && sc.Origin == scenarios.Recorded && sc.CLIVersion != "" {
+		r, err := claudecli.Load(sc.CLIVersion)
+		if err != nil {
+			return nil, fmt.Errorf("scenario %s was recorded with claude %s, which it plays: %w; or play it as a learned release with %s (askctl's --cli)", sc.Name, sc.CLIVersion, err, claudecli.EnvCLIVersion)
+		}
+		return r, nil
 	}
 	return claudecli.Load(v)
+}
+
+// defaultModel is the model the release reports with no --model.
+func (f *fake) defaultModel() string {
+	if f.release.DefaultModel != "" {
+		return f.release.DefaultModel
+	}
+	return DefaultModel
 }
 
 // patched is m as the release writes it: kind is claudecli.Kind of its

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/askctl/askctl/claudecli"
+	"github.com/askctl/askctl/scenarios"
 )
 
 func TestPatchPaths(t *testing.T) {
@@ -100,5 +101,37 @@ func TestUnknownRelease(t *testing.T) {
 		}, strings.NewReader(""), &out, &errb)
 	if code != ExitUsage || !strings.Contains(errb.String(), "1.0.0 is not a learned release") || !strings.Contains(errb.String(), "askctl claude learn 1.0.0") {
 		t.Errorf("exit %d, stderr %q", code, errb.String())
+	}
+}
+
+// TestChooseRelease: the environment's release, else a recorded
+// scenario's own, else the newest learned.
+func TestChooseRelease(t *testing.T) {
+	recorded := &scenarios.Scenario{Origin: scenarios.Recorded, CLIVersion: "2.1.325"}
+	synthetic := &scenarios.Scenario{Origin: scenarios.Synthetic, CLIVersion: "2.1.325"}
+	for _, c := range []struct {
+		env  string
+		sc   *scenarios.Scenario
+		want string
+	}{
+		{"", recorded, "2.1.325"},
+		{"", synthetic, claudecli.Newest()},
+		{"", nil, claudecli.Newest()},
+		{"2.1.318", recorded, "2.1.318"},
+		{"latest", recorded, claudecli.Newest()},
+		{"oldest", nil, claudecli.Oldest()},
+	} {
+		r, err := chooseRelease(func(k string) string {
+			if k == claudecli.EnvCLIVersion {
+				return c.env
+			}
+			return ""
+		}, c.sc)
+		if err != nil || r.Version != c.want {
+			t.Errorf("env %q, scenario %+v: %v, %v; want %s", c.env, c.sc, r, err, c.want)
+		}
+	}
+	if _, err := chooseRelease(func(string) string { return "" }, &scenarios.Scenario{Origin: scenarios.Recorded, CLIVersion: "2.0.0"}); err == nil || !strings.Contains(err.Error(), "askctl claude learn 2.0.0") {
+		t.Errorf("a recording of an unknown release: %v, want the learn hint", err)
 	}
 }

@@ -3,6 +3,7 @@ package fakeclaude_test
 import (
 	"bytes"
 	"context"
+	"github.com/askctl/askctl/claudecli"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,6 +35,15 @@ func TestTypeScriptSDKDrivesFakeclaude(t *testing.T) {
 	}
 	if got := out.Get("seen.#").Int(); got != 1 {
 		t.Fatalf("canUseTool called %d times, want 1", got)
+	}
+	// The SDK saw the release fakeclaude plays (scripts/sdk-releases.sh
+	// runs this with each learned release's own SDK).
+	wantCLI := os.Getenv(claudecli.EnvCLIVersion)
+	if wantCLI == "" {
+		wantCLI = claudecli.Newest()
+	}
+	if got := out.Get(`messages.#(type=="system").claude_code_version`).String(); got != wantCLI {
+		t.Errorf("the SDK saw claude_code_version %q, want %q", got, wantCLI)
 	}
 	if got := out.Get("seen.0.toolName").String(); got != "AskUserQuestion" {
 		t.Errorf("canUseTool toolName = %q, want AskUserQuestion", got)

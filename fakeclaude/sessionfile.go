@@ -252,7 +252,7 @@ func (l *sessionLog) assistant(m gjson.Result) {
 	}
 	l.mcpResult = ""
 	row = append(row, kv{"type", protocol.TypeAssistant}, kv{"uuid", id}, kv{"timestamp", m.Get("timestamp").String()})
-	if l.f.model == DefaultModel {
+	if l.f.model == l.f.defaultModel() {
 		// The default model runs at an effort level, and says so.
 		row = append(row, kv{"effort", "medium"}, kv{"perTurnEffort", "medium"})
 	} else {

@@ -33,6 +33,9 @@ type Options struct {
 	// RealClaude, when set, is the real claude CLI the bridge spawns
 	// (through askctl's real-agent shim) instead of fakeclaude.
 	RealClaude string
+	// CLIVersion is the claude release fakeclaude plays (a learned one,
+	// claudecli.Releases); empty: the newest.
+	CLIVersion string
 	// ClaimTimeout bounds the wait for the bridge to spawn the agent of a
 	// session it was asked to start. Default 15s.
 	ClaimTimeout time.Duration
@@ -140,8 +143,7 @@ func writeShim(path string, o Options, events, work string) error {
 	} else {
 		// Session files go to the bridge's CLAUDE_CONFIG_DIR if it sets
 		// one, else into the run's directory, never the user's ~/.claude.
-		// The release the agents play is this process's (askctl's --cli).
-		e := fakeclaude.Env{RunAs: fakeclaude.RoleFake, Events: events, Transcript: filepath.Join(work, "agents.jsonl"), CLIVersion: os.Getenv(claudecli.EnvCLIVersion)}
+		e := fakeclaude.Env{RunAs: fakeclaude.RoleFake, Events: events, Transcript: filepath.Join(work, "agents.jsonl"), CLIVersion: o.CLIVersion}
 		exe := o.Askctl
 		if fc, ok := fakeclaude.Beside(o.Askctl); ok {
 			exe, e.RunAs = fc, ""

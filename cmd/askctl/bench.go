@@ -177,7 +177,7 @@ func runBench(ctx context.Context, o *benchOptions) error {
 	defer os.RemoveAll(work)
 	ew := o.io.err
 	fmt.Fprintf(ew, "askctl bench: starting %s\n", p.Name)
-	env, err := harness.NewEnv(ctx, p, harness.Options{Work: work, Askctl: self, Slow: o.slow})
+	env, err := harness.NewEnv(ctx, p, harness.Options{Work: work, Askctl: self, Slow: o.slow, CLIVersion: o.cli})
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()

@@ -230,7 +230,13 @@ func runConformance(ctx context.Context, o *conformanceOptions) error {
 			}
 		}
 	}
-	cfg := conformance.Config{Profile: p, Askctl: self, RealClaude: real, Slow: o.slow}
+	cfg := conformance.Config{Profile: p, Askctl: self, RealClaude: real, Slow: o.slow, CLIVersion: o.cli}
+	if real != "" && o.cli == "" {
+		// The report names the release the agents are.
+		if v, err := claudecli.Version(ctx, real); err == nil {
+			cfg.CLIVersion = v
+		}
+	}
 	if total == 0 && o.explore > 0 {
 		return runExplore(ctx, o, cfg, expected, nil, work)
 	}

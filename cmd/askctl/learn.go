@@ -92,6 +92,11 @@ func runClaudeLearn(ctx context.Context, o *claudeOptions) error {
 	if err != nil {
 		return err
 	}
+	// Flags are code (claudecli.ParseArgs): a new one is named, not data.
+	var newFlags []string
+	if help, err := exec.CommandContext(ctx, bin, "--help").Output(); err == nil {
+		newFlags = claudecli.UnknownFlags(string(help))
+	}
 	work, err := os.MkdirTemp("", "askctl-learn-")
 	if err != nil {
 		return err
@@ -153,6 +158,9 @@ func runClaudeLearn(ctx context.Context, o *claudeOptions) error {
 				fmt.Fprintf(w, "  - %s\n", l)
 			}
 		}
+	}
+	for _, f := range newFlags {
+		fmt.Fprintf(w, "not data: claude %s --help lists %s, which claudecli.ParseArgs does not know (fakeclaude keeps it as an unknown flag); teach ParseArgs\n", o.version, f)
 	}
 	fmt.Fprintf(w, "next: make build, then askctl fidelity --cli %s\n", o.version)
 	return nil

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/askctl/askctl/claudecli"
 	"io"
 	"net/http"
 	"os"
@@ -121,6 +122,9 @@ func TestExitStatus(t *testing.T) {
 		{args: []string{"--version"}, want: 0},
 		{args: []string{"help", "replay"}, want: 0},
 		{args: []string{"fidelity", "--timeout", "0s"}, want: 2, wantStderr: "--timeout: want a positive duration, got 0s"},
+		{args: []string{"replay", "--cli", "1.0.0", "ask-single"}, want: 2, wantStderr: "claude 1.0.0 is not a learned release"},
+		{args: []string{"fidelity", "--cli", "1.0.0"}, want: 2, wantStderr: "askctl claude learn 1.0.0"},
+		{args: []string{"claude", "install", "1", "2"}, want: 2, wantStderr: "install takes at most one argument"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -137,6 +141,33 @@ func TestExitStatus(t *testing.T) {
 				t.Errorf("a usage error printed %d lines, want the error and a hint:\n%s", strings.Count(stderr.String(), "\n"), stderr.String())
 			}
 		})
+	}
+}
+
+// TestClaudeDrift: drift asks npm for the newest release and exits 1 when
+// it is newer than the newest learned, naming the next step.
+func TestClaudeDrift(t *testing.T) {
+	bin := t.TempDir()
+	t.Setenv("PATH", bin)
+	for _, c := range []struct {
+		latest, want string
+		code         int
+	}{
+		{claudecli.Newest(), "is the newest release, and it is learned", 0},
+		{"2.1.999", "claude 2.1.999 is out; the newest learned release is " + claudecli.Newest() + ".\nnext: askctl claude learn 2.1.999", 1},
+		{"2.1.1", "is the newest release, and it is learned", 0},
+	} {
+		os.WriteFile(filepath.Join(bin, "npm"), []byte("#!/bin/sh\necho "+c.latest+"\n"), 0o755)
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), []string{"askctl", "claude", "drift"}, func(string) string { return "" }, strings.NewReader(""), &stdout, &stderr)
+		if code != c.code || !strings.Contains(stdout.String(), c.want) {
+			t.Errorf("npm says %s: exit %d, stdout %q, stderr %q; want %d and %q", c.latest, code, stdout.String(), stderr.String(), c.code, c.want)
+		}
+	}
+	os.WriteFile(filepath.Join(bin, "npm"), []byte("#!/bin/sh\necho 'network down' >&2\nexit 1\n"), 0o755)
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"askctl", "claude", "drift"}, func(string) string { return "" }, strings.NewReader(""), &stdout, &stderr); code != exitError || !strings.Contains(stderr.String(), "network down") {
+		t.Errorf("npm fails: exit %d, stderr %q; want %d and npm's complaint", code, stderr.String(), exitError)
 	}
 }
 

@@ -12,9 +12,11 @@ import (
 	"time"
 
 	"github.com/askctl/askctl/claudecli"
+	"github.com/askctl/askctl/fakeclaude"
 	"github.com/askctl/askctl/internal/agent"
 	"github.com/askctl/askctl/internal/replay"
 	"github.com/askctl/askctl/scenarios"
+	"github.com/tidwall/gjson"
 )
 
 // Options says what to learn from.
@@ -107,7 +109,29 @@ func Learn(ctx context.Context, o Options) (Outcome, error) {
 		}
 	}
 	out.Release = draft
+	if len(o.Scenarios) > 0 {
+		model, err := defaultModel(ctx, o)
+		if err != nil {
+			return out, err
+		}
+		if model != fakeclaude.DefaultModel {
+			draft.DefaultModel = model
+		}
+	}
 	return out, nil
+}
+
+// defaultModel is the model the release reports when no --model is given,
+// read off the system/init of the first scenario played so.
+func defaultModel(ctx context.Context, o Options) (string, error) {
+	args := []string{"--output-format=stream-json", "--verbose", "--input-format=stream-json", "--permission-prompt-tool=stdio"}
+	r := replay.Replay(ctx, o.Scenarios[0], o.Real, replay.Options{Timeout: o.Timeout, Args: args})
+	for _, rec := range replay.Kept(r.Records) {
+		if claudecli.Kind(rec.Msg) == "system/init" {
+			return gjson.GetBytes(rec.Msg, "model").String(), nil
+		}
+	}
+	return "", fmt.Errorf("%s with no --model: no system/init (%s)", o.Scenarios[0].Name, r.Error)
 }
 
 // Merge adds what more learned to r; false when there was nothing new.
@@ -187,6 +211,15 @@ func Summary(r, old *claudecli.Release) []string {
 		if _, in := nk[k]; !in {
 			out = append(out, fmt.Sprintf("%s: %s as the base; %s %s", k, r.Version, old.Version, ok[k]))
 		}
+	}
+	if r.DefaultModel != old.DefaultModel {
+		model := func(rel *claudecli.Release) string {
+			if rel.DefaultModel == "" {
+				return "the base's " + fakeclaude.DefaultModel
+			}
+			return rel.DefaultModel
+		}
+		out = append(out, fmt.Sprintf("default model: %s reports %s; %s %s", r.Version, model(r), old.Version, model(old)))
 	}
 	for _, b := range claudecli.Behaviours {
 		if b.In(r.Version) != b.In(old.Version) {

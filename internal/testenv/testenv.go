@@ -95,11 +95,20 @@ func userSessions() map[string]bool {
 	return out
 }
 
-// SDKDir is the repository's testdata/sdk: the pinned npm packages.
+// SDKDir is the repository's testdata/sdk, the pinned npm packages, or
+// the directory ASKCTL_SDK_DIR names.
 func SDKDir() string {
+	if d := os.Getenv(EnvSDKDir); d != "" {
+		return d
+	}
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..", "testdata", "sdk")
 }
+
+// EnvSDKDir names another directory with the TypeScript Agent SDK and the
+// drivers (scripts/sdk-releases.sh installs the SDK release published with
+// each claude release there).
+const EnvSDKDir = "ASKCTL_SDK_DIR"
 
 // missing skips, or fails under ASKCTL_REQUIRE_NPM.
 func missing(t testing.TB, err error) {
