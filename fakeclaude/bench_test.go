@@ -3,6 +3,7 @@ package fakeclaude_test
 import (
 	"context"
 	"fmt"
+	"github.com/askctl/askctl/claudecli"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -243,4 +244,38 @@ func envInt(b *testing.B, name string, def int) int {
 		return v
 	}
 	return def
+}
+
+// BenchmarkSessionByRelease: the session's CPU when fakeclaude plays the
+// base release (no patch), the newest and the oldest learned (each
+// message passes through its release's patch), side by side in one loop.
+// With the session file on, where the patches of its rows apply too.
+func BenchmarkSessionByRelease(b *testing.B) {
+	_, plan := askMultiPlan(b)
+	bin := testenv.BuildFakeclaude(b)
+	releases := []string{claudecli.Base, claudecli.Newest(), claudecli.Oldest()}
+	cpu := make([]usage, len(releases))
+	for b.Loop() {
+		for i, v := range releases {
+			cmd := exec.Command(bin, sdkFlags...)
+			cmd.Env = append(os.Environ(), "FAKECLAUDE_SCENARIO=ask-multi", "CLAUDE_CONFIG_DIR="+b.TempDir(), claudecli.EnvCLIVersion+"="+v)
+			stdin, _ := cmd.StdinPipe()
+			stdout, _ := cmd.StdoutPipe()
+			if err := cmd.Start(); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := replay.Play(context.Background(), plan, stdin, stdout, replay.PlayOptions{Timeout: 10 * time.Second}); err != nil {
+				b.Fatal(err)
+			}
+			if err := cmd.Wait(); err != nil {
+				b.Fatalf("fakeclaude as %s: %v", v, err)
+			}
+			cpu[i].add(cmd.ProcessState)
+		}
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(cpu[0].cpu)/n/1e6, "base-cpu-ms/op")
+	b.ReportMetric(float64(cpu[1].cpu)/n/1e6, "newest-cpu-ms/op")
+	b.ReportMetric(float64(cpu[2].cpu)/n/1e6, "oldest-cpu-ms/op")
+	b.ReportMetric(float64(cpu[1].cpu)/float64(cpu[0].cpu), "newest/base")
 }

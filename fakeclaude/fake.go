@@ -338,7 +338,7 @@ func (f *fake) send(m any) {
 	if f.outDead {
 		return
 	}
-	b, err := f.encodeAs(m, claudecli.Kind)
+	b, err := f.encodeAs(m, false)
 	if err != nil {
 		f.fail(ExitUsage, "internal", "encoding a message: %v", err)
 		f.stopped = true

@@ -174,20 +174,110 @@ func within(v any, each bool, fn func(obj) obj) (any, bool) {
 	return nil, false
 }
 
-// encodeAs encodes m as the release writes it; kind classifies the base's
-// encoding (claudecli.Kind, or SessionKind for a session file row).
-func (f *fake) encodeAs(m any, kind func([]byte) string) ([]byte, error) {
-	b, err := encode(m)
-	if err != nil || len(f.release.Messages) == 0 {
-		return b, err
+// encodeAs encodes m as the release writes it. session says m is a
+// session file row (its kind is claudecli.SessionKind's).
+func (f *fake) encodeAs(m any, session bool) ([]byte, error) {
+	if onEncode != nil {
+		onEncode(m)
 	}
 	o, ok := m.(obj)
+	if !ok || len(f.release.Messages) == 0 {
+		return encode(m)
+	}
+	kind, ok := o.kind()
 	if !ok {
-		return b, nil
+		// A part of it is raw JSON: classify its encoding.
+		b, err := encode(m)
+		if err != nil {
+			return nil, err
+		}
+		kind = claudecli.Kind(b)
+		if f.release.For(prefixed(kind, session)) == nil {
+			return b, nil
+		}
 	}
-	k := kind(b)
-	if f.release.For(k) == nil {
-		return b, nil
+	return encode(f.patched(prefixed(kind, session), o))
+}
+
+// onEncode, in tests, sees every message and row before it is encoded.
+var onEncode func(m any)
+
+func prefixed(kind string, session bool) string {
+	if session {
+		return "session:" + kind
 	}
-	return encode(f.patched(k, o))
+	return kind
+}
+
+// get is the value of key k, if o has it.
+func (o obj) get(k string) (any, bool) {
+	for _, f := range o {
+		if f.k == k {
+			return f.v, true
+		}
+	}
+	return nil, false
+}
+
+func (o obj) str(k string) string {
+	v, _ := o.get(k)
+	s, _ := v.(string)
+	return s
+}
+
+// kind is claudecli.Kind of o's encoding, read off o itself; false when
+// a part it needs is raw JSON (TestObjKindIsKind holds the two together).
+func (o obj) kind() (string, bool) {
+	typ := o.str("type")
+	sub := func(k string) (obj, bool) {
+		v, _ := o.get(k)
+		in, ok := v.(obj)
+		return in, ok
+	}
+	switch typ {
+	case "control_request":
+		r, ok := sub("request")
+		return typ + "/" + r.str("subtype"), ok
+	case "control_response":
+		r, ok := sub("response")
+		if !ok {
+			return "", false
+		}
+		switch inner, _ := r.get("response"); inner := inner.(type) {
+		case obj:
+			if _, has := inner.get("claude_code_version"); has {
+				return typ + "/initialize", true
+			}
+		case nil:
+		default:
+			return "", false
+		}
+		return typ + "/" + r.str("subtype"), true
+	case "user", "assistant":
+		if _, has := o.get("turnPosition"); has {
+			return typ + "/prompt", true
+		}
+		msg, ok := sub("message")
+		if !ok {
+			return "", false
+		}
+		switch c, _ := msg.get("content"); c := c.(type) {
+		case string:
+			return typ + "/text", true
+		case []obj:
+			if len(c) > 0 {
+				if t := c[0].str("type"); t != "" {
+					return typ + "/" + t, true
+				}
+			}
+			return typ, true
+		}
+		return "", false
+	case "queue-operation":
+		return typ + "/" + o.str("operation"), true
+	}
+	if s := o.str("subtype"); s != "" {
+		return typ + "/" + s, true
+	}
+	return typ, true
 }

@@ -135,3 +135,48 @@ func TestChooseRelease(t *testing.T) {
 		t.Errorf("a recording of an unknown release: %v, want the learn hint", err)
 	}
 }
+
+// TestObjKindIsKind: the kind fakeclaude reads off a message it builds is
+// claudecli.Kind of its encoding, for every message and row of sessions
+// that ask, answer, withdraw, fail and resume.
+func TestObjKindIsKind(t *testing.T) {
+	seen, checked := map[string]bool{}, 0
+	onEncode = func(m any) {
+		o, ok := m.(obj)
+		if !ok {
+			return
+		}
+		b, err := encode(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := o.kind()
+		if !ok {
+			return // raw JSON inside: encodeAs classifies the encoding
+		}
+		checked++
+		seen[got] = true
+		if want := claudecli.Kind(b); got != want {
+			t.Errorf("kind %q, Kind of the encoding %q: %s", got, want, b)
+		}
+	}
+	defer func() { onEncode = nil }()
+	dir := t.TempDir()
+	env := map[string]string{"CLAUDE_CONFIG_DIR": dir, EnvTimeout: "2s", EnvLinger: "100ms"}
+	for _, c := range []struct{ scenario, release, stdin string }{
+		{"ask-single", "", `{"type":"control_request","request_id":"r1","request":{"subtype":"initialize"}}` + "\n" +
+			`{"type":"user","message":{"role":"user","content":"Set up storage for the app."},"parent_tool_use_id":null,"session_id":""}` + "\n"},
+		{"late-answer", "2.1.325", `{"type":"user","message":{"role":"user","content":"Set up storage for the app."},"parent_tool_use_id":null,"session_id":""}` + "\n"},
+		{"other-tool", "", `{"type":"user","message":{"role":"user","content":"Clean the build."},"parent_tool_use_id":null,"session_id":""}` + "\n"},
+	} {
+		env[claudecli.EnvCLIVersion] = c.release
+		var out, errb bytes.Buffer
+		Command([]string{"--scenario", c.scenario, "--input-format", "stream-json", "--output-format", "stream-json", "--verbose", "--permission-prompt-tool", "stdio"},
+			func(k string) string { return env[k] }, strings.NewReader(c.stdin), &out, &errb)
+	}
+	for _, k := range []string{"system/init", "control_response/initialize", "assistant/tool_use", "user/tool_result", "result/success", "user/prompt", "queue-operation/enqueue"} {
+		if !seen[k] {
+			t.Errorf("no %s message was checked (checked %d: %v)", k, checked, seen)
+		}
+	}
+}

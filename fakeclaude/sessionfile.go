@@ -153,7 +153,7 @@ func (l *sessionLog) write(row obj) {
 		}
 		l.file = file
 	}
-	b, err := l.f.encodeAs(row, claudecli.SessionKind)
+	b, err := l.f.encodeAs(row, true)
 	if err != nil {
 		l.broken(err)
 		return
