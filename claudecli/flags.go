@@ -210,18 +210,16 @@ func (f Flags) ToolAllowed(t string) bool {
 }
 
 // Validate applies the CLI's own checks on the stream-json flags; the
-// messages are the CLI's.
+// messages are the CLI's, word for word (capitalized, with their stops).
 func (f Flags) Validate() error {
 	if f.InputFormat == "stream-json" && f.OutputFormat != "stream-json" {
-		//lint:ignore ST1005 the real CLI's message, word for word
+		//lint:ignore ST1005 the real CLI's message, word for word (its stop)
 		return fmt.Errorf("Error: --input-format=stream-json requires output-format=stream-json.")
 	}
 	if f.OutputFormat == "stream-json" && !f.Verbose {
-		//lint:ignore ST1005 the real CLI's message, word for word
 		return fmt.Errorf("Error: When using --print, --output-format=stream-json requires --verbose")
 	}
 	if f.InputFormat != "" && f.InputFormat != "stream-json" && f.InputFormat != "text" {
-		//lint:ignore ST1005 mirrors the real CLI's messages
 		return fmt.Errorf("Error: Invalid input format %q", f.InputFormat)
 	}
 	return nil

@@ -280,9 +280,7 @@ func addition(kind, k string, ps []pair, now time.Time) (claudecli.Addition, str
 	var vals []gjson.Result
 	a := claudecli.Addition{Key: k}
 	for _, p := range ps {
-		for _, v := range values(gjson.ParseBytes(p.real.raw), gpath) {
-			vals = append(vals, v)
-		}
+		vals = append(vals, values(gjson.ParseBytes(p.real.raw), gpath)...)
 		if a.After == "" && len(vals) > 0 {
 			a.After = before(gjson.ParseBytes(p.real.raw), k)
 		}
