@@ -132,8 +132,11 @@ var StdinCloseCancels = Behaviour{
 var Behaviours = []Behaviour{StdinCloseCancels}
 
 // CompareVersions orders two releases "2.1.330" by their numbers: -1, 0
-// or 1. A part that is not a number compares as text.
+// or 1. A pre-release ("2.1.331-rc.1") comes before its release, and
+// pre-releases of one release compare as text.
 func CompareVersions(a, b string) int {
+	a, apre, _ := strings.Cut(a, "-")
+	b, bpre, _ := strings.Cut(b, "-")
 	as, bs := strings.Split(a, "."), strings.Split(b, ".")
 	for i := 0; i < max(len(as), len(bs)); i++ {
 		if i >= len(as) {
@@ -157,7 +160,15 @@ func CompareVersions(a, b string) int {
 			return 1
 		}
 	}
-	return 0
+	switch {
+	case apre == bpre:
+		return 0
+	case apre == "":
+		return 1
+	case bpre == "":
+		return -1
+	}
+	return strings.Compare(apre, bpre)
 }
 
 // Releases lists the learned releases, oldest first, from the names of

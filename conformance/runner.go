@@ -165,8 +165,9 @@ func RunSuite(ctx context.Context, cfg Config, o RunOptions) (*Report, error) {
 	if cfg.RealClaude != "" {
 		rep.Agent = "real"
 	}
-	if rep.CLI = cfg.CLIVersion; rep.CLI == "" {
-		rep.CLI = claudecli.Newest()
+	rep.CLI = cfg.CLIVersion
+	if rel, err := claudecli.Load(cfg.CLIVersion); err == nil {
+		rep.CLI = rel.Version // latest, oldest and release files, named
 	}
 	results := make([]Result, len(files))
 	sem := make(chan struct{}, par)

@@ -47,7 +47,7 @@ func (f *fake) patched(kind string, m obj) obj {
 	for _, k := range p.Drop {
 		m = dropPath(m, strings.Split(k, "."))
 	}
-	for _, a := range p.Add {
+	for _, a := range inOrder(p.Add) {
 		path := strings.Split(a.Key, ".")
 		var after []string
 		if a.After != "" {
@@ -56,6 +56,46 @@ func (f *fake) patched(kind string, m obj) obj {
 		m = addPath(m, path, after, f.genValue(a))
 	}
 	return m
+}
+
+// inOrder puts additions in an order that honours their After: one that
+// follows a key another addition adds comes after that one, so that keys
+// land in the release's own order whatever the file's order.
+func inOrder(adds []claudecli.Addition) []claudecli.Addition {
+	out := make([]claudecli.Addition, 0, len(adds))
+	done := make([]bool, len(adds))
+	pending := func(key string) bool {
+		for i, a := range adds {
+			if !done[i] && a.Key == key {
+				return true
+			}
+		}
+		return false
+	}
+	for len(out) < len(adds) {
+		progress := false
+		for i, a := range adds {
+			if done[i] {
+				continue
+			}
+			after := a.After
+			if j := strings.LastIndex(a.Key, "."); j >= 0 && after != "" {
+				after = a.Key[:j+1] + after // a sibling's full path
+			}
+			if after != "" && after != a.Key && pending(after) {
+				continue
+			}
+			out, done[i], progress = append(out, a), true, true
+		}
+		if !progress { // a cycle: keep the file's order for the rest
+			for i, a := range adds {
+				if !done[i] {
+					out, done[i] = append(out, a), true
+				}
+			}
+		}
+	}
+	return out
 }
 
 // genValue is an addition's value for one message.

@@ -48,7 +48,7 @@ func TestPlaysARelease(t *testing.T) {
 	rel := filepath.Join(dir, "2.1.999.json")
 	os.WriteFile(rel, []byte(`{"version":"2.1.999","messages":{
 		"system/init":{"drop":["served_by_anthropic"],"add":[{"key":"sandbox_enabled","after":"uuid","value":false}]},
-		"session:user/prompt":{"add":[{"key":"sentAtMs","gen":"now-ms"}]}}}`), 0o644)
+		"session:user/prompt":{"add":[{"key":"rowSource","after":"sentAtMs","value":"local"},{"key":"sentAtMs","after":"promptSource","gen":"now-ms"}]}}}`), 0o644)
 	env := map[string]string{claudecli.EnvCLIVersion: rel, "CLAUDE_CONFIG_DIR": filepath.Join(dir, "cfg")}
 	getenv := func(k string) string { return env[k] }
 	var out, errb bytes.Buffer
@@ -85,7 +85,7 @@ func TestPlaysARelease(t *testing.T) {
 		t.Fatalf("session files: %v", files)
 	}
 	b, _ := os.ReadFile(files[0])
-	if !bytes.Contains(b, []byte(`"turnPosition"`)) || !bytes.Contains(b, []byte(`"sentAtMs":1`)) || !bytes.Contains(b, []byte(`"version":"2.1.999"`)) {
+	if !bytes.Contains(b, []byte(`"turnPosition"`)) || !bytes.Contains(b, []byte(`"promptSource":"sdk","sentAtMs":1`)) || !bytes.Contains(b, []byte(`,"rowSource":"local","turnOrigin"`)) || !bytes.Contains(b, []byte(`"version":"2.1.999"`)) {
 		t.Errorf("the session file's prompt row does not play the release:\n%s", b)
 	}
 }

@@ -22,6 +22,7 @@ import (
 
 type benchOptions struct {
 	cli         string
+	rel         release
 	bridge      string
 	scenario    string
 	sessions    int
@@ -99,7 +100,9 @@ would not start, 130 interrupted (what had finished is reported).`,
 			if o.sessions == 0 && o.duration == 0 {
 				o.sessions = 200
 			}
-			return ctx, useRelease(o.cli)
+			var err error
+			o.rel, err = resolveRelease(o.cli)
+			return ctx, err
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error { return runF(ctx, o) },
 	}
@@ -177,7 +180,7 @@ func runBench(ctx context.Context, o *benchOptions) error {
 	defer os.RemoveAll(work)
 	ew := o.io.err
 	fmt.Fprintf(ew, "askctl bench: starting %s\n", p.Name)
-	env, err := harness.NewEnv(ctx, p, harness.Options{Work: work, Askctl: self, Slow: o.slow, CLIVersion: o.cli})
+	env, err := harness.NewEnv(ctx, p, harness.Options{Work: work, Askctl: self, Slow: o.slow, CLIVersion: o.rel.play})
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()

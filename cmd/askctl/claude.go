@@ -58,6 +58,9 @@ its path. Does nothing when it is already there.`,
 						return usagef("install takes at most one argument, the release")
 					}
 					o.version = cmd.Args().First()
+					if o.version != "" && !versionRE.MatchString(o.version) {
+						return usagef("install %q: want a release such as %s", o.version, claudecli.Pinned)
+					}
 					return installF(ctx, o)
 				},
 			},
@@ -110,6 +113,12 @@ Exit status: 0 learned and equal on every scenario, 1 not learnable as data
 						return usagef("learn takes one argument, the release (such as %s)", claudecli.Pinned)
 					}
 					o.version = cmd.Args().First()
+					if !versionRE.MatchString(o.version) {
+						return usagef("learn %q: want a release such as %s", o.version, claudecli.Pinned)
+					}
+					if o.timeout <= 0 {
+						return usagef("--timeout: want a positive duration, got %v", o.timeout)
+					}
 					return runClaudeLearn(ctx, o)
 				},
 			},

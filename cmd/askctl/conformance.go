@@ -20,6 +20,7 @@ import (
 
 type conformanceOptions struct {
 	cli      string
+	rel      release
 	bridge   string
 	run      string
 	agent    string
@@ -101,7 +102,8 @@ Examples:
 				}
 				return ctx, usagef("unexpected argument %q (select cases with --run)", cmd.Args().First())
 			}
-			if err := useRelease(o.cli); err != nil {
+			var err error
+			if o.rel, err = resolveRelease(o.cli); err != nil {
 				return ctx, err
 			}
 			return ctx, o.validate()
@@ -188,7 +190,7 @@ func runConformance(ctx context.Context, o *conformanceOptions) error {
 	}
 	var real string
 	if o.agent == "real" {
-		if real, err = findReal(ctx, o.claude, o.cli, ew); err != nil {
+		if real, err = findReal(ctx, o.claude, o.rel.version, ew); err != nil {
 			if o.claude != "" {
 				return usagef("--claude %s: %v", o.claude, err)
 			}
@@ -230,8 +232,8 @@ func runConformance(ctx context.Context, o *conformanceOptions) error {
 			}
 		}
 	}
-	cfg := conformance.Config{Profile: p, Askctl: self, RealClaude: real, Slow: o.slow, CLIVersion: o.cli}
-	if real != "" && o.cli == "" {
+	cfg := conformance.Config{Profile: p, Askctl: self, RealClaude: real, Slow: o.slow, CLIVersion: o.rel.play}
+	if real != "" && o.rel.version == "" {
 		// The report names the release the agents are.
 		if v, err := claudecli.Version(ctx, real); err == nil {
 			cfg.CLIVersion = v

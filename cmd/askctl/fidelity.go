@@ -17,6 +17,7 @@ import (
 type fidelityOptions struct {
 	claude  string
 	cli     string
+	rel     release
 	json    bool
 	timeout time.Duration
 	names   []string
@@ -87,18 +88,9 @@ func (o *fidelityOptions) validate() error {
 	if o.timeout <= 0 {
 		return usagef("--timeout: want a positive duration, got %v", o.timeout)
 	}
-	switch o.cli {
-	case "latest":
-		o.cli = claudecli.Newest()
-	case "oldest":
-		o.cli = claudecli.Oldest()
-	}
-	if o.cli != "" {
-		if _, err := claudecli.Load(o.cli); err != nil {
-			return usageError{err}
-		}
-	}
-	return nil
+	var err error
+	o.rel, err = resolveRelease(o.cli)
+	return err
 }
 
 func runFidelity(ctx context.Context, o *fidelityOptions) error {
@@ -107,7 +99,7 @@ func runFidelity(ctx context.Context, o *fidelityOptions) error {
 	if err != nil {
 		return err
 	}
-	real, err := chooseAgent(ctx, "real", o.claude, o.cli, ew)
+	real, err := chooseAgent(ctx, "real", o.claude, o.rel, ew)
 	if err != nil {
 		return err
 	}
@@ -121,6 +113,9 @@ func runFidelity(ctx context.Context, o *fidelityOptions) error {
 	}
 	fake := fakeAgent()
 	fake.CLIVersion = rv
+	if o.rel.play != "" && o.rel.version == rv {
+		fake.CLIVersion = o.rel.play // a release file, say
+	}
 	var reps []replay.FidelityReport
 	equal := 0
 	for i, sc := range scs {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/askctl/askctl/claudecli"
 	"strings"
 	"testing"
 	"time"
@@ -34,6 +35,8 @@ func TestReplayFlags(t *testing.T) {
 		{args: []string{"--agent", "robot"}, wantErr: `--agent: want fake or real, got "robot"`},
 		{args: []string{"--timeout", "-1s"}, wantErr: "--timeout: want a positive duration"},
 		{args: []string{"--timeout", "soon"}, wantErr: "invalid value"},
+		{args: []string{"--cli", "oldest"}, want: replayOptions{agent: "fake", timeout: time.Minute, names: []string{}, cli: "oldest", rel: release{play: claudecli.Oldest(), version: claudecli.Oldest()}}},
+		{args: []string{"--cli", "2.1"}, wantErr: "--cli: claude 2.1 is not a learned release"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -48,7 +51,7 @@ func TestReplayFlags(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tt.want, *got, cmp.AllowUnexported(replayOptions{}), cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".io" }, cmp.Ignore())); diff != "" {
+			if diff := cmp.Diff(tt.want, *got, cmp.AllowUnexported(replayOptions{}, release{}), cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".io" }, cmp.Ignore())); diff != "" {
 				t.Errorf("options (-want +got):\n%s", diff)
 			}
 		})

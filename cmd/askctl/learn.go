@@ -227,8 +227,10 @@ func runClaudeDrift(ctx context.Context, o *claudeOptions) error {
 		}
 	} else if newer {
 		fmt.Fprintf(o.io.out, "claude %s is out; the newest learned release is %s.\nnext: askctl claude learn %s (in the askctl source tree), then askctl fidelity --cli %s\n", latest, learned, latest, latest)
-	} else {
+	} else if latest == learned {
 		fmt.Fprintf(o.io.out, "claude %s is the newest release, and it is learned\n", latest)
+	} else {
+		fmt.Fprintf(o.io.out, "npm's newest claude is %s; askctl has learned a newer one, %s: nothing to learn\n", latest, learned)
 	}
 	if newer {
 		return errMismatch

@@ -155,7 +155,7 @@ func TestClaudeDrift(t *testing.T) {
 	}{
 		{claudecli.Newest(), "is the newest release, and it is learned", 0},
 		{"2.1.999", "claude 2.1.999 is out; the newest learned release is " + claudecli.Newest() + ".\nnext: askctl claude learn 2.1.999", 1},
-		{"2.1.1", "is the newest release, and it is learned", 0},
+		{"2.1.1", "npm's newest claude is 2.1.1; askctl has learned a newer one, " + claudecli.Newest() + ": nothing to learn", 0},
 	} {
 		os.WriteFile(filepath.Join(bin, "npm"), []byte("#!/bin/sh\necho "+c.latest+"\n"), 0o755)
 		var stdout, stderr bytes.Buffer

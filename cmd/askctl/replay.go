@@ -22,6 +22,7 @@ type replayOptions struct {
 	agent   string
 	claude  string
 	cli     string
+	rel     release
 	json    bool
 	timeout time.Duration
 	verbose bool
@@ -89,21 +90,23 @@ func (o *replayOptions) validate() error {
 	if o.timeout <= 0 {
 		return usagef("--timeout: want a positive duration, got %v", o.timeout)
 	}
-	return useRelease(o.cli)
+	var err error
+	o.rel, err = resolveRelease(o.cli)
+	return err
 }
 
 // chooseAgent builds the agent the options name; version is the release
 // it plays or is ("" the default).
-func chooseAgent(ctx context.Context, name, claude, version string, warn io.Writer) (agent.Agent, error) {
+func chooseAgent(ctx context.Context, name, claude string, rel release, warn io.Writer) (agent.Agent, error) {
 	if name == "real" {
-		path, err := findReal(ctx, claude, version, warn)
+		path, err := findReal(ctx, claude, rel.version, warn)
 		if err != nil {
 			return nil, err
 		}
 		return agent.Real{Claude: path}, nil
 	}
 	f := fakeAgent()
-	f.CLIVersion = version
+	f.CLIVersion = rel.play
 	return f, nil
 }
 
@@ -139,7 +142,7 @@ func runReplay(ctx context.Context, o *replayOptions) error {
 	if err != nil {
 		return err
 	}
-	ag, err := chooseAgent(ctx, o.agent, o.claude, o.cli, stderr)
+	ag, err := chooseAgent(ctx, o.agent, o.claude, o.rel, stderr)
 	if err != nil {
 		return err
 	}

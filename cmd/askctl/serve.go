@@ -28,6 +28,7 @@ const DefaultAddr = "127.0.0.1:7474"
 
 type serveOptions struct {
 	cli              string
+	rel              release
 	addr             string
 	allowRemote      bool
 	state            string
@@ -105,7 +106,8 @@ Examples:
 			if cmd.Args().Len() > 0 {
 				return ctx, usagef("serve takes no arguments, got %q", cmd.Args().First())
 			}
-			if err := useRelease(o.cli); err != nil {
+			var err error
+			if o.rel, err = resolveRelease(o.cli); err != nil {
 				return ctx, err
 			}
 			return ctx, o.validate()
@@ -281,7 +283,7 @@ func runServe(ctx context.Context, o *serveOptions) error {
 		return err
 	}
 	defer ln.Close()
-	b, err := bridge.New(bridge.Config{DB: db, Claude: claude, Env: append(env, o.env...), SessionEnv: scenarioStore{dir: filepath.Join(dir, "scenarios"), fake: o.claude == "fakeclaude"}.env, Timeout: o.timeout,
+	b, err := bridge.New(bridge.Config{DB: db, Claude: claude, Env: append(append(env, fakeclaude.Env{CLIVersion: o.rel.play}.Environ()...), o.env...), SessionEnv: scenarioStore{dir: filepath.Join(dir, "scenarios"), fake: o.claude == "fakeclaude"}.env, Timeout: o.timeout,
 		TimeoutInterrupt: o.timeoutInterrupt, OtherTools: o.otherTools, MaxStarting: o.maxStarting, Policy: pol, Logf: logf, Crash: crashHook})
 	if err != nil {
 		return err

@@ -165,7 +165,7 @@ func byKind(real, fake []msg) []pair {
 
 // learnKind learns one kind's patch from its pairs.
 func learnKind(kind string, ps []pair, now time.Time) (*claudecli.Patch, []string) {
-	type count struct{ real, fake, realOnly, fakeOnly, fakeParent int }
+	type count struct{ real, fake, realOnly, fakeOnly, lacking int }
 	counts := map[string]*count{}
 	get := func(k string) *count {
 		if counts[k] == nil {
@@ -189,12 +189,12 @@ func learnKind(kind string, ps []pair, now time.Time) (*claudecli.Patch, []strin
 		}
 	}
 	// Where the base writes k's parent, the release must write k every
-	// time for k to be data.
+	// time for k to be data: count the messages where it does not.
 	for _, p := range ps {
-		fk := set(p.fake.shape.Keys)
+		fk, rk := set(p.fake.shape.Keys), set(p.real.shape.Keys)
 		for k, c := range counts {
-			if parent := parentOf(k); parent == "" || fk[parent] {
-				c.fakeParent++
+			if parentIn(k, fk) && !rk[k] {
+				c.lacking++
 			}
 		}
 	}
@@ -220,7 +220,7 @@ func learnKind(kind string, ps []pair, now time.Time) (*claudecli.Patch, []strin
 			dropped = append(dropped, k)
 		case c.realOnly > 0 && c.fake == 0 && parentOf(k) != "" && counts[parentOf(k)] != nil && counts[parentOf(k)].realOnly > 0:
 			// Its parent is new too: learned with it.
-		case c.realOnly > 0 && c.fake == 0 && c.real == c.fakeParent:
+		case c.realOnly > 0 && c.fake == 0 && c.lacking == 0:
 			a, problem := addition(kind, k, ps, now)
 			if problem != "" {
 				problems = append(problems, problem)
@@ -257,6 +257,26 @@ func set(ks []string) map[string]bool {
 		m[k] = true
 	}
 	return m
+}
+
+// parentIn reports whether keys (a message's) hold the object key path k
+// would be a key of: its parent object, or for a key of an array's
+// elements ("a[].k") at least one element.
+func parentIn(k string, keys map[string]bool) bool {
+	i := strings.LastIndex(k, ".")
+	if i < 0 {
+		return true
+	}
+	p := k[:i]
+	if !strings.HasSuffix(p, "[]") {
+		return keys[p]
+	}
+	for key := range keys {
+		if strings.HasPrefix(key, p+".") {
+			return true
+		}
+	}
+	return false
 }
 
 // parentOf is the path of the object k is a key of, "" at the top.

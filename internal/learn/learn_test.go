@@ -34,7 +34,11 @@ func TestDerive(t *testing.T) {
 			`{"type":"user","message":{"content":[{"type":"tool_result"}]},"meta":[{"id":"t","kind":"k"}]}`),
 		Fake: recs(`{"type":"system","subtype":"init","uuid":"y","served":true}`,
 			`{"type":"user","message":{"content":[{"type":"tool_result"}]},"meta":[{"id":"t"}]}`)}
-	res := Derive("2.1.999", []Session{s1, s2}, now)
+	// An empty array holds no element to hold the key: no evidence either way.
+	s3 := Session{Scenario: "c",
+		Real: recs(`{"type":"user","message":{"content":[{"type":"tool_result"}]},"meta":[]}`),
+		Fake: recs(`{"type":"user","message":{"content":[{"type":"tool_result"}]},"meta":[]}`)}
+	res := Derive("2.1.999", []Session{s1, s2, s3}, now)
 	init := res.Release.For("system/init")
 	if init == nil {
 		t.Fatalf("nothing learned for system/init: %+v", res)
@@ -59,7 +63,7 @@ func TestDerive(t *testing.T) {
 	if user == nil || len(user.Add) != 1 || user.Add[0].Key != "meta[].kind" || string(user.Add[0].Value) != `"k"` || user.Add[0].After != "id" {
 		t.Errorf("user/tool_result: %+v, want meta[].kind added after id", user)
 	}
-	if len(res.Unexpressed) != 1 || !strings.Contains(res.Unexpressed[0], "key sometimes is on 1 of 2") || !strings.Contains(res.Unexpressed[0], "a message 2") {
+	if len(res.Unexpressed) != 1 || !strings.Contains(res.Unexpressed[0], "key sometimes is on 1 of 3") || !strings.Contains(res.Unexpressed[0], "a message 2") {
 		t.Errorf("unexpressed = %q, want the key on one message of two named", res.Unexpressed)
 	}
 }

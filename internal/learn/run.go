@@ -104,6 +104,9 @@ func Learn(ctx context.Context, o Options) (Outcome, error) {
 		}
 		res := Derive(o.Version, sessions, o.Now())
 		out.Unexpressed = res.Unexpressed
+		if round == maxRounds {
+			break // what a last round would learn would go unchecked
+		}
 		if !Merge(draft, res.Release) {
 			break // nothing more to learn: what is left is not data
 		}
