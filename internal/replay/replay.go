@@ -177,6 +177,13 @@ func Replay(ctx context.Context, sc *scenarios.Scenario, ag agent.Agent, opts Op
 	} else {
 		rep.Diffs = CheckSteps(Expected(checkSc, cliVersion(recs)), got)
 	}
+	if rep.Messages == 0 && code != 0 {
+		// It ended before it wrote anything: what it said is the cause,
+		// not the messages it never wrote.
+		if stderr := strings.TrimSpace(p.Stderr()); stderr != "" {
+			rep.Diffs = append([]Diff{{Text: fmt.Sprintf("the %s agent exited %d before it wrote a message: %s", ag.Name(), code, clip.String(stderr, 500))}}, rep.Diffs...)
+		}
+	}
 	var agentTimeout string
 	for _, n := range rep.Notes {
 		if n.Event == transcript.EventError {
