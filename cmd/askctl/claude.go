@@ -15,6 +15,7 @@ type claudeOptions struct {
 	dir     string // learn: where release files go
 	timeout time.Duration
 	json    bool
+	quick   bool // drift: compare versions only
 	io      *stdio
 }
 
@@ -124,12 +125,22 @@ Exit status: 0 learned and equal on every scenario, 1 not learnable as data
 			},
 			{
 				Name:  "drift",
-				Usage: "say whether npm has a claude CLI release newer than the newest learned (exit 1 if so)",
+				Usage: "say whether npm has a claude CLI release newer than the newest learned, and what differs (exit 1 if so)",
 				Description: `Asks npm for the newest @anthropic-ai/claude-code release and compares it with
-the newest learned release (` + claudecli.Pinned + `). Exit status 0: nothing new; 1: a newer
-release is out, and the next step is printed (askctl claude learn VERSION). A
-scheduled CI job runs it to hear of a release that needs learning.`,
-				Flags:  []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON", Destination: &o.json}},
+the newest learned release (` + claudecli.Pinned + `). When npm's is newer, it installs it
+into your cache, plays every built-in scenario with it and with fakeclaude as
+the newest learned release, and prints what differs: what a bridge tested with
+askctl today would meet (--quick compares the versions only).
+
+Exit status 0: nothing new; 1: a newer release is out, and the next step is
+printed (askctl claude learn VERSION); 3: npm could not be asked, or the
+release not installed. A scheduled CI job (.ci/drift) runs it to hear of a
+release that needs learning.`,
+				Flags: []cli.Flag{
+					&cli.BoolFlag{Name: "json", Usage: "print JSON", Destination: &o.json},
+					&cli.BoolFlag{Name: "quick", Usage: "compare the versions only: install and play nothing", Destination: &o.quick},
+					&cli.DurationFlag{Name: "timeout", Value: time.Minute, Usage: "deadline of each wait for the SDK side", Destination: &o.timeout},
+				},
 				Action: func(ctx context.Context, cmd *cli.Command) error { return runClaudeDrift(ctx, o) },
 			},
 		},

@@ -13,6 +13,7 @@ import (
 	"github.com/askctl/askctl/claudecli"
 	"github.com/askctl/askctl/internal/agent"
 	"github.com/askctl/askctl/internal/learn"
+	"github.com/askctl/askctl/internal/replay"
 	"github.com/askctl/askctl/scenarios"
 	"github.com/tidwall/gjson"
 )
@@ -208,9 +209,10 @@ func agentSDKFor(ctx context.Context, version string) string {
 }
 
 func runClaudeDrift(ctx context.Context, o *claudeOptions) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	w, ew := o.io.out, o.io.err
+	askCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	b, err := exec.CommandContext(ctx, "npm", "view", "@anthropic-ai/claude-code", "version").Output()
+	b, err := exec.CommandContext(askCtx, "npm", "view", "@anthropic-ai/claude-code", "version").Output()
 	if err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
@@ -221,16 +223,56 @@ func runClaudeDrift(ctx context.Context, o *claudeOptions) error {
 	latest := strings.TrimSpace(string(b))
 	learned := claudecli.Newest()
 	newer := claudecli.CompareVersions(latest, learned) > 0
-	if o.json {
-		if err := printJSON(o.io.out, map[string]any{"latest": latest, "learned": learned, "needs_learning": newer}); err != nil {
+	report := map[string]any{"latest": latest, "learned": learned, "needs_learning": newer}
+	var diffs []string
+	equal, total := 0, 0
+	if newer && !o.quick {
+		// Play it against the newest learned release: what a bridge
+		// tested with askctl today would meet.
+		bin, err := claudecli.InstallOf(ctx, latest, ew)
+		if err != nil {
 			return err
 		}
-	} else if newer {
-		fmt.Fprintf(o.io.out, "claude %s is out; the newest learned release is %s.\nnext: askctl claude learn %s (in the askctl source tree), then askctl fidelity --cli %s\n", latest, learned, latest, latest)
-	} else if latest == learned {
-		fmt.Fprintf(o.io.out, "claude %s is the newest release, and it is learned\n", latest)
-	} else {
-		fmt.Fprintf(o.io.out, "npm's newest claude is %s; askctl has learned a newer one, %s: nothing to learn\n", latest, learned)
+		fake := fakeAgent()
+		fake.CLIVersion = learned
+		for _, n := range scenarios.Names() {
+			sc, err := scenarios.Load(n)
+			if err != nil {
+				return err
+			}
+			fr := replay.Fidelity(ctx, sc, fake, agent.Real{Claude: bin}, replay.Options{Timeout: o.timeout})
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			total++
+			if fr.Equal {
+				equal++
+			}
+			fmt.Fprintf(ew, "[%d/%d] %s: equal %v\n", total, len(scenarios.Names()), n, fr.Equal)
+			for _, d := range append(append(fr.Diffs, prefixed("fake vs scenario", fr.Fake.Diffs)...), prefixed("real vs scenario", fr.Real.Diffs)...) {
+				diffs = append(diffs, n+": "+d.String())
+			}
+		}
+		report["equal"], report["scenarios"], report["differences"] = equal, total, diffs
+	}
+	switch {
+	case o.json:
+		if err := printJSON(w, report); err != nil {
+			return err
+		}
+	case newer:
+		fmt.Fprintf(w, "claude %s is out; the newest learned release is %s.\n", latest, learned)
+		if total > 0 {
+			fmt.Fprintf(w, "played against fakeclaude as %s: %d of %d scenarios equal\n", learned, equal, total)
+			for _, d := range diffs {
+				fmt.Fprintf(w, "  - %s\n", d)
+			}
+		}
+		fmt.Fprintf(w, "next: askctl claude learn %s (in the askctl source tree), then askctl fidelity --cli %s\n", latest, latest)
+	case latest == learned:
+		fmt.Fprintf(w, "claude %s is the newest release, and it is learned\n", latest)
+	default:
+		fmt.Fprintf(w, "npm's newest claude is %s; askctl has learned a newer one, %s: nothing to learn\n", latest, learned)
 	}
 	if newer {
 		return errMismatch

@@ -159,14 +159,14 @@ func TestClaudeDrift(t *testing.T) {
 	} {
 		os.WriteFile(filepath.Join(bin, "npm"), []byte("#!/bin/sh\necho "+c.latest+"\n"), 0o755)
 		var stdout, stderr bytes.Buffer
-		code := run(context.Background(), []string{"askctl", "claude", "drift"}, func(string) string { return "" }, strings.NewReader(""), &stdout, &stderr)
+		code := run(context.Background(), []string{"askctl", "claude", "drift", "--quick"}, func(string) string { return "" }, strings.NewReader(""), &stdout, &stderr)
 		if code != c.code || !strings.Contains(stdout.String(), c.want) {
 			t.Errorf("npm says %s: exit %d, stdout %q, stderr %q; want %d and %q", c.latest, code, stdout.String(), stderr.String(), c.code, c.want)
 		}
 	}
 	os.WriteFile(filepath.Join(bin, "npm"), []byte("#!/bin/sh\necho 'network down' >&2\nexit 1\n"), 0o755)
 	var stdout, stderr bytes.Buffer
-	if code := run(context.Background(), []string{"askctl", "claude", "drift"}, func(string) string { return "" }, strings.NewReader(""), &stdout, &stderr); code != exitError || !strings.Contains(stderr.String(), "network down") {
+	if code := run(context.Background(), []string{"askctl", "claude", "drift", "--quick"}, func(string) string { return "" }, strings.NewReader(""), &stdout, &stderr); code != exitError || !strings.Contains(stderr.String(), "network down") {
 		t.Errorf("npm fails: exit %d, stderr %q; want %d and npm's complaint", code, stderr.String(), exitError)
 	}
 }
