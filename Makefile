@@ -56,8 +56,9 @@ race: npm real-cli browser ## run every test with the race detector (the suite's
 
 npm: $(NPM_STAMP) ## install the pinned TypeScript Agent SDK the tests drive fakeclaude with
 
-real-cli: build ## install the pinned real claude CLI (the newest learned release) into your cache, once (askctl claude install)
+real-cli: build ## install the pinned real claude CLI (the newest learned release) and the base release the captures are of into your cache, once (askctl claude install)
 	./bin/askctl claude install
+	./bin/askctl claude install base
 
 browser: ## install Debian's chromium for the page's browser tests, where none is found
 	@./scripts/install-chromium.sh

@@ -51,7 +51,8 @@ release that is not learned yet.`,
 				Usage:     "install a claude CLI release into your cache (once; needs npm)",
 				ArgsUsage: "[VERSION]",
 				Description: `Installs @anthropic-ai/claude-code-<platform>@VERSION (the native binary, about
-370 MB; VERSION defaults to ` + claudecli.Pinned + `, the newest learned release) into your
+370 MB; VERSION defaults to ` + claudecli.Pinned + `, the newest learned release; base is
+` + claudecli.Base + `, the release fakeclaude's code writes and the captures are of) into your
 cache directory, checks that it runs and says it is that release, and prints
 its path. Does nothing when it is already there.`,
 				Action: func(ctx context.Context, cmd *cli.Command) error {
@@ -59,6 +60,9 @@ its path. Does nothing when it is already there.`,
 						return usagef("install takes at most one argument, the release")
 					}
 					o.version = cmd.Args().First()
+					if o.version == "base" {
+						o.version = claudecli.Base
+					}
 					if o.version != "" && !versionRE.MatchString(o.version) {
 						return usagef("install %q: want a release such as %s", o.version, claudecli.Pinned)
 					}

@@ -81,7 +81,8 @@ func recordReal(t *testing.T, claude, name string) string {
 // TestRecordRealCLI re-records the fixture captures with askctl record and
 // replays each recording against fakeclaude and the real CLI.
 func TestRecordRealCLI(t *testing.T) {
-	claude := realClaude(t)
+	// The captures are of the base release: record that one.
+	claude := testenv.RealClaudeOf(t, claudecli.Base)
 	tests := []struct{ scenario, capture string }{
 		{"ask-multi", "sdk-ask-allow.jsonl"},
 		{"ask-skip", "sdk-ask-deny.jsonl"},
@@ -94,8 +95,8 @@ func TestRecordRealCLI(t *testing.T) {
 			if err != nil {
 				t.Fatalf("the recording does not parse: %v", err)
 			}
-			if sc.Origin != scenarios.Recorded || sc.CLIVersion != "2.1.330" {
-				t.Errorf("header origin %q cli_version %q, want recorded and 2.1.330", sc.Origin, sc.CLIVersion)
+			if sc.Origin != scenarios.Recorded || sc.CLIVersion != claudecli.Base {
+				t.Errorf("header origin %q cli_version %q, want recorded and %s", sc.Origin, sc.CLIVersion, claudecli.Base)
 			}
 			// Same session as the fixture capture, both directions.
 			captured, err := transcript.ReadFile(filepath.Join("../../testdata/captures/claude-code-2.1.330", tt.capture))

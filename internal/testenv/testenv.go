@@ -160,6 +160,19 @@ func RealClaude(t testing.TB) string {
 	return path
 }
 
+// RealClaudeOf returns the real CLI of one release, as askctl claude
+// install VERSION put it in the cache (make real-cli installs the pinned
+// release and the base, which the captures are of).
+func RealClaudeOf(t testing.TB, version string) string {
+	t.Helper()
+	endToEnd(t, "the real claude CLI")
+	path, ok := claudecli.InstalledOf(version)
+	if !ok {
+		missing(t, fmt.Errorf("claude %s is not installed (askctl claude install %s)", version, version))
+	}
+	return path
+}
+
 // RequireSDK checks that the TypeScript Agent SDK and node are there and
 // returns the directory to run node in.
 func RequireSDK(t testing.TB) string {
