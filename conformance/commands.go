@@ -506,6 +506,31 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
+// tooLate: an answer or skip the case meant to be taken, refused because
+// the question had timed out, when it was sent three quarters of the
+// declared timeout or more after the agent asked. The bridge may be right
+// (a deadline that ends at 3/4 of it is not early, SDK-TIMEOUT), and the
+// case is the late one: it could not keep its schedule (a stalled machine).
+// Neither a pass nor a failure: a SKIP that says so.
+func tooLate(ts *testscript.TestScript, neg bool, err error, s *harness.Session, qid, what string) {
+	var rj *harness.Rejected
+	if neg || !errors.As(err, &rj) {
+		return
+	}
+	timeout := ts.Value(keyCfg).(*Config).Profile.Capabilities.Timeout.D()
+	at, ok := s.AskedAt(qid)
+	if timeout <= 0 || !ok {
+		return
+	}
+	if late := time.Since(at); late >= timeout*3/4 && harness.TimedOut.MatchString(rj.Message) {
+		why := fmt.Sprintf("too late to judge: %s was sent %v after the agent asked, and the declared timeout is %v, so the bridge timing it out may be right (%v); the case could not keep its schedule: on a busy machine, --slow gives the suite's own waits more time", what, late.Round(time.Millisecond), timeout, err)
+		if c := ts.Value(keyCfg).(*Config); c.unsupported != nil {
+			c.unsupported(why)
+		}
+		ts.Fatalf("SKIP: %s", why)
+	}
+}
+
 func rejected(ts *testscript.TestScript, neg bool, code string, err error, what string, e *harness.Env, alias string) {
 	var rj *harness.Rejected
 	var un *harness.Unsupported
@@ -604,6 +629,7 @@ func cmdAnswer(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		return
 	}
+	tooLate(ts, neg, err, s, qid, what)
 	rejected(ts, neg, f["code"], err, what, e, alias)
 	if err == nil {
 		ts.Logf("answer %s: %s %v", qid, ack.Status, ack.Missing)
@@ -627,7 +653,9 @@ func cmdSkip(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	ctx, cancel := waitCtx(ts, 15*time.Second)
 	defer cancel()
-	rejected(ts, neg, f["code"], s.Skip(ctx, connFlag(f), qid, reason), "skipping "+qid, e, args[0])
+	err := s.Skip(ctx, connFlag(f), qid, reason)
+	tooLate(ts, neg, err, s, qid, "skipping "+qid)
+	rejected(ts, neg, f["code"], err, "skipping "+qid, e, args[0])
 }
 
 func cmdPermit(ts *testscript.TestScript, neg bool, args []string) {

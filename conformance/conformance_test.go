@@ -386,3 +386,40 @@ func TestEveryCaseHearsTheAgentsVerdict(t *testing.T) {
 		}
 	}
 }
+
+// TestTooLateIsSkip: an answer the case sends after the declared timeout,
+// refused as timed out, is a SKIP that says the case was late, not a
+// FAIL of the bridge; the same answer in time passes.
+func TestTooLateIsSkip(t *testing.T) {
+	p, err := harness.LoadProfile(filepath.Join("profiles", "reference-ws.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	write := func(name, pause string) string {
+		f := filepath.Join(dir, name+".txtar")
+		body := "requirement SDK-ANSWER-SINGLE\nstart s1 ask-single\nawait s1 question\n" + pause + "answer s1\nawait s1 answered\ncheck s1\n"
+		if err := os.WriteFile(f, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	late := p.Capabilities.Timeout.D() + 500*time.Millisecond
+	rep, err := conformance.RunSuite(context.Background(), conformance.Config{Profile: p, Askctl: askctlBin},
+		conformance.RunOptions{Files: []string{write("late", fmt.Sprintf("sleep %dms\n", late.Milliseconds())), write("in-time", "")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Results {
+		switch r.Case {
+		case "late":
+			if r.Status != conformance.Skip || !strings.Contains(r.Detail, "too late to judge") {
+				t.Errorf("an answer after the timeout: %s %q, want a SKIP saying the case was late", r.Status, r.Detail)
+			}
+		case "in-time":
+			if r.Status != conformance.Pass {
+				t.Errorf("an answer in time: %s %s", r.Status, r.Detail)
+			}
+		}
+	}
+}

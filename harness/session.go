@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/askctl/askctl/protocol"
 	"github.com/askctl/askctl/scenarios"
@@ -304,6 +305,20 @@ func (s *Session) Response() (Response, bool, error) {
 		return Response{}, false, nil
 	}
 	return r, true, nil
+}
+
+// AskedAt is when the agent asked question qid (its can_use_tool
+// request), if the harness has seen the request.
+func (s *Session) AskedAt(qid string) (time.Time, bool) {
+	var at time.Time
+	var ok bool
+	_ = s.read(func(ss *SessionState) {
+		var req *Request
+		if req, ok = ss.RequestOf(qid); ok {
+			at = req.T
+		}
+	})
+	return at, ok
 }
 
 // Request is the agent's request behind the current question.
