@@ -117,6 +117,15 @@ func (p *Process) Kill() {
 	}
 }
 
+// SessionsNow reads the session files the agent has written so far (nil
+// for an agent whose config directory is not known).
+func (p *Process) SessionsNow() map[string][]byte {
+	if p.configDir == "" {
+		return nil
+	}
+	return readSessions(p.configDir)
+}
+
 // PID is the process id.
 func (p *Process) PID() int { return p.cmd.Process.Pid }
 

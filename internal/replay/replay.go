@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -158,7 +159,16 @@ func Replay(ctx context.Context, sc *scenarios.Scenario, ag agent.Agent, opts Op
 	if sc.Route == scenarios.RouteMCP {
 		play = PlayPrint
 	}
-	recs, playErr := play(ctx, p.Stdin, p.Stdout, PlayOptions{Timeout: wait + verdictGrace, Kill: p.Kill, Sink: opts.Log})
+	kill := p.Kill
+	if !ag.CancelsItself() {
+		// A scenario's exit_after is played by killing the real CLI, which
+		// saves its session file rows a little after it writes a message:
+		// give it the time to save what it had done (as fakeclaude, which
+		// exits by itself, has), so the comparison is of what it did, not
+		// of when it was killed.
+		kill = func() { settled(p, wait); p.Kill() }
+	}
+	recs, playErr := play(ctx, p.Stdin, p.Stdout, PlayOptions{Timeout: wait + verdictGrace, Kill: kill, Sink: opts.Log})
 	if playErr != nil {
 		p.Kill()
 	}
@@ -210,6 +220,30 @@ func Replay(ctx context.Context, sc *scenarios.Scenario, ag agent.Agent, opts Op
 	rep.Match = rep.Err == nil && len(rep.Diffs) == 0
 	rep.Duration = time.Since(start)
 	return rep
+}
+
+// settled waits, at most limit (and 5 s), until the agent's session file
+// holds the rows the CLI saves after a tool call (the tools used, and the
+// last prompt that leads to a row), or no longer changes for 300 ms.
+func settled(p *claudecli.Process, limit time.Duration) {
+	deadline := time.Now().Add(min(limit, 5*time.Second))
+	var last string
+	stable := time.Now()
+	for time.Now().Before(deadline) {
+		var all []byte
+		for _, b := range p.SessionsNow() {
+			all = append(all, b...)
+		}
+		if bytes.Contains(all, []byte(`"type":"tools-used"`)) && bytes.Contains(all, []byte(`"type":"last-prompt"`)) && !bytes.Contains(all, []byte(`"leafUuid":null`)) {
+			return
+		}
+		if string(all) != last {
+			last, stable = string(all), time.Now()
+		} else if len(all) > 0 && time.Since(stable) > 300*time.Millisecond && bytes.Contains(all, []byte(`"type":"tools-used"`)) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // cliVersion is the claude_code_version the agent announced in its first
