@@ -110,6 +110,7 @@ const DefaultTimeout = 300 * time.Second
 type Bridge struct {
 	cfg      Config
 	st       *store
+	order    sessionOrder // a session's events are logged one at a time
 	unlock   func()
 	closing  bool            // Close runs: agents that exit now leave their questions pending
 	stopping map[string]bool // sessions being stopped: their withdrawals say so
@@ -1360,12 +1361,28 @@ func DefaultMaxStarting() int { return max(1, runtime.NumCPU()-1) }
 // publishStatus tells the surfaces a session's state.
 func (b *Bridge) publishStatus(id string) { b.publishStatusIn(context.Background(), id) }
 
-// publishStatusIn is publishStatus with ctx's values (urgently).
+// publishStatusIn is publishStatus with ctx's values (urgently). The
+// state is read and its event logged with no other event of the session
+// logged between: a status read before a new question was stored cannot
+// be logged after that question's event, where it would tell the surfaces
+// that nobody waits any more, about a question that does wait.
 func (b *Bridge) publishStatusIn(ctx context.Context, id string) {
-	if ss, err := b.Session(ctx, id); err == nil {
-		b.publishIn(ctx, statusEvent(ss))
+	unlock := b.order.lock(id)
+	ss, err := b.Session(ctx, id)
+	if err != nil {
+		unlock()
+		return
 	}
+	if statusRead != nil {
+		statusRead() // a test's moment between the read and the log
+	}
+	o := b.logEvent(ctx, statusEvent(ss))
+	unlock()
+	b.delivered(o)
 }
+
+// statusRead, in tests, runs between a status's read and its log.
+var statusRead func()
 
 func statusEvent(ss *bridgeapi.Session) bridgeapi.Event {
 	waiting := ss.WaitingForUser
@@ -1388,6 +1405,14 @@ func (b *Bridge) publish(e bridgeapi.Event) { b.publishIn(context.Background(), 
 // publishIn is publish with ctx's values (urgently), never its
 // cancellation: an event is delivered once it is logged.
 func (b *Bridge) publishIn(ctx context.Context, e bridgeapi.Event) {
+	unlock := b.order.lock(e.SessionID)
+	o := b.logEvent(ctx, e)
+	unlock()
+	b.delivered(o)
+}
+
+// logEvent logs e and queues it for delivery once committed.
+func (b *Bridge) logEvent(ctx context.Context, e bridgeapi.Event) *outgoing {
 	e.Time = time.Now().UTC()
 	data, _ := json.Marshal(e)
 	o := &outgoing{e: e, done: make(chan struct{})}
@@ -1405,9 +1430,55 @@ func (b *Bridge) publishIn(ctx context.Context, e bridgeapi.Event) {
 		o.subs = b.subGen.Load()
 		b.out.push(o)
 	}
+	return o
+}
+
+// delivered waits until o is delivered (or the deliverer has ended).
+func (b *Bridge) delivered(o *outgoing) {
 	select {
 	case <-o.done:
 	case <-b.out.exited:
+	}
+}
+
+// sessionOrder holds a lock per session while one of its events is logged
+// (and, for a status, while the state it tells is read). Sessions do not
+// wait for each other: their events still share commits.
+type sessionOrder struct {
+	mu sync.Mutex
+	m  map[string]*orderLock
+}
+
+type orderLock struct {
+	mu    sync.Mutex
+	users int
+}
+
+// lock takes session id's lock and returns its release; "" (an event of
+// no session) takes none.
+func (o *sessionOrder) lock(id string) func() {
+	if id == "" {
+		return func() {}
+	}
+	o.mu.Lock()
+	if o.m == nil {
+		o.m = map[string]*orderLock{}
+	}
+	l := o.m[id]
+	if l == nil {
+		l = &orderLock{}
+		o.m[id] = l
+	}
+	l.users++
+	o.mu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		o.mu.Lock()
+		if l.users--; l.users == 0 {
+			delete(o.m, id)
+		}
+		o.mu.Unlock()
 	}
 }
 

@@ -184,3 +184,47 @@ func TestUrgentWritesGoFirst(t *testing.T) {
 		t.Errorf("the answer's write was committed after %d queued writes, want before them", at)
 	}
 }
+
+// TestStatusIsNotOvertaken: a session's status is read and logged with no
+// other event of that session logged between. Were a question logged
+// between, the status read before it (nobody waits) would reach the
+// surfaces after it, and a page would close the question's card: "settled
+// while this page was away" (seen once in CI, through the page).
+func TestStatusIsNotOvertaken(t *testing.T) {
+	b, err := New(Config{DB: filepath.Join(t.TempDir(), "b.db"), Claude: "/bin/false"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := context.Background()
+	if err := b.st.insertSession(ctx, &bridgeapi.Session{ID: "s_1", Status: "running", CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	sub := b.Subscribe("")
+	defer sub.Close()
+	asked := make(chan struct{})
+	statusRead = func() {
+		go func() {
+			b.publish(bridgeapi.Event{Type: bridgeapi.EventQuestion, SessionID: "s_1", QuestionID: "q_2"})
+			close(asked)
+		}()
+		// The question's chance to be logged first, were nothing to stop
+		// it; with the order held it waits, however long this is.
+		time.Sleep(100 * time.Millisecond)
+	}
+	defer func() { statusRead = nil }()
+	b.publishStatus("s_1")
+	<-asked
+	var got []string
+	for len(got) < 2 {
+		select {
+		case e := <-sub.C:
+			got = append(got, e.Type)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("heard %v, want two events", got)
+		}
+	}
+	if got[0] != bridgeapi.EventStatus || got[1] != bridgeapi.EventQuestion {
+		t.Errorf("events in the order %v, want the status (read before the question) first", got)
+	}
+}
