@@ -110,7 +110,7 @@ const DefaultTimeout = 300 * time.Second
 type Bridge struct {
 	cfg      Config
 	st       *store
-	order    sessionOrder // a session's events are logged one at a time
+	order    keyedLocks // one per session: its events are logged one at a time (a status read and logged together)
 	unlock   func()
 	closing  bool            // Close runs: agents that exit now leave their questions pending
 	stopping map[string]bool // sessions being stopped: their withdrawals say so
@@ -1405,7 +1405,10 @@ func (b *Bridge) publish(e bridgeapi.Event) { b.publishIn(context.Background(), 
 // publishIn is publish with ctx's values (urgently), never its
 // cancellation: an event is delivered once it is logged.
 func (b *Bridge) publishIn(ctx context.Context, e bridgeapi.Event) {
-	unlock := b.order.lock(e.SessionID)
+	unlock := func() {} // an event of no session waits for nothing
+	if e.SessionID != "" {
+		unlock = b.order.lock(e.SessionID)
+	}
 	o := b.logEvent(ctx, e)
 	unlock()
 	b.delivered(o)
@@ -1438,47 +1441,6 @@ func (b *Bridge) delivered(o *outgoing) {
 	select {
 	case <-o.done:
 	case <-b.out.exited:
-	}
-}
-
-// sessionOrder holds a lock per session while one of its events is logged
-// (and, for a status, while the state it tells is read). Sessions do not
-// wait for each other: their events still share commits.
-type sessionOrder struct {
-	mu sync.Mutex
-	m  map[string]*orderLock
-}
-
-type orderLock struct {
-	mu    sync.Mutex
-	users int
-}
-
-// lock takes session id's lock and returns its release; "" (an event of
-// no session) takes none.
-func (o *sessionOrder) lock(id string) func() {
-	if id == "" {
-		return func() {}
-	}
-	o.mu.Lock()
-	if o.m == nil {
-		o.m = map[string]*orderLock{}
-	}
-	l := o.m[id]
-	if l == nil {
-		l = &orderLock{}
-		o.m[id] = l
-	}
-	l.users++
-	o.mu.Unlock()
-	l.mu.Lock()
-	return func() {
-		l.mu.Unlock()
-		o.mu.Lock()
-		if l.users--; l.users == 0 {
-			delete(o.m, id)
-		}
-		o.mu.Unlock()
 	}
 }
 

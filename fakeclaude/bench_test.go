@@ -64,20 +64,7 @@ func BenchmarkSessionSubprocess(b *testing.B) {
 					b.Fatalf("hello: %q %v", out, err)
 				}
 				floor.add(h.ProcessState)
-				cmd := exec.Command(bin, sdkFlags...)
-				cmd.Env = append(os.Environ(), "FAKECLAUDE_SCENARIO=ask-multi", "FAKECLAUDE_NO_SESSION_FILE="+file)
-				stdin, _ := cmd.StdinPipe()
-				stdout, _ := cmd.StdoutPipe()
-				if err := cmd.Start(); err != nil {
-					b.Fatal(err)
-				}
-				if _, err := replay.Play(context.Background(), plan, stdin, stdout, replay.PlayOptions{Timeout: 10 * time.Second}); err != nil {
-					b.Fatal(err)
-				}
-				if err := cmd.Wait(); err != nil {
-					b.Fatalf("fakeclaude: %v", err)
-				}
-				session.add(cmd.ProcessState)
+				session.add(playSpawned(b, bin, plan, "FAKECLAUDE_SCENARIO=ask-multi", "FAKECLAUDE_NO_SESSION_FILE="+file))
 			}
 			n := float64(b.N)
 			b.ReportMetric(float64(session.cpu)/n/1e6, "cpu-ms/op")
@@ -86,6 +73,26 @@ func BenchmarkSessionSubprocess(b *testing.B) {
 			b.ReportMetric(float64(session.cpu)/float64(floor.cpu), "x-floor")
 		})
 	}
+}
+
+// playSpawned spawns fakeclaude bin with the SDK's flags and env added,
+// plays plan as the SDK side, and returns the exited process's state.
+func playSpawned(b *testing.B, bin string, plan replay.Plan, env ...string) *os.ProcessState {
+	b.Helper()
+	cmd := exec.Command(bin, sdkFlags...)
+	cmd.Env = append(os.Environ(), env...)
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := replay.Play(context.Background(), plan, stdin, stdout, replay.PlayOptions{Timeout: 10 * time.Second}); err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		b.Fatalf("fakeclaude (%v): %v", env, err)
+	}
+	return cmd.ProcessState
 }
 
 // usage sums processes' CPU time (user and system) and page faults.
@@ -257,20 +264,7 @@ func BenchmarkSessionByRelease(b *testing.B) {
 	cpu := make([]usage, len(releases))
 	for b.Loop() {
 		for i, v := range releases {
-			cmd := exec.Command(bin, sdkFlags...)
-			cmd.Env = append(os.Environ(), "FAKECLAUDE_SCENARIO=ask-multi", "CLAUDE_CONFIG_DIR="+b.TempDir(), claudecli.EnvCLIVersion+"="+v)
-			stdin, _ := cmd.StdinPipe()
-			stdout, _ := cmd.StdoutPipe()
-			if err := cmd.Start(); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := replay.Play(context.Background(), plan, stdin, stdout, replay.PlayOptions{Timeout: 10 * time.Second}); err != nil {
-				b.Fatal(err)
-			}
-			if err := cmd.Wait(); err != nil {
-				b.Fatalf("fakeclaude as %s: %v", v, err)
-			}
-			cpu[i].add(cmd.ProcessState)
+			cpu[i].add(playSpawned(b, bin, plan, "FAKECLAUDE_SCENARIO=ask-multi", "CLAUDE_CONFIG_DIR="+b.TempDir(), claudecli.EnvCLIVersion+"="+v))
 		}
 	}
 	n := float64(b.N)

@@ -130,13 +130,7 @@ func dropPath(o obj, path []string) obj {
 			out := append(obj{}, o[:i]...)
 			return append(out, o[i+1:]...)
 		}
-		v, ok := within(f.v, each, func(in obj) obj { return dropPath(in, path[1:]) })
-		if !ok {
-			return o
-		}
-		out := append(obj{}, o...)
-		out[i].v = v
-		return out
+		return o.inside(i, each, func(in obj) obj { return dropPath(in, path[1:]) })
 	}
 	return o
 }
@@ -169,18 +163,23 @@ func addPath(o obj, path, after []string, v any) obj {
 		return out
 	}
 	for i, f := range o {
-		if f.k != key {
-			continue
+		if f.k == key {
+			return o.inside(i, each, func(in obj) obj { return addPath(in, path[1:], after, v) })
 		}
-		nv, ok := within(f.v, each, func(in obj) obj { return addPath(in, path[1:], after, v) })
-		if !ok {
-			return o
-		}
-		out := append(obj{}, o...)
-		out[i].v = nv
-		return out
 	}
 	return o
+}
+
+// inside is o with fn applied within its i-th value (see within), in a
+// copy of o; o itself when that value is not what fn applies to.
+func (o obj) inside(i int, each bool, fn func(obj) obj) obj {
+	v, ok := within(o[i].v, each, fn)
+	if !ok {
+		return o
+	}
+	out := append(obj{}, o...)
+	out[i].v = v
+	return out
 }
 
 // within applies fn to the object v is, or with each to every object of

@@ -14,7 +14,6 @@ import (
 	"github.com/askctl/askctl/internal/agent"
 	"github.com/askctl/askctl/internal/learn"
 	"github.com/askctl/askctl/internal/replay"
-	"github.com/askctl/askctl/scenarios"
 	"github.com/tidwall/gjson"
 )
 
@@ -103,13 +102,9 @@ func runClaudeLearn(ctx context.Context, o *claudeOptions) error {
 		return err
 	}
 	defer os.RemoveAll(work)
-	var scs []*scenarios.Scenario
-	for _, n := range scenarios.Names() {
-		sc, err := scenarios.Load(n)
-		if err != nil {
-			return err
-		}
-		scs = append(scs, sc)
+	scs, err := loadScenarios(nil) // every built-in
+	if err != nil {
+		return err
 	}
 	fmt.Fprintf(ew, "learning claude %s from %d built-in scenarios …\n", o.version, len(scs))
 	out, err := learn.Learn(ctx, learn.Options{Version: o.version, Real: agent.Real{Claude: bin}, Fake: fakeAgent(), Scenarios: scs,
@@ -235,11 +230,12 @@ func runClaudeDrift(ctx context.Context, o *claudeOptions) error {
 		}
 		fake := fakeAgent()
 		fake.CLIVersion = learned
-		for _, n := range scenarios.Names() {
-			sc, err := scenarios.Load(n)
-			if err != nil {
-				return err
-			}
+		scs, err := loadScenarios(nil)
+		if err != nil {
+			return err
+		}
+		for _, sc := range scs {
+			n := sc.Name
 			fr := replay.Fidelity(ctx, sc, fake, agent.Real{Claude: bin}, replay.Options{Timeout: o.timeout})
 			if err := ctx.Err(); err != nil {
 				return err
@@ -248,7 +244,7 @@ func runClaudeDrift(ctx context.Context, o *claudeOptions) error {
 			if fr.Equal {
 				equal++
 			}
-			fmt.Fprintf(ew, "[%d/%d] %s: equal %v\n", total, len(scenarios.Names()), n, fr.Equal)
+			fmt.Fprintf(ew, "[%d/%d] %s: equal %v\n", total, len(scs), n, fr.Equal)
 			for _, d := range append(append(fr.Diffs, prefixed("fake vs scenario", fr.Fake.Diffs)...), prefixed("real vs scenario", fr.Real.Diffs)...) {
 				diffs = append(diffs, n+": "+d.String())
 			}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/askctl/askctl/claudecli"
 	"github.com/askctl/askctl/internal/clip"
+	"github.com/askctl/askctl/internal/replay"
 	"github.com/askctl/askctl/internal/shape"
 	"github.com/askctl/askctl/transcript"
 	"github.com/tidwall/gjson"
@@ -96,10 +97,6 @@ func stdout(scenario string, recs []transcript.Record) []msg {
 	return out
 }
 
-// leftOutRows are the session rows fakeclaude does not write (as the
-// fidelity check leaves them out).
-var leftOutRows = map[string]bool{"attachment": true, "api-request": true, "api-request-blob": true, "api-request-shape": true, "atis-latch": true}
-
 // rows splits session files into conversation rows and bookkeeping rows.
 func rows(scenario string, files map[string][]byte) (conv, book []msg) {
 	for _, name := range sortedKeys(files) {
@@ -110,7 +107,7 @@ func rows(scenario string, files map[string][]byte) (conv, book []msg) {
 			n++
 			raw := append([]byte(nil), sc.Bytes()...)
 			typ := gjson.GetBytes(raw, "type").String()
-			if leftOutRows[typ] {
+			if replay.LeftOutRow(typ) { // rows fakeclaude does not write
 				continue
 			}
 			m := msg{kind: claudecli.SessionKind(raw), shape: shape.Of("session", raw), raw: raw, where: fmt.Sprintf("%s session row %d", scenario, n)}

@@ -23,6 +23,10 @@ var sessionLeftOut = map[string]bool{
 	"attachment": true, "api-request": true, "api-request-blob": true, "api-request-shape": true, "atis-latch": true,
 }
 
+// LeftOutRow reports whether a session file row of type typ is one of
+// those, which the comparison (and learning) leaves out.
+func LeftOutRow(typ string) bool { return sessionLeftOut[typ] }
+
 // LeftOutSession is why those rows are left out of the comparison.
 const LeftOutSession = "session file row with the CLI's own prompt, environment or API request (attachment, api-request*, atis-latch)"
 
