@@ -237,12 +237,32 @@ func TestAgentExitWithdraws(t *testing.T) {
 	defer sub.Close()
 	s := e.start("exit-pending", "Set up storage.")
 	q := e.pending(s.ID, 1)[0]
-	e.ended(s.ID)
-	waitEvent(t, sub, func(ev bridgeapi.Event) bool { return ev.Type == bridgeapi.EventWithdrawn && ev.QuestionID == q.ID })
+	// The first read of the session as exited (read as often as it can
+	// be) finds its end whole: the question withdrawn, and the exit the
+	// last event of the session's log (askctl session ls, then session
+	// logs, once missed it: CI).
+	for deadline := time.Now().Add(15 * time.Second); ; {
+		ss, err := e.b.Session(bg, s.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ss.Status == bridgeapi.StatusExited {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("session %s still %s after 15s", s.ID, ss.Status)
+		}
+	}
 	got, _ := e.c.Question(bg, q.ID)
 	if got.Status != bridgeapi.QuestionWithdrawn || got.Reason != "the agent exited" {
 		t.Errorf("question %s: %s (%s), want withdrawn", q.ID, got.Status, got.Reason)
 	}
+	if l, err := e.b.SessionLog(bg, s.ID); err != nil {
+		t.Fatal(err)
+	} else if last := l.Events[len(l.Events)-1]; last.Type != bridgeapi.EventStatus || last.Status != bridgeapi.StatusExited || last.ExitCode == nil {
+		t.Errorf("the last event logged of an exited session: %+v, want its exit", last)
+	}
+	waitEvent(t, sub, func(ev bridgeapi.Event) bool { return ev.Type == bridgeapi.EventWithdrawn && ev.QuestionID == q.ID })
 	s2 := e.start("ask-single", "Set up storage.")
 	q2 := e.pending(s2.ID, 1)[0]
 	if _, err := e.c.Answer(bg, q2.ID, map[string]bridgeapi.Answer{"1": {"Postgres"}}); err != nil {

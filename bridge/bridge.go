@@ -400,8 +400,7 @@ func (b *Bridge) startQueued(ss *bridgeapi.Session, env []string) {
 	}
 	if err := b.spawnHeld(ss, env, "", ss.Prompt, b.starting, nil); err != nil {
 		ss.Status, ss.Detail, ss.EndedAt = bridgeapi.StatusExited, err.Error(), time.Now()
-		_ = b.durably("session "+ss.ID+": marking it exited", func(ctx context.Context) error { return b.st.setStatus(ctx, ss) })
-		b.publishStatus(ss.ID)
+		_ = b.ended(ss, nil)
 	}
 }
 
@@ -586,18 +585,8 @@ func (b *Bridge) watch(id string, l *live) {
 			ss.Detail += ": " + lastLine(e)
 		}
 	}
-	// Every change of an ended session reaches the database, or the
-	// session would stay "running" with its question pending until a
-	// restart: a failed write (a full disk) is retried until it is made.
-	stderr := tail(l.proc.Stderr(), maxStderr)
-	if b.durably("session "+id+": marking it exited", func(ctx context.Context) error {
-		if err := b.st.setStderr(ctx, id, stderr); err != nil {
-			return err
-		}
-		return b.st.setStatus(ctx, ss)
-	}) != nil {
-		return
-	}
+	// Its questions are withdrawn first, so that a session read as ended
+	// has none pending, and its log has every event of its end.
 	var qs []*bridgeapi.Question
 	if b.durably("session "+id+": listing its pending questions", func(ctx context.Context) (err error) {
 		filter := id
@@ -616,8 +605,11 @@ func (b *Bridge) watch(id string, l *live) {
 		}
 		b.withdraw(q, bridgeapi.QuestionWithdrawn, "the agent exited")
 	}
+	stderr := tail(l.proc.Stderr(), maxStderr)
+	if b.ended(ss, &stderr) != nil {
+		return
+	}
 	b.cfg.Logf("session %s ended: status %d %s", id, code, ss.Detail)
-	b.publishStatus(id)
 }
 
 // maxStderr bounds the end of an agent's stderr a session keeps.
@@ -1419,13 +1411,7 @@ func (b *Bridge) logEvent(ctx context.Context, e bridgeapi.Event) *outgoing {
 	e.Time = time.Now().UTC()
 	data, _ := json.Marshal(e)
 	o := &outgoing{e: e, done: make(chan struct{})}
-	err := b.st.appendEvent(context.WithoutCancel(ctx), e.SessionID, data, e.Time, func(seq int64) {
-		// Committed: the subscriptions made so far hear it; a later one
-		// finds it in the log (or in the state it reads), so it is not
-		// delivered there too, late, after what that one read.
-		o.e.Seq, o.subs = seq, b.subGen.Load()
-		b.out.push(o)
-	})
+	err := b.st.appendEvent(context.WithoutCancel(ctx), e.SessionID, data, e.Time, b.queue(o))
 	if err != nil {
 		// Not logged (a resumed stream will not replay it), but surfaces
 		// that are connected still hear it.
@@ -1434,6 +1420,41 @@ func (b *Bridge) logEvent(ctx context.Context, e bridgeapi.Event) *outgoing {
 		b.out.push(o)
 	}
 	return o
+}
+
+// ended records how session ss ended, with the end of its agent's stderr
+// when stderr is not nil, and logs its status event in the same commit,
+// so whoever reads the session ended finds its end in the log. Like every
+// change of an ended session, it is retried until it is written (a full
+// disk), or the session would stay "running" until a restart; it fails
+// only when the bridge closes first.
+func (b *Bridge) ended(ss *bridgeapi.Session, stderr *string) error {
+	unlock := b.order.lock(ss.ID)
+	b.fillWaiting(b.ctx, ss)
+	var o *outgoing
+	err := b.durably("session "+ss.ID+": marking it "+ss.Status, func(ctx context.Context) error {
+		e := statusEvent(ss)
+		data, _ := json.Marshal(e)
+		o = &outgoing{e: e, done: make(chan struct{})}
+		return b.st.setStatusLogged(ctx, ss, stderr, data, e.Time, b.queue(o))
+	})
+	unlock()
+	if err != nil {
+		return err
+	}
+	b.delivered(o)
+	return nil
+}
+
+// queue is the store's after for o's event: once committed, it is queued
+// for delivery to the subscriptions made so far; a later one finds it in
+// the log (or in the state it reads), so it is not delivered there too,
+// late, after what that one read.
+func (b *Bridge) queue(o *outgoing) func(seq int64) {
+	return func(seq int64) {
+		o.e.Seq, o.subs = seq, b.subGen.Load()
+		b.out.push(o)
+	}
 }
 
 // delivered waits until o is delivered (or the deliverer has ended).

@@ -86,9 +86,8 @@ func (b *Bridge) endMCP(id string, l *live) {
 	if ss, err := b.st.session(ctx, id); err == nil {
 		zero := 0
 		ss.Status, ss.ExitCode, ss.EndedAt = bridgeapi.StatusExited, &zero, time.Now()
-		_ = b.st.setStatus(ctx, ss)
+		_ = b.ended(ss, nil)
 	}
-	b.publishStatus(id)
 }
 
 // ErrBridgeClosing: the bridge stopped while a call waited.

@@ -371,13 +371,40 @@ func (s *store) setStatus(ctx context.Context, ss *bridgeapi.Session) error {
 	if err := s.injected("setStatus " + ss.Status); err != nil {
 		return err
 	}
+	return s.write(ctx, func(tx *sql.Tx) error { return s.txSetStatus(tx, ss) }, nil)
+}
+
+func (s *store) txSetStatus(tx *sql.Tx, ss *bridgeapi.Session) error {
 	var ended any
 	if !ss.EndedAt.IsZero() {
 		ended = ts(ss.EndedAt)
 	}
-	_, err := s.exec(ctx, `UPDATE sessions SET claude=?, status=?, exit_code=?, detail=?, ended_at=? WHERE id=?`,
+	_, err := s.txExec(context.Background(), tx, `UPDATE sessions SET claude=?, status=?, exit_code=?, detail=?, ended_at=? WHERE id=?`,
 		ss.Claude, ss.Status, ss.ExitCode, ss.Detail, ended, ss.ID)
 	return err
+}
+
+// setStatusLogged is setStatus, the end of the agent's stderr (when stderr
+// is not nil) and the event data logged, in one commit: whoever reads the
+// status finds the event in the log. after(seq) is appendEvent's.
+func (s *store) setStatusLogged(ctx context.Context, ss *bridgeapi.Session, stderr *string, data []byte, now time.Time, after func(seq int64)) error {
+	if err := s.injected("setStatus " + ss.Status); err != nil {
+		return err
+	}
+	var seq int64
+	return s.write(ctx, func(tx *sql.Tx) error {
+		if stderr != nil {
+			if _, err := s.txExec(context.Background(), tx, `UPDATE sessions SET stderr=? WHERE id=?`, *stderr, ss.ID); err != nil {
+				return err
+			}
+		}
+		if err := s.txSetStatus(tx, ss); err != nil {
+			return err
+		}
+		var err error
+		seq, err = s.txAppendEvent(tx, ss.ID, data, now)
+		return err
+	}, func() { after(seq) })
 }
 
 // revokeKey records that the page key with nonce no longer works; it is
@@ -420,14 +447,8 @@ func (s *store) setRunning(ctx context.Context, ss *bridgeapi.Session, pid int, 
 	return err
 }
 
-// setStderr keeps the end of what the session's (latest) agent wrote on
-// stderr, for askctl session logs.
-func (s *store) setStderr(ctx context.Context, id, tail string) error {
-	_, err := s.exec(ctx, `UPDATE sessions SET stderr=? WHERE id=?`, tail, id)
-	return err
-}
-
-// stderr is what setStderr kept.
+// stderr is the end of what the session's (latest) agent wrote on
+// stderr, as setStatusLogged kept it, for askctl session logs.
 func (s *store) stderr(ctx context.Context, id string) (string, error) {
 	var out string
 	err := s.queryRow(ctx, `SELECT stderr FROM sessions WHERE id=?`, id).Scan(&out)
@@ -662,14 +683,18 @@ func (s *store) queryQuestions(ctx context.Context, where string, args ...any) (
 // order of the log (see write).
 func (s *store) appendEvent(ctx context.Context, session string, data []byte, now time.Time, after func(seq int64)) error {
 	var seq int64
-	return s.write(ctx, func(tx *sql.Tx) error {
-		res, err := s.txExec(context.Background(), tx, `INSERT INTO events (session_id, data, created_at) VALUES (?, ?, ?)`, session, string(data), ts(now))
-		if err != nil {
-			return err
-		}
-		seq, err = res.LastInsertId()
+	return s.write(ctx, func(tx *sql.Tx) (err error) {
+		seq, err = s.txAppendEvent(tx, session, data, now)
 		return err
 	}, func() { after(seq) })
+}
+
+func (s *store) txAppendEvent(tx *sql.Tx, session string, data []byte, now time.Time) (int64, error) {
+	res, err := s.txExec(context.Background(), tx, `INSERT INTO events (session_id, data, created_at) VALUES (?, ?, ?)`, session, string(data), ts(now))
+	if err != nil {
+		return 0, err
+	}
+	return res.LastInsertId()
 }
 
 // head is the sequence number of the latest logged event (0: none).
