@@ -34,6 +34,12 @@ type Command struct {
 	// Cleanup runs, last first, once the process has exited and Wait has
 	// read its sessions, or when it could not be started.
 	Cleanup []func()
+	// DieWithLauncher has the kernel kill the CLI when the process that
+	// launched it dies, however it dies (Linux): a stand-in for the CLI
+	// (the harness's shim) killed outright leaves no CLI running on in a
+	// process group nobody knows of. A bridge leaves it false: its agents
+	// outlive a crash, to be found after the restart.
+	DieWithLauncher bool
 }
 
 // SDKArgs are the flags the official TypeScript SDK passes with canUseTool.
@@ -157,6 +163,9 @@ func Launch(ctx context.Context, c Command) (*Process, error) {
 	cmd.Stderr = p.stderr
 	cmd.WaitDelay = 2 * time.Second
 	ownGroup(cmd)
+	if c.DieWithLauncher {
+		dieWithParent(cmd)
+	}
 	cmd.Cancel = func() error { killGroup(cmd); return nil }
 	if err := cmd.Start(); err != nil {
 		outR.Close()

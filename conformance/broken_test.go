@@ -2,6 +2,8 @@ package conformance_test
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,15 +42,24 @@ var defects = map[string]string{
 	"mcp-never-returns":    "MCP-ANSWER",
 }
 
-// buildBroken builds askctl with the broken bridges (-tags askctl_broken).
+// buildBroken builds askctl with the broken bridges (-tags askctl_broken),
+// once for the tests that need it, beside askctlBin.
 func buildBroken(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "askctl-broken")
-	if out, err := exec.Command("go", "build", "-tags", "askctl_broken", "-o", bin, "../cmd/askctl").CombinedOutput(); err != nil {
-		t.Fatalf("building the broken bridges: %v\n%s", err, out)
+	bin, err := brokenOnce()
+	if err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }
+
+var brokenOnce = sync.OnceValues(func() (string, error) {
+	bin := filepath.Join(filepath.Dir(askctlBin), "askctl-broken")
+	if out, err := exec.Command("go", "build", "-tags", "askctl_broken", "-o", bin, "../cmd/askctl").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building the broken bridges: %v\n%s", err, out)
+	}
+	return bin, nil
+})
 
 // brokenProfile is base, its bridge started with defect d.
 func brokenProfile(base *harness.Profile, d string) *harness.Profile {
@@ -178,5 +189,45 @@ func TestBrokenBridgesRealAgent(t *testing.T) {
 				t.Logf("%s caught by %s: %s", d, want, r.Detail)
 			}
 		})
+	}
+}
+
+// TestFailFast: with FailFast, no case starts once one has failed; the
+// cases before it ran, the rest are NOT-RUN and say which failure stopped
+// the run.
+func TestFailFast(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds askctl with the broken bridges")
+	}
+	t.Parallel()
+	bin := buildBroken(t)
+	base, err := harness.LoadProfile(filepath.Join("profiles", "reference-ws.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One case at a time, in name order: SDK-ANSWER-SINGLE passes,
+	// SDK-NO-EMPTY fails on a skip sent as an empty allow, and neither
+	// SDK-SKIP-DENY nor SDK-TIMEOUT after it may start.
+	match := func(n string) bool {
+		return n == "SDK-ANSWER-SINGLE" || n == "SDK-NO-EMPTY" || n == "SDK-SKIP-DENY" || n == "SDK-TIMEOUT"
+	}
+	rep, err := conformance.RunSuite(context.Background(), conformance.Config{Profile: brokenProfile(base, "skip-allow-empty"), Askctl: bin},
+		conformance.RunOptions{Parallel: 1, Match: match, FailFast: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, r := range rep.Results {
+		got[r.Case] = r.Status
+		if r.Status == conformance.NotRun && !strings.Contains(r.Detail, "first failure, SDK-NO-EMPTY") {
+			t.Errorf("%s not run: %q, want the failure that stopped the run named", r.Case, r.Detail)
+		}
+	}
+	want := map[string]string{"SDK-ANSWER-SINGLE": conformance.Pass, "SDK-NO-EMPTY": conformance.Fail, "SDK-SKIP-DENY": conformance.NotRun, "SDK-TIMEOUT": conformance.NotRun}
+	if !maps.Equal(got, want) {
+		t.Errorf("fail fast: %v, want %v", got, want)
+	}
+	if !rep.Failed() {
+		t.Error("a run stopped by a failure is not reported failed")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -33,6 +34,20 @@ func WriteTable(w io.Writer, r *Report) {
 			fmt.Fprintf(w, "\n%s %s (what it checks itself held)\n", res.Case, res.Detail)
 		}
 	}
+	// Why cases did not run, once each reason.
+	var notRun []string
+	for _, res := range r.Results {
+		if res.Status == NotRun && !slices.Contains(notRun, res.Detail) {
+			notRun = append(notRun, res.Detail)
+			var cases []string
+			for _, o := range r.Results {
+				if o.Status == NotRun && o.Detail == res.Detail {
+					cases = append(cases, o.Case)
+				}
+			}
+			fmt.Fprintf(w, "\nNOT RUN (%s): %s\n", strings.Join(cases, ", "), res.Detail)
+		}
+	}
 	if len(r.Stale) > 0 {
 		fmt.Fprintf(w, "\nstale expected failures (these pass now; take them off the list): %s\n", strings.Join(r.Stale, ", "))
 	}
@@ -46,7 +61,7 @@ func WriteTable(w io.Writer, r *Report) {
 		fmt.Fprintf(w, ", %d blocked by another requirement's failure", n[Blocked])
 	}
 	if n[NotRun] > 0 {
-		fmt.Fprintf(w, ", %d not run (the bridge could not be set up)", n[NotRun])
+		fmt.Fprintf(w, ", %d not run", n[NotRun])
 	}
 	if n[Interrupted] > 0 {
 		fmt.Fprintf(w, ", %d interrupted", n[Interrupted])

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/askctl/askctl/harness"
@@ -105,6 +106,9 @@ type RunOptions struct {
 	// cases (a case the explorer found, a case of your own); Match still
 	// selects among them by name (the file's base name less .txtar).
 	Files []string
+	// FailFast starts no case once one has failed (an expected failure
+	// aside); the cases running finish, and the rest are NOT-RUN.
+	FailFast bool
 }
 
 func (o RunOptions) retried(name string, err error) {
@@ -187,17 +191,36 @@ func RunSuite(ctx context.Context, cfg Config, o RunOptions) (*Report, error) {
 			return ""
 		}
 	}
+	var firstFail atomic.Pointer[string] // with FailFast: the case that stopped the run
+	// The first case runs alone: a bridge that cannot be set up says so
+	// once, before the others start, and every case is NOT-RUN. A quick
+	// one goes first.
+	if i := slices.IndexFunc(files, func(f string) bool { return filepath.Base(f) == "SDK-ANSWER-SINGLE.txtar" }); i > 0 {
+		files[0], files[i] = files[i], files[0]
+	}
+	canary := make(chan struct{})
 	for i, f := range files {
+		if i == 1 {
+			select {
+			case <-canary:
+			case <-ctx.Done():
+			}
+		}
 		wg.Add(1)
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
 		}
 		name := strings.TrimSuffix(filepath.Base(f), ".txtar")
-		if ctx.Err() != nil || setupFailed() != "" {
+		if ctx.Err() != nil || setupFailed() != "" || firstFail.Load() != nil {
 			status, why := Interrupted, "the run was interrupted before it started"
-			if ctx.Err() == nil {
+			switch {
+			case ctx.Err() != nil:
+			case setupFailed() != "":
 				status, why = NotRun, "the bridge could not be set up in case "+setupFailed()
+				<-sem
+			default:
+				status, why = NotRun, "the run stopped at the first failure, "+*firstFail.Load()+" (fail fast)"
 				<-sem
 			}
 			results[i] = Result{Case: name, Requirement: Requirements[name], Status: status, Detail: why}
@@ -207,6 +230,9 @@ func RunSuite(ctx context.Context, cfg Config, o RunOptions) (*Report, error) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
+			if i == 0 {
+				defer close(canary)
+			}
 			r, setupErr := runCaseOnce(cfg, f, filepath.Join(work, "run"))
 			if r.Status == Fail && setupErr != nil && ctx.Err() == nil {
 				// A bridge can fail to start once on a busy machine: try the
@@ -219,6 +245,9 @@ func RunSuite(ctx context.Context, cfg Config, o RunOptions) (*Report, error) {
 				r.Status, r.Detail, r.Log = Interrupted, "the run was interrupted while it ran", ""
 			}
 			if r.Status == Fail && setupErr != nil {
+				// Not a verdict: nothing of the bridge's behaviour was
+				// checked.
+				r.Status, r.Detail = NotRun, "the bridge could not be set up: "+r.Detail
 				select {
 				case setup <- r.Case:
 				default:
@@ -230,6 +259,9 @@ func RunSuite(ctx context.Context, cfg Config, o RunOptions) (*Report, error) {
 				if r.Status == Fail {
 					r.Status = XFail
 				}
+			}
+			if o.FailFast && (r.Status == Fail || r.Status == Blocked) {
+				firstFail.CompareAndSwap(nil, &r.Case)
 			}
 			results[i] = r
 			pmu.Lock()
@@ -258,7 +290,7 @@ func RunSuite(ctx context.Context, cfg Config, o RunOptions) (*Report, error) {
 	if name := setupFailed(); name != "" {
 		for _, r := range rep.Results {
 			if r.Case == name {
-				return rep, fmt.Errorf("%w (case %s): %s", ErrBridgeWontStart, name, r.Detail)
+				return rep, fmt.Errorf("%w (case %s): %s", ErrBridgeWontStart, name, strings.TrimPrefix(r.Detail, "the bridge could not be set up: "))
 			}
 		}
 	}

@@ -336,7 +336,7 @@ func (b *Bridge) Restart(ctx context.Context, kill bool) error {
 func (b *Bridge) Subscribe(sink transcript.Sink) (cancel func()) { return b.hub.Subscribe("", sink) }
 
 // Close stops the bridge, then every process it left behind in its process
-// group, and the events hub.
+// group, every agent that said hello to the harness, and the events hub.
 func (b *Bridge) Close() error {
 	_ = b.Stop(false)
 	b.mu.Lock()
@@ -345,6 +345,7 @@ func (b *Bridge) Close() error {
 	for _, cmd := range all {
 		killGroup(cmd) // what each bridge left running (a killed one's agents)
 	}
+	b.dir.killAgents() // agents in process groups of their own
 	return b.hub.Close()
 }
 

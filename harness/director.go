@@ -20,6 +20,7 @@ type director struct {
 	next    *slot
 	byAgent map[string]*slot // agent session id → its slot
 	refused []string         // hellos nobody expected, for the report
+	procs   []agentProc      // every agent that said hello, to end at close
 }
 
 // slot is one session the harness started: what its agent plays.
@@ -31,6 +32,13 @@ type slot struct {
 	timeout  time.Duration
 	claimed  chan struct{}
 	pids     []int
+}
+
+// agentProc is a process that said hello: an agent (fakeclaude, or the
+// shim in front of the real CLI), as it started.
+type agentProc struct {
+	pid   int
+	start uint64
 }
 
 func newDirector() *director { return &director{byAgent: map[string]*slot{}} }
@@ -61,6 +69,9 @@ func (d *director) abandon(s *slot) {
 func (d *director) assign(h events.Hello) (events.Assignment, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if start, ok := procStart(h.PID); ok {
+		d.procs = append(d.procs, agentProc{h.PID, start})
+	}
 	if h.Resume != "" {
 		if s, ok := d.byAgent[h.Resume]; ok {
 			s.pids = append(s.pids, h.PID)
@@ -83,4 +94,17 @@ func durString(d time.Duration) string {
 		return ""
 	}
 	return d.String()
+}
+
+// killAgents ends every agent that said hello and still runs, with its
+// process group: whatever the bridge did with its agents as it stopped
+// (a bridge killed outright stops none), nothing the harness had it spawn
+// outlives the case. The shim's real CLI dies with the shim.
+func (d *director) killAgents() {
+	d.mu.Lock()
+	procs := d.procs
+	d.mu.Unlock()
+	for _, p := range procs {
+		killAgent(p.pid, p.start)
+	}
 }

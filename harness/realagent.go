@@ -140,7 +140,7 @@ func RealShim(args []string, getenv func(string) string, stdin io.Reader, stdout
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer stop()
-	p, err := claudecli.Launch(ctx, claudecli.Command{Path: claude, Args: cliArgs, Env: claudecli.RealEnv("http://"+ln.Addr().String(), home), Dir: cwd})
+	p, err := claudecli.Launch(ctx, claudecli.Command{Path: claude, Args: cliArgs, Env: claudecli.RealEnv("http://"+ln.Addr().String(), home), Dir: cwd, DieWithLauncher: true})
 	if err != nil {
 		return fail("%v", err)
 	}

@@ -86,6 +86,7 @@ Start with:
 			newLoginCmd(s, nil),
 			newPolicyCmd(s, nil),
 			newBenchCmd(s, nil),
+			newInitCmd(s, nil),
 		},
 	}
 	shapeCommands(app, s)
@@ -215,4 +216,20 @@ func isFlagError(err error) bool {
 	s := err.Error()
 	return strings.HasPrefix(s, "flag provided but not defined") || strings.Contains(s, "invalid value") ||
 		strings.HasPrefix(s, "No help topic") || strings.Contains(s, "Required flag")
+}
+
+func init() {
+	// A flag that is a switch alone and takes a value after = (--keep,
+	// --keep=on-failure) is shown so, not with a value after a space,
+	// which it would not take.
+	plain := cli.FlagStringer
+	cli.FlagStringer = func(f cli.Flag) string {
+		s := plain(f)
+		if g, ok := f.(*cli.GenericFlag); ok && g.IsBoolFlag() {
+			if names, usage, ok := strings.Cut(s, "\t"); ok && strings.Contains(names, " =") {
+				s = strings.Replace(names, " =", "[=", 1) + "]\t" + usage
+			}
+		}
+		return s
+	}
 }

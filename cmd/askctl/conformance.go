@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/askctl/askctl/claudecli"
 	"github.com/askctl/askctl/conformance"
 	"github.com/askctl/askctl/harness"
+	"github.com/askctl/askctl/internal/clip"
 	"github.com/urfave/cli/v3"
 )
 
@@ -29,7 +31,10 @@ type conformanceOptions struct {
 	expected string
 	parallel int
 	claude   string
-	keep     bool
+	keep     keepMode
+	verbose  bool
+	skip     string
+	failfast bool
 	list     bool
 	shard    string
 	slow     float64
@@ -40,8 +45,37 @@ type conformanceOptions struct {
 	io       *stdio
 
 	match   *regexp.Regexp
+	skipRE  *regexp.Regexp
 	inShard func(string) bool
 }
+
+// keepMode is --keep: when the work directory outlives the run.
+type keepMode string
+
+const (
+	keepNever     keepMode = ""
+	keepAlways    keepMode = "always"
+	keepOnFailure keepMode = "on-failure"
+)
+
+// Set takes --keep alone (always) or --keep=WHEN.
+func (k *keepMode) Set(v string) error {
+	switch v {
+	case "true", "always":
+		*k = keepAlways
+	case "on-failure":
+		*k = keepOnFailure
+	case "false", "never":
+		*k = keepNever
+	default:
+		return fmt.Errorf("want --keep (always), --keep=on-failure or --keep=never, got %q", v)
+	}
+	return nil
+}
+
+func (k *keepMode) String() string   { return string(*k) }
+func (k *keepMode) Get() any         { return *k }
+func (k *keepMode) IsBoolFlag() bool { return true } // --keep alone means always
 
 // defaultProfile is the embedded profile of the reference bridge, checked
 // when no --bridge is given.
@@ -68,8 +102,10 @@ or a profile file. See conformance/README.md to write a profile.
 Output: a line per case as it ends (stderr), then a table by requirement with
 measured latencies; --junit and --json write reports for CI. Exit status 0
 when every case that ran passed (expected failures aside), 1 when one failed,
-2 for bad flags or an invalid profile, 3 when the suite could not run,
-130 when it was interrupted (the cases that had not run are listed so).
+2 for bad flags or an invalid profile, 3 when the bridge could not be set up
+(the first case runs alone; when it cannot start the bridge, every case is
+NOT-RUN — no verdict — and the reason is printed once), 130 when it was
+interrupted (the cases that had not run are listed so).
 
 Examples:
   askctl conformance
@@ -85,7 +121,10 @@ Examples:
 			&cli.StringFlag{Name: "json", Usage: "write a JSON report to `FILE`", Destination: &o.json},
 			&cli.StringFlag{Name: "expected-failures", Usage: "`FILE` of cases known to fail (CASE reason, a line each)", Destination: &o.expected},
 			&cli.IntFlag{Name: "parallel", HideDefault: true, Usage: "cases run at once; 0 means the number of CPUs, at least 2", Destination: &o.parallel},
-			&cli.BoolFlag{Name: "keep", Usage: "keep the work directory (bridge logs, agent transcripts) and print where it is", Destination: &o.keep},
+			&cli.GenericFlag{Name: "keep", Usage: "keep the work directory (bridge logs, agent transcripts) and print where it is; with `=on-failure`, only when a case failed or the run could not finish", Value: &o.keep},
+			&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "print the step log of each case that fails as it ends (what the case did, what the bridge and the agent did)", Destination: &o.verbose},
+			&cli.StringFlag{Name: "skip", Usage: "run no case whose name matches this regular expression (with --run: the cases --run selects, less these)", Destination: &o.skip},
+			&cli.BoolFlag{Name: "failfast", Usage: "start no case once one has failed: the cases running finish, the rest are NOT-RUN (exit status 1)", Destination: &o.failfast},
 			&cli.BoolFlag{Name: "list", Usage: "list the cases and their requirements, and exit", Destination: &o.list},
 			&cli.FloatFlag{Name: "slow", HideDefault: true, Usage: "scale every wait of the suite and the harness by `FACTOR` (2 doubles them), for a busy machine (default 1); never a requirement's own bounds", Destination: &o.slow, Sources: cli.EnvVars(conformance.EnvSlow)},
 			&cli.StringSliceFlag{Name: "case", Usage: "run the case `FILE` (a case the explorer found, or your own) instead of the built-in cases; repeat for several", Destination: &o.cases},
@@ -99,6 +138,9 @@ Examples:
 			if cmd.Args().Len() > 0 {
 				if cmd.Args().First() == "merge" {
 					return ctx, nil // the subcommand's own
+				}
+				if a := cmd.Args().First(); a == "on-failure" || a == "always" || a == "never" {
+					return ctx, usagef("unexpected argument %q: write --keep=%s, with the =", a, a)
 				}
 				return ctx, usagef("unexpected argument %q (select cases with --run)", cmd.Args().First())
 			}
@@ -122,6 +164,13 @@ func (o *conformanceOptions) validate() error {
 			return usagef("--run: %v", err)
 		}
 		o.match = re
+	}
+	if o.skip != "" {
+		re, err := regexp.Compile(o.skip)
+		if err != nil {
+			return usagef("--skip: %v", err)
+		}
+		o.skipRE = re
 	}
 	if o.parallel < 0 {
 		return usagef("--parallel: want a positive number, got %d", o.parallel)
@@ -165,7 +214,7 @@ func loadProfile(name string) (*harness.Profile, error) {
 	return p, nil
 }
 
-func runConformance(ctx context.Context, o *conformanceOptions) error {
+func runConformance(ctx context.Context, o *conformanceOptions) (err error) {
 	w, ew := o.io.out, o.io.err
 	if o.list {
 		for _, name := range conformance.CaseNames() {
@@ -201,19 +250,22 @@ func runConformance(ctx context.Context, o *conformanceOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.keep {
+	if o.keep == keepAlways {
 		fmt.Fprintf(ew, "work directory: %s\n", work)
-	} else {
-		defer os.RemoveAll(work)
 	}
+	defer func() {
+		// Any error is a run that failed or could not finish.
+		if o.keep == keepAlways || o.keep == keepOnFailure && err != nil {
+			fmt.Fprintf(ew, "kept: %s (each case's bridge.log and agent transcripts under run/)\n", work)
+			return
+		}
+		os.RemoveAll(work)
+	}()
 	var match func(string) bool
-	switch {
-	case o.match != nil && o.inShard != nil:
-		match = func(n string) bool { return o.match.MatchString(n) && o.inShard(n) }
-	case o.match != nil:
-		match = o.match.MatchString
-	case o.inShard != nil:
-		match = o.inShard
+	if o.match != nil || o.inShard != nil || o.skipRE != nil {
+		match = func(n string) bool {
+			return (o.match == nil || o.match.MatchString(n)) && (o.inShard == nil || o.inShard(n)) && (o.skipRE == nil || !o.skipRE.MatchString(n))
+		}
 	}
 	total := 0
 	for _, n := range conformance.CaseNames() {
@@ -245,17 +297,23 @@ func runConformance(ctx context.Context, o *conformanceOptions) error {
 	if total == 0 && o.inShard != nil {
 		fmt.Fprintf(ew, "shard %s holds none of the cases selected\n", o.shard)
 	} else if total == 0 {
+		if o.skip != "" {
+			return usagef("--run %q less --skip %q leaves no case (askctl conformance --list lists them)", o.run, o.skip)
+		}
 		return usagef("--run %q matches no case (askctl conformance --list lists them)", o.run)
 	}
 	fmt.Fprintf(ew, "checking %s with the %s agent: %d cases\n", p.Name, o.agent, total)
 	rep, err := conformance.RunSuite(ctx, cfg, conformance.RunOptions{
-		Files: o.cases, Match: match, Parallel: o.parallel, ExpectedFailures: expected, Work: work,
+		Files: o.cases, Match: match, Parallel: o.parallel, ExpectedFailures: expected, Work: work, FailFast: o.failfast,
 		Progress: func(done, total int, r conformance.Result) {
 			line := fmt.Sprintf("[%d/%d] %-5s %s (%s)", done, total, r.Status, r.Case, r.Duration.Round(time.Millisecond))
-			if (r.Status == conformance.Fail || r.Status == conformance.Skip) && r.Detail != "" {
+			if (r.Status == conformance.Fail || r.Status == conformance.Skip || r.Status == conformance.NotRun) && r.Detail != "" {
 				line += ": " + r.Detail
 			}
 			fmt.Fprintln(ew, clipLine(line, 200))
+			if o.verbose && (r.Status == conformance.Fail || r.Status == conformance.Blocked || r.Status == conformance.XFail) {
+				printStepLog(ew, r)
+			}
 		},
 	})
 	if rep == nil {
@@ -266,9 +324,6 @@ func runConformance(ctx context.Context, o *conformanceOptions) error {
 	}
 	fmt.Fprintln(w)
 	conformance.WriteTable(w, rep)
-	if o.keep {
-		fmt.Fprintf(ew, "kept: %s (each case's bridge.log and agent transcripts under run/)\n", work)
-	}
 	if err := writeReports(rep, o.json, o.junit); err != nil {
 		return err
 	}
@@ -281,6 +336,19 @@ func runConformance(ctx context.Context, o *conformanceOptions) error {
 		return errMismatch
 	}
 	return nil
+}
+
+// printStepLog is -v's: a failed case's whole detail and its step log,
+// indented under its progress line.
+func printStepLog(w io.Writer, r conformance.Result) {
+	fmt.Fprintf(w, "    %s\n", strings.ReplaceAll(r.Detail, "\n", "\n    "))
+	if strings.TrimSpace(r.Log) == "" {
+		fmt.Fprintln(w, "    (no step log)")
+		return
+	}
+	for _, line := range strings.Split(strings.TrimRight(r.Log, "\n"), "\n") {
+		fmt.Fprintf(w, "    | %s\n", clip.Printable(line))
+	}
 }
 
 func clipLine(s string, n int) string {

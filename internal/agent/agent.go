@@ -115,7 +115,7 @@ func (f Fake) Start(ctx context.Context, sc *scenarios.Scenario, opts Options) (
 	if err != nil {
 		return nil, err
 	}
-	c := claudecli.Command{Path: exe, Args: opts.Args, Dir: dir, Env: os.Environ(), Version: "fakeclaude", ConfigDir: filepath.Join(dir, ".claude"), Cleanup: []func(){cleanup}}
+	c := claudecli.Command{Path: exe, Args: opts.Args, Dir: dir, Env: os.Environ(), Version: "fakeclaude", ConfigDir: filepath.Join(dir, ".claude"), Cleanup: []func(){cleanup}, DieWithLauncher: true}
 	if c.Args == nil {
 		c.Args = claudecli.SDKArgs
 	}
@@ -179,7 +179,7 @@ func (r Real) Start(ctx context.Context, sc *scenarios.Scenario, opts Options) (
 	if err != nil {
 		return nil, err
 	}
-	c := claudecli.Command{Path: r.Claude, Args: opts.Args, Dir: dir, ConfigDir: filepath.Join(dir, ".claude"), Cleanup: []func(){cleanup}}
+	c := claudecli.Command{Path: r.Claude, Args: opts.Args, Dir: dir, ConfigDir: filepath.Join(dir, ".claude"), Cleanup: []func(){cleanup}, DieWithLauncher: true}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		cleanup()
