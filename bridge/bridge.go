@@ -743,6 +743,16 @@ func (b *Bridge) ask(sessionID string, s *sdk.Session, r sdk.Request) {
 		_ = s.Respond(r.ID, protocol.Reply{Skip: true, Message: fmt.Sprintf("The bridge could not read the AskUserQuestion input: %v", err)})
 		return
 	}
+	if defect("self-answer") {
+		answers := map[string]string{}
+		for _, qq := range in.Questions {
+			if len(qq.Options) > 0 {
+				answers[qq.Question] = qq.Options[0].Label
+			}
+		}
+		_ = s.Respond(r.ID, protocol.Reply{Answers: answers})
+		return
+	}
 	now := time.Now()
 	q := &bridgeapi.Question{ID: newID("q_"), SessionID: sessionID, RequestID: r.ID, ToolUseID: r.ToolUseID, Questions: in.Questions,
 		Status: bridgeapi.QuestionPending, CreatedAt: now, Deadline: now.Add(b.cfg.Timeout), TimeoutSeconds: timeoutSeconds(b.cfg.Timeout), Input: r.Input}

@@ -35,6 +35,9 @@ var Defects = []string{
 	"questions-reencoded", "other-html-escaped", "multi-other-dropped", "draft-ignored", "skip-error-response",
 	"double-answer-acked", "replay-request-id", "takeover-skip-bypass", "held-stops-deadline", "pending-filter-param",
 	"exit-withdraws-all", "passthrough-withdraws-pending", "orphan-not-marked", "mcp-timeout-declined",
+	// A bridge that answers every question itself with its first options
+	// and shows none to a person (a shortcut seen in real bridges).
+	"self-answer",
 }
 
 // activeMCPDefect is the active defect when it is one of the MCP server's.

@@ -231,3 +231,58 @@ func TestFailFast(t *testing.T) {
 		t.Error("a run stopped by a failure is not reported failed")
 	}
 }
+
+// TestOneDefectOneFail: the whole suite against a bridge with one defect
+// fails exactly the requirements the defect breaks; a case that needs the
+// broken behaviour on its way is BLOCKED by its owner, never FAILed.
+func TestOneDefectOneFail(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds askctl with the broken bridges and runs the whole suite twice")
+	}
+	t.Parallel()
+	bin := buildBroken(t)
+	base, err := harness.LoadProfile(filepath.Join("profiles", "reference-ws.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		defect  string
+		failing []string
+		owner   string   // the requirement every BLOCKED case names
+		blocked []string // at least these are BLOCKED
+	}{
+		// A skip sent as an empty allow: SDK-LATE-ANSWER skips on its way
+		// to the late answers it checks.
+		{"skip-allow-empty", []string{"SDK-NO-EMPTY", "SDK-SKIP-DENY"}, "SDK-SKIP-DENY", []string{"SDK-LATE-ANSWER"}},
+		// A bridge that answers every question itself and shows none.
+		{"self-answer", []string{"SDK-DELIVER", "SDK-DELIVER-LATENCY"}, "SDK-DELIVER", []string{"SDK-ANSWER-SINGLE", "SDK-SKIP-DENY", "SDK-TIMEOUT", "UI-RECONNECT-REPLAY"}},
+	} {
+		t.Run(tc.defect, func(t *testing.T) {
+			t.Parallel()
+			rep, err := conformance.RunSuite(context.Background(), conformance.Config{Profile: brokenProfile(base, tc.defect), Askctl: bin}, conformance.RunOptions{Parallel: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := rep.Failing(); !slices.Equal(got, tc.failing) {
+				t.Errorf("failing %v, want %v", got, tc.failing)
+			}
+			var blocked []string
+			for _, r := range rep.Results {
+				switch r.Status {
+				case conformance.Blocked:
+					blocked = append(blocked, r.Case)
+					if !strings.HasPrefix(r.Detail, "BLOCKED by "+tc.owner+": ") {
+						t.Errorf("%s: %s, want BLOCKED by %s", r.Case, r.Detail, tc.owner)
+					}
+				case conformance.Fail:
+					t.Logf("%s FAIL: %s", r.Case, r.Detail)
+				}
+			}
+			for _, c := range tc.blocked {
+				if !slices.Contains(blocked, c) {
+					t.Errorf("%s not BLOCKED (blocked: %v)", c, blocked)
+				}
+			}
+		})
+	}
+}

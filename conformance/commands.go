@@ -165,6 +165,20 @@ func failOwned(ts *testscript.TestScript, owner, format string, args ...any) {
 	ts.Logf("BLOCKED by %s: %s (the case goes on)", owner, why)
 }
 
+// blockedStop is failOwned for a precondition the case cannot go on
+// without: the case ends BLOCKED by owner, whose own case fails for it.
+// owners are the requirements for which it is the case's own failure.
+func blockedStop(ts *testscript.TestScript, owners []string, format string, args ...any) {
+	c := ts.Value(keyCfg).(*Config)
+	if slices.Contains(owners, ts.Getenv("REQUIREMENT")) || c.blocked == nil || c.stopped == nil {
+		fail(ts, format, args...)
+	}
+	why := strings.SplitN(fmt.Sprintf(format, args...), "\n", 2)[0]
+	c.blocked(owners[0], why)
+	c.stopped()
+	ts.Fatalf("BLOCKED by %s: %s (the case cannot go on without it)", owners[0], why)
+}
+
 // flags parses leading -name[=value] options; names in valued take a value.
 func flags(ts *testscript.TestScript, args []string, valued, bools []string) (map[string]string, []string) {
 	out := map[string]string{}
@@ -490,6 +504,12 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 	if what == "question" {
 		got, err := s.AwaitQuestion(ctx, conn, f["same"] != "")
 		if err != nil {
+			if _, behind := s.AnsweredUnshown(); behind {
+				// The bridge answered the agent itself and showed the person
+				// nothing: SDK-DELIVER's failure, which no other case can
+				// look past.
+				blockedStop(ts, []string{"SDK-DELIVER", "SDK-DELIVER-LATENCY"}, "%v\n%s", err, summary(e, alias))
+			}
 			fail(ts, "%v\n%s", err, summary(e, alias))
 		}
 		if got != ts.Getenv(alias+"_Q") {
@@ -531,6 +551,12 @@ func tooLate(ts *testscript.TestScript, neg bool, err error, s *harness.Session,
 	}
 }
 
+// clearErrorRequired are the requirements that want a refusal the person
+// sees: an answer that is too late, or malformed, dropped without a word
+// (ignored) breaks them. Elsewhere (a blank answer a chat drops) ignored is
+// as good as refused.
+var clearErrorRequired = map[string]bool{"SDK-LATE-ANSWER": true, "SDK-BAD-INPUT": true}
+
 func rejected(ts *testscript.TestScript, neg bool, code string, err error, what string, e *harness.Env, alias string) {
 	var rj *harness.Rejected
 	var un *harness.Unsupported
@@ -555,6 +581,8 @@ func rejected(ts *testscript.TestScript, neg bool, code string, err error, what 
 			c.unsupported(un.Error())
 		}
 		ts.Fatalf("SKIP: %v", un)
+	case neg && errors.Is(err, harness.ErrIgnored) && code == "" && clearErrorRequired[ts.Getenv("REQUIREMENT")]:
+		fail(ts, "%s was taken and dropped without a word (the surface says ignored): the person must get a clear error\n%s", what, summary(e, alias))
 	case neg && errors.Is(err, harness.ErrIgnored) && code == "":
 		// Taken and dropped (an empty chat message): it is not an answer,
 		// which is what the case checks next (nothing reaches the agent).
@@ -757,11 +785,23 @@ func cmdCheck(ts *testscript.TestScript, neg bool, args []string) {
 	s, _ := current(ts, e, args[0])
 	ctx, cancel := waitCtx(ts, 15*time.Second)
 	defer cancel()
-	problems, err := s.Check(ctx)
+	all, err := s.Problems(ctx)
 	if err != nil {
 		fail(ts, "the agent of session %s gave no verdict on the answers it received: %v\n%s", args[0], err, summary(e, args[0]))
 	}
 	checkInvariants(ts, e, args[0])
+	// What reached the agent for a question the person skipped is the
+	// skip's, which SDK-SKIP-DENY owns (and SDK-NO-EMPTY, an empty allow):
+	// in another case it is a precondition that broke, and the case is
+	// BLOCKED by it.
+	var problems []string
+	for _, p := range all {
+		if req := ts.Getenv("REQUIREMENT"); p.Skipped && req != "SDK-SKIP-DENY" && req != "SDK-NO-EMPTY" {
+			failOwned(ts, "SDK-SKIP-DENY", "the agent of session %s, on a question the person skipped: %s", args[0], p.Text)
+			continue
+		}
+		problems = append(problems, p.Text)
+	}
 	if len(problems) > 0 {
 		fail(ts, "the agent of session %s reported:\n  %s\n%s", args[0], strings.Join(problems, "\n  "), summary(e, args[0]))
 	}

@@ -89,6 +89,9 @@ type Config struct {
 	// blocked hears of a precondition of the case that another
 	// requirement owns and that failed; nil (go test) fails the case.
 	blocked func(by, why string)
+	// stopped hears that the case ended on such a precondition, unable to
+	// go on without it: the case is BLOCKED, not failed.
+	stopped func()
 	// unsupported hears that the surface has no operation the case needs.
 	unsupported func(why string)
 	// rowSkipped hears that a generated dimension row was skipped for an

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -508,4 +509,34 @@ func processesOf(path string) []int {
 		}
 	}
 	return pids
+}
+
+// TestDroppedRefusalsFail: a surface that says nothing when the bridge
+// refuses a late or malformed answer (ignored) fails SDK-LATE-ANSWER and
+// SDK-BAD-INPUT, which want a clear error, and only those: a blank answer
+// it drops is still as good as refused (SDK-NO-EMPTY).
+func TestDroppedRefusalsFail(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("the exec example needs python3")
+	}
+	p, err := harness.LoadProfile(filepath.Join("profiles", "reference-exec.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Surface.Args = append(p.Surface.Args, "--drop-refused")
+	cases := []string{"SDK-LATE-ANSWER", "SDK-BAD-INPUT", "SDK-NO-EMPTY", "SDK-ANSWER-SINGLE"}
+	rep, err := conformance.RunSuite(context.Background(), conformance.Config{Profile: p, Askctl: askctlBin},
+		conformance.RunOptions{Match: func(n string) bool { return slices.Contains(cases, n) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Results {
+		want := conformance.Pass
+		if r.Case == "SDK-LATE-ANSWER" || r.Case == "SDK-BAD-INPUT" {
+			want = conformance.Fail
+		}
+		if r.Status != want || want == conformance.Fail && !strings.Contains(r.Detail, "dropped without a word") {
+			t.Errorf("%s: %s %q, want %s", r.Case, r.Status, r.Detail, want)
+		}
+	}
 }

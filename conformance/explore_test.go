@@ -111,6 +111,8 @@ var exploredDefects = map[string]string{
 	"replay-outcome-dropped": "ws", "replay-multiselect-lost": "ws", "timeout-says-skipped": "ws",
 	"snapshot-all-sessions": "http", "exit-withdraw-silent": "ws", "passthrough-blocked-path": "ws",
 	"passthrough-input-strings": "ws",
+	// A bridge that answers by itself, as a shortcut.
+	"self-answer": "ws",
 	// Older ones, whose own case was written next to them.
 	"skip-allow-empty": "ws", "multi-comma": "ws", "multi-one-label": "ws", "keys-index": "ws", "no-timeout": "ws",
 	"timeout-allow": "ws", "late-forwarded": "ws", "double-answer": "ws", "lost-on-reconnect": "ws",

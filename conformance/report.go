@@ -31,7 +31,7 @@ func WriteTable(w io.Writer, r *Report) {
 		case XFail:
 			fmt.Fprintf(w, "\n%s failed, as expected (%s): %s\n", res.Case, res.Expected, res.Detail)
 		case Blocked:
-			fmt.Fprintf(w, "\n%s %s (what it checks itself held)\n", res.Case, res.Detail)
+			fmt.Fprintf(w, "\n%s %s\n", res.Case, res.Detail)
 		}
 	}
 	// Why cases did not run, once each reason.

@@ -318,6 +318,12 @@ func runCaseOnce(cfg Config, file, root string) (Result, *harness.SetupError) {
 		}
 		bmu.Unlock()
 	}
+	var stopped bool
+	cfg.stopped = func() {
+		bmu.Lock()
+		stopped = true
+		bmu.Unlock()
+	}
 	var unsupported string
 	cfg.unsupported = func(why string) {
 		bmu.Lock()
@@ -337,7 +343,9 @@ func runCaseOnce(cfg Config, file, root string) (Result, *harness.SetupError) {
 	case unsupported != "" && r.Status == Fail:
 		r.Status, r.Detail, r.Log = Skip, unsupported, ""
 	case len(blocked) > 0 && r.Status == Pass:
-		r.Status, r.Detail = Blocked, "BLOCKED by "+strings.Join(blocked, "; BLOCKED by ")
+		r.Status, r.Detail = Blocked, "BLOCKED by "+strings.Join(blocked, "; BLOCKED by ")+" (what it checks itself held)"
+	case len(blocked) > 0 && stopped && r.Status == Fail:
+		r.Status, r.Detail = Blocked, "BLOCKED by "+strings.Join(blocked, "; BLOCKED by ")+" (it could not go on to check its own requirement)"
 	case len(blocked) > 0 && r.Status == Fail:
 		r.Detail += " (also BLOCKED by " + strings.Join(blocked, "; ") + ")"
 	}

@@ -341,6 +341,9 @@ func (e *Env) Skip(ctx context.Context, alias, conn, qid, reason string) error {
 	err = c.Skip(ctx, qid, reason)
 	if err == nil {
 		e.answeredAt(s, qid, t0)
+		e.mu.Lock()
+		s.skipped[qid] = true
+		e.mu.Unlock()
 	}
 	return err
 }
@@ -459,7 +462,8 @@ func (e *Env) Await(ctx context.Context, exp Expectation) error {
 		case Met:
 			return nil
 		case Unmeetable:
-			return fmt.Errorf("the following condition is Unmeetable:\n  %s\nreason:\n  %s", exp.Description, why)
+			// What happened instead first: it is what a bridge author acts on.
+			return fmt.Errorf("%s\n  (so this can no longer happen: %s)", why, exp.Description)
 		}
 		select {
 		case <-ch:
@@ -472,7 +476,7 @@ func (e *Env) Await(ctx context.Context, exp Expectation) error {
 			if v == Met {
 				return nil
 			}
-			return fmt.Errorf("the following condition is Unmeetable:\n  %s\nreason:\n  the bridge exited (%v); its log:\n%s", exp.Description, e.Bridge.ExitErr(), e.Bridge.LogTail(10))
+			return fmt.Errorf("the bridge exited (%v)\n  (so this can no longer happen: %s); its log:\n%s", e.Bridge.ExitErr(), exp.Description, e.Bridge.LogTail(10))
 		case <-ctx.Done():
 			return fmt.Errorf("the following condition was not met in time:\n  %s", exp.Description)
 		}

@@ -42,7 +42,7 @@ func TestAwaitVerdicts(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err := e.Await(ctx, Turns("s1", 2))
-	if err == nil || !strings.Contains(err.Error(), "Unmeetable") || !strings.Contains(err.Error(), "exited with status 6") {
+	if err == nil || !strings.Contains(err.Error(), "can no longer happen") || !strings.Contains(err.Error(), "exited with status 6") {
 		t.Fatalf("unmeetable: %v", err)
 	}
 	if time.Since(start) > time.Second {
@@ -239,7 +239,7 @@ func TestNewQuestionAnsweredBehindSurfaces(t *testing.T) {
 	if err == nil || ctx.Err() != nil {
 		t.Fatalf("Await = %v after %v; want Unmeetable at once", err, time.Since(start))
 	}
-	for _, want := range []string{"Unmeetable", "answered where no surface answered", "status 4", `allow with the answers {"Which database?":"SQLite"}`, `want "Postgres"`} {
+	for _, want := range []string{"can no longer happen", "answered where no surface answered", "status 4", `allow with the answers {"Which database?":"SQLite"}`, `want "Postgres"`} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the reason does not say %q:\n%v", want, err)
 		}

@@ -116,8 +116,11 @@ func (st *State) requestViolations(s *SessionState, timeout time.Duration) []Vio
 		}
 		r := req.Responses[0]
 		res := gjson.ParseBytes(r.Result)
-		switch b := res.Get("behavior").String(); b {
-		case "allow":
+		switch b := res.Get("behavior").String(); {
+		case b == "allow" && s.skipped[s.questionOf(i)]:
+			// Not a partial or an empty answer: no answer at all.
+			add("SDK-SKIP-DENY", "the person skipped %s, and the agent received an allow for it: a skip is a deny; the allow: %s", what, clip.String(string(r.Result), 300))
+		case b == "allow":
 			asked := gjson.GetBytes(req.Input, "questions").Array()
 			answers := res.Get("updatedInput.answers")
 			texts := map[string]bool{}
@@ -143,7 +146,7 @@ func (st *State) requestViolations(s *SessionState, timeout time.Duration) []Vio
 			if got := res.Get("updatedInput.questions"); !protocol.SameJSON([]byte(got.Raw), []byte(gjson.GetBytes(req.Input, "questions").Raw)) {
 				add("SDK-ANSWER-SINGLE", "the allow for %s carries questions other than those asked: %s", what, clip.String(got.Raw, 300))
 			}
-		case "deny":
+		case b == "deny":
 			if strings.TrimSpace(res.Get("message").String()) == "" {
 				add("SDK-SKIP-DENY", "the deny for %s has no message: a deny says why", what)
 			}

@@ -397,22 +397,53 @@ func (s *Session) Delivered(conn string) error {
 // process, and any request that got more than one control_response. None
 // means the agent took every answer as the scenario expects.
 func (s *Session) Check(ctx context.Context) ([]string, error) {
+	problems, err := s.Problems(ctx)
+	var out []string
+	for _, p := range problems {
+		out = append(out, p.Text)
+	}
+	return out, err
+}
+
+// Problems is Check with the scenario step each problem is of, where it is
+// of one.
+func (s *Session) Problems(ctx context.Context) ([]Problem, error) {
 	if err := s.e.Await(ctx, Verdicts(s.alias)); err != nil {
 		return nil, err
 	}
-	var problems []string
+	var problems []Problem
 	err := s.read(func(ss *SessionState) {
-		problems = append(problems, ss.LatestFailures()...)
+		problems = append(problems, ss.latestProblems()...)
 		for _, qid := range undelivered(ss) {
-			problems = append(problems, fmt.Sprintf("the bridge took the answer to %s, and the agent exited without receiving it", qid))
+			problems = append(problems, Problem{Text: fmt.Sprintf("the bridge took the answer to %s, and the agent exited without receiving it", qid)})
 		}
 		for _, req := range ss.Requests {
 			if n := len(req.Responses); n > 1 {
-				problems = append(problems, fmt.Sprintf("the agent received %d control_responses for request %s; exactly one is allowed", n, req.ID))
+				problems = append(problems, Problem{Text: fmt.Sprintf("the agent received %d control_responses for request %s; exactly one is allowed", n, req.ID)})
 			}
 		}
 	})
 	return problems, err
+}
+
+// AnsweredUnshown reports that the bridge answered the agent itself: the
+// agent got a response to every request it made, none of whose questions
+// the harness answered, and exited; and it got an allow for a request whose
+// question no surface ever showed. (A deny after the question showed is a
+// timeout, which a bridge may give.) why says what the agent got.
+func (s *Session) AnsweredUnshown() (why string, ok bool) {
+	_ = s.read(func(ss *SessionState) {
+		if why, ok = ss.answeredBehindSurfaces(); !ok {
+			return
+		}
+		ok = false
+		for i, r := range ss.Requests {
+			if i >= len(ss.Questions) && len(r.Responses) > 0 && gjson.GetBytes(r.Responses[0].Result, "behavior").String() == "allow" {
+				ok = true
+			}
+		}
+	})
+	return why, ok
 }
 
 // Has reports whether the harness started a session named alias.

@@ -62,11 +62,13 @@ type SessionState struct {
 	Questions []string
 
 	failuresFrom int                  // Failures of the latest process start here
+	failureSteps []int                // the scenario step of each of Failures, 0 for none
 	byReq        map[string]*Request  // Requests by request id
 	byToolUse    map[string]*Request  // Requests by tool_use id
 	answered     map[string]time.Time // question id → when the harness first answered it
 	consumed     map[string]map[string]bool
 	permitted    map[string]bool // permission prompts answered (Session.Permit)
+	skipped      map[string]bool // questions the person skipped, the surface accepting it
 	current      string          // the question the case works on: the last one awaited
 	conns        map[string]Conn
 	gen          map[string]int // connections opened under each name
@@ -101,7 +103,7 @@ type Response struct {
 
 func newSessionState(alias, agentID string, sc *scenarios.Scenario, mcp bool) *SessionState {
 	return &SessionState{Alias: alias, AgentID: agentID, Scenario: sc, MCP: mcp, byReq: map[string]*Request{}, byToolUse: map[string]*Request{},
-		answered: map[string]time.Time{}, consumed: map[string]map[string]bool{}, conns: map[string]Conn{}, gen: map[string]int{}}
+		answered: map[string]time.Time{}, skipped: map[string]bool{}, consumed: map[string]map[string]bool{}, conns: map[string]Conn{}, gen: map[string]int{}}
 }
 
 // add turns one record of the session's agent into facts.
@@ -120,10 +122,18 @@ func (s *SessionState) add(r transcript.Record) {
 				req.Verdict = true
 			}
 		}
+	case r.Event == transcript.EventError && r.Kind == "expectation":
+		// The agent's error for the broken expectation it just recorded,
+		// saying where ("stdin line 3: …"): one failure, not two.
+		if n := len(s.Failures); n > s.failuresFrom && s.failureSteps[n-1] == r.Step && strings.HasSuffix(r.Text, strings.TrimPrefix(s.Failures[n-1], "expectation: ")) {
+			s.Failures[n-1] = "expectation: " + r.Text
+			break
+		}
+		s.failed(r.Step, "expectation: "+r.Text)
 	case r.Event == transcript.EventError:
-		s.failed(fmt.Sprintf("%s: %s", r.Kind, r.Text))
+		s.failed(0, fmt.Sprintf("%s: %s", r.Kind, r.Text))
 	case r.Event == transcript.EventExpect && r.OK != nil && !*r.OK:
-		s.failed("expectation: " + r.Text)
+		s.failed(r.Step, "expectation: "+r.Text)
 	case r.Dir == transcript.FromCLI:
 		s.fromAgent(r)
 	case r.Dir == transcript.ToCLI:
@@ -133,8 +143,9 @@ func (s *SessionState) add(r transcript.Record) {
 
 // failed notes a failure; it is the agent's verdict on every request it
 // had a response for.
-func (s *SessionState) failed(why string) {
+func (s *SessionState) failed(step int, why string) {
 	s.Failures = append(s.Failures, why)
+	s.failureSteps = append(s.failureSteps, step)
 	for _, req := range s.Requests {
 		if len(req.Responses) > 0 {
 			req.Verdict = true
@@ -215,6 +226,34 @@ func contains(xs []string, x string) bool {
 // LatestFailures are the failures of the latest agent process (a resumed
 // session's first agent may have died with the bridge).
 func (s *SessionState) LatestFailures() []string { return s.Failures[s.failuresFrom:] }
+
+// A Problem is one thing an agent reported wrong. Step, when not nil, is
+// the scenario step whose expectation the answer broke; Skipped, that the
+// person skipped that step's question (what reached the agent for it is
+// then the skip's: SDK-SKIP-DENY's).
+type Problem struct {
+	Text    string
+	Step    *scenarios.Step
+	Skipped bool
+}
+
+// latestProblems are LatestFailures with their steps.
+func (s *SessionState) latestProblems() []Problem {
+	var out []Problem
+	for i := s.failuresFrom; i < len(s.Failures); i++ {
+		p := Problem{Text: s.Failures[i]}
+		if n := s.failureSteps[i]; s.Scenario != nil && n >= 1 && n <= len(s.Scenario.Steps) {
+			p.Step = &s.Scenario.Steps[n-1]
+			for _, qid := range s.Questions {
+				if s.skipped[qid] && s.askStep(qid) == p.Step {
+					p.Skipped = true
+				}
+			}
+		}
+		out = append(out, p)
+	}
+	return out
+}
 
 // Current is the question the case works on: the last one awaited.
 func (s *SessionState) Current() string { return s.current }

@@ -141,6 +141,7 @@ def main():
     ap.add_argument("--token-file", required=True, help="the bridge's token file")
     ap.add_argument("--no-skip", action="store_true", help="play a chat surface with no skip button: the skip op is unsupported")
     ap.add_argument("--drop-empty", action="store_true", help="play a chat that drops an empty message: a blank answer is ignored")
+    ap.add_argument("--drop-refused", action="store_true", help="play a chat that says nothing when the bridge refuses an answer or skip (too late, malformed): it is ignored")
     args = ap.parse_args()
     with open(args.token_file) as f:
         bridge = Bridge(args.url, f.read().strip())
@@ -195,7 +196,10 @@ def main():
             else:
                 emit({"id": rid, "error": "unknown op %r" % op, "code": "bad_request"})
         except Rejected as e:
-            emit({"id": rid, "error": e.message, "code": e.code})
+            if args.drop_refused and op in ("answer", "skip", "raw"):
+                emit({"id": rid, "ignored": True})
+            else:
+                emit({"id": rid, "error": e.message, "code": e.code})
         except KeyError as e:
             emit({"id": rid, "error": "missing or unknown %s" % e, "code": "bad_request"})
         except OSError as e:
