@@ -286,3 +286,70 @@ func TestOneDefectOneFail(t *testing.T) {
 		})
 	}
 }
+
+// TestRowsAreVerdicts: each generated row has its own verdict; a row that
+// fails ends alone and the rows after it run; a row a capability leaves out
+// is a SKIP naming it; JUnit lists each row.
+func TestRowsAreVerdicts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds askctl with the broken bridges")
+	}
+	t.Parallel()
+	bin := buildBroken(t)
+	base, err := harness.LoadProfile(filepath.Join("profiles", "reference-ws.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A held part that restarts the deadline breaks the third of
+	// SDK-TIMEOUT's four rows; the fourth runs all the same.
+	rep, err := conformance.RunSuite(context.Background(), conformance.Config{Profile: brokenProfile(base, "deadline-reset-held"), Askctl: bin},
+		conformance.RunOptions{Match: func(n string) bool { return n == "SDK-TIMEOUT" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rep.Results[0]
+	var got []string
+	for _, row := range r.Rows {
+		got = append(got, row.Status)
+	}
+	if want := []string{"PASS", "PASS", "FAIL", "PASS"}; !slices.Equal(got, want) || r.Status != conformance.Fail || !strings.Contains(r.Rows[2].Detail, "after the request") {
+		t.Errorf("SDK-TIMEOUT against deadline-reset-held: %s, rows %v (%+v), want FAIL with rows %v", r.Status, got, r.Rows, want)
+	}
+	var junit strings.Builder
+	if err := conformance.WriteJUnit(&junit, rep); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(junit.String(), `<testcase name="SDK-TIMEOUT/`+r.Rows[2].Name+`"`) || strings.Count(junit.String(), "<failure") != 2 {
+		t.Errorf("JUnit does not list the failed row as a failure of its own:\n%s", junit.String())
+	}
+
+	// A bridge that declares no timeout: SDK-LATE-ANSWER's timeout row is
+	// a SKIP that names the capability; its other rows pass.
+	p := *base
+	st := *base.Start
+	st.Args = append([]string(nil), st.Args...)
+	for i, a := range st.Args {
+		if a == "${TIMEOUT}" {
+			st.Args[i] = "1m" // it has one, and does not say
+		}
+	}
+	p.Start, p.Capabilities.Timeout = &st, 0
+	rep, err = conformance.RunSuite(context.Background(), conformance.Config{Profile: &p, Askctl: askctlBin},
+		conformance.RunOptions{Match: func(n string) bool { return n == "SDK-LATE-ANSWER" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = rep.Results[0]
+	skipped := 0
+	for _, row := range r.Rows {
+		switch {
+		case row.Status == conformance.Skip && row.Detail == "the bridge does not declare capability timeout":
+			skipped++
+		case row.Status != conformance.Pass:
+			t.Errorf("row %q: %s %s", row.Name, row.Status, row.Detail)
+		}
+	}
+	if r.Status != conformance.Pass || skipped != 1 || len(r.Rows) < 2 {
+		t.Errorf("SDK-LATE-ANSWER with no timeout: %s, rows %+v; want PASS with the timeout row skipped for its capability", r.Status, r.Rows)
+	}
+}

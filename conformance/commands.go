@@ -53,6 +53,7 @@ func commands() map[string]command {
 		"resume":      {"resume ALIAS CONN  reconnect a dropped stream asking for what it missed after the last event it heard", cmdResume},
 		"restart":     {"restart [-kill]  restart the bridge (-kill: SIGKILL, as a crash); connections must be reopened", cmdRestart},
 		"skip":        {"[!] skip-question [-conn C] [-qid ID] [-code CODE] ALIAS [REASON]  skip the current question (-qid: that one)", cmdSkip},
+		"row-skip":    {"row-skip WHY  skip the current dimension row, saying why (generated where a row's condition leaves its lines out)", cmdRowSkip},
 		"sleep":       {"sleep DURATION  the person takes their time, DURATION as written (never scaled by --slow: it is set against the bridge's own clock, such as its timeout)", cmdSleep},
 		"start":       {"start [-detached] ALIAS SCENARIO  start a session whose agent plays SCENARIO (built-in name, a steps .jsonl or a .txtar in $WORK; a resumed agent plays the .jsonl's BASE.resume.jsonl beside it); opens connection main unless -detached. A route mcp scenario runs the agent in print mode with the profile's mcp.config, and main watches every session for its question", cmdStart},
 		"supports":    {"supports ALIAS CONN OP  the connection has operation OP (resume: drop and resume); where it has not, the row (or the case) is skipped, naming it", cmdSupports},
@@ -73,6 +74,13 @@ func commandFuncs() map[string]func(ts *testscript.TestScript, neg bool, args []
 				ts.Logf("(skipped with its row)")
 				return
 			}
+			defer func() {
+				if r := recover(); r != nil {
+					if _, ok := r.(rowEnded); !ok {
+						panic(r)
+					}
+				}
+			}()
 			run(ts, neg, args)
 		}
 	}
@@ -135,9 +143,11 @@ func baseCtx(ts *testscript.TestScript) context.Context {
 // An argument that is a *harness.SetupError marks the case as one whose
 // bridge could not be set up: what it checks was never reached.
 func fail(ts *testscript.TestScript, format string, args ...any) {
+	setup := false
 	for _, a := range args {
 		var se *harness.SetupError
 		if err, ok := a.(error); ok && errors.As(err, &se) {
+			setup = true
 			if c := ts.Value(keyCfg).(*Config); c.setupFailed != nil {
 				c.setupFailed(se)
 			}
@@ -147,9 +157,32 @@ func fail(ts *testscript.TestScript, format string, args ...any) {
 	r := Requirements[id]
 	msg := fmt.Sprintf(format, args...)
 	if d := ts.Getenv("DIMENSION"); d != "" {
+		if !setup {
+			endRow(ts, Fail, msg) // a row fails alone (outside go test)
+		}
 		msg = "[" + d + "] " + msg
 	}
 	ts.Fatalf("FAIL %s (%s): %s\nobserved: %s", id, r.Level, r.Text, msg)
+}
+
+// rowEnded ends a generated row's command: the case goes on with its next
+// row (commandFuncs recovers it).
+type rowEnded struct{}
+
+// endRow ends the current generated row with a verdict, when rows are
+// verdicts (Config.row, outside go test) and the run goes on: the rest of
+// the row's lines do nothing, and the case goes on with its next row. It
+// does not return when it ends the row; false: the caller ends the case.
+func endRow(ts *testscript.TestScript, status, why string) bool {
+	c := ts.Value(keyCfg).(*Config)
+	row := ts.Getenv("DIMENSION")
+	if row == "" || c.row == nil || baseCtx(ts).Err() != nil {
+		return false
+	}
+	c.row(row, status, why)
+	ts.Logf("row %q: %s: %s (the case goes on with its next row)", row, status, why)
+	ts.Setenv("ROW_SKIPPED", row)
+	panic(rowEnded{})
 }
 
 // failOwned is fail for a check that requirement owner owns: in a case of
@@ -162,6 +195,9 @@ func failOwned(ts *testscript.TestScript, owner, format string, args ...any) {
 	}
 	why := strings.SplitN(fmt.Sprintf(format, args...), "\n", 2)[0]
 	c.blocked(owner, why)
+	if row := ts.Getenv("DIMENSION"); row != "" && c.row != nil {
+		c.row(row, Blocked, "BLOCKED by "+owner+": "+why)
+	}
 	ts.Logf("BLOCKED by %s: %s (the case goes on)", owner, why)
 }
 
@@ -175,6 +211,7 @@ func blockedStop(ts *testscript.TestScript, owners []string, format string, args
 	}
 	why := strings.SplitN(fmt.Sprintf(format, args...), "\n", 2)[0]
 	c.blocked(owners[0], why)
+	endRow(ts, Blocked, "BLOCKED by "+owners[0]+": "+why) // a row ends alone
 	c.stopped()
 	ts.Fatalf("BLOCKED by %s: %s (the case cannot go on without it)", owners[0], why)
 }
@@ -263,6 +300,24 @@ func cmdDimension(ts *testscript.TestScript, neg bool, args []string) {
 		return
 	}
 	ts.Setenv("DIMENSION", args[0])
+	if c := ts.Value(keyCfg).(*Config); c.row != nil {
+		c.row(args[0], "", "")
+	}
+}
+
+// cmdRowSkip skips the current row, saying why (a capability the bridge
+// does not declare): the generated rows say so where a condition leaves
+// their lines out.
+func cmdRowSkip(ts *testscript.TestScript, neg bool, args []string) {
+	row := ts.Getenv("DIMENSION")
+	if neg || len(args) != 1 || row == "" {
+		ts.Fatalf("usage: row-skip WHY (in a dimension row)")
+	}
+	if c := ts.Value(keyCfg).(*Config); c.row != nil {
+		c.row(row, Skip, args[0])
+	}
+	ts.Setenv("ROW_SKIPPED", row)
+	ts.Logf("row %q skipped: %s", row, args[0])
 }
 
 func cmdInvariants(ts *testscript.TestScript, neg bool, args []string) {
@@ -544,6 +599,7 @@ func tooLate(ts *testscript.TestScript, neg bool, err error, s *harness.Session,
 	}
 	if late := time.Since(at); late >= timeout*3/4 && harness.TimedOut.MatchString(rj.Message) {
 		why := fmt.Sprintf("too late to judge: %s was sent %v after the agent asked, and the declared timeout is %v, so the bridge timing it out may be right (%v); the case could not keep its schedule: on a busy machine, --slow gives the suite's own waits more time", what, late.Round(time.Millisecond), timeout, err)
+		endRow(ts, Skip, why) // a row is skipped alone
 		if c := ts.Value(keyCfg).(*Config); c.unsupported != nil {
 			c.unsupported(why)
 		}
@@ -573,6 +629,9 @@ func rejected(ts *testscript.TestScript, neg bool, code string, err error, what 
 			ts.Setenv("ROW_SKIPPED", row)
 			if c.rowSkipped != nil {
 				c.rowSkipped(row, un.Error())
+			}
+			if c.row != nil {
+				c.row(row, Skip, un.Error())
 			}
 			ts.Logf("row %q skipped: %v", row, un)
 			return

@@ -84,6 +84,8 @@ type Config struct {
 	OnCase func(name string, lat []harness.Latency)
 
 	ctx context.Context // RunSuite's: interrupting it ends the cases' waits
+	// slowed is Profile once its timeout was scaled by Slow.
+	slowed *harness.Profile
 	// setupFailed hears of a case whose bridge could not be set up.
 	setupFailed func(*harness.SetupError)
 	// blocked hears of a precondition of the case that another
@@ -97,6 +99,11 @@ type Config struct {
 	// rowSkipped hears that a generated dimension row was skipped for an
 	// operation the surface lacks.
 	rowSkipped func(row, why string)
+	// row hears of a generated row's verdict as the case runs: "" when it
+	// begins, then Fail, Blocked or Skip with why. Set, a row that fails
+	// ends alone and the case goes on with its next row; nil (go test),
+	// it ends the case.
+	row func(name, status, why string)
 }
 
 func (c *Config) defaults() {
@@ -105,6 +112,11 @@ func (c *Config) defaults() {
 	}
 	if c.Slow < 1 {
 		c.Slow = 1
+	}
+	if c.Profile != nil && c.Profile != c.slowed {
+		// Once: the scaled profile is remembered.
+		c.Profile = c.Profile.WithSlowTimeout(c.Slow)
+		c.slowed = c.Profile
 	}
 	if c.AgentTimeout <= 0 {
 		c.AgentTimeout = c.scaled(20 * time.Second)

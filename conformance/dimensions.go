@@ -470,6 +470,10 @@ func generated(id string) (script string, files map[string]string) {
 		alias, other := fmt.Sprintf("d%d", i+1), fmt.Sprintf("o%d", i+1)
 		cond := conditionOf(r.lines)
 		fmt.Fprintf(&b, "\ndimension %s\n", quote(r.name))
+		for _, c := range conditions(cond) {
+			// Where a condition leaves the row's lines out, the row says so.
+			fmt.Fprintf(&b, "[%s] row-skip %s\n", negated(c), quote(conditionWhy(c)))
+		}
 		fmt.Fprintf(&b, "%sstart %s %s.jsonl\n", cond, alias, alias)
 		files[alias+".jsonl"] = strings.Join(r.steps, "\n") + "\n"
 		if r.otherSteps != nil {
@@ -495,6 +499,41 @@ func conditionOf(lines string) string {
 		n += i + 2
 	}
 	return first[:n]
+}
+
+// conditions are the conditions a line begins with ("[cap:timeout] " →
+// "cap:timeout").
+func conditions(prefix string) []string {
+	var out []string
+	for _, f := range strings.Fields(prefix) {
+		out = append(out, strings.TrimSuffix(strings.TrimPrefix(f, "["), "]"))
+	}
+	return out
+}
+
+func negated(c string) string {
+	if n, ok := strings.CutPrefix(c, "!"); ok {
+		return n
+	}
+	return "!" + c
+}
+
+// conditionWhy is why a row whose lines need condition c does not run
+// where it does not hold.
+func conditionWhy(c string) string {
+	c, not := strings.CutPrefix(c, "!")
+	kind, val, _ := strings.Cut(c, ":")
+	switch {
+	case kind == "cap" && !not:
+		return "the bridge does not declare capability " + val
+	case kind == "cap":
+		return "it is for a bridge that does not declare capability " + val
+	case kind == "policy" && !not:
+		return "the profile's policy for other tools is not " + val
+	case kind == "surface" && !not:
+		return "it needs a " + val + " surface"
+	}
+	return "its condition [" + map[bool]string{true: "!", false: ""}[not] + c + "] does not hold"
 }
 
 // quote is s as one testscript argument.

@@ -13,21 +13,48 @@ import (
 	"time"
 
 	"github.com/askctl/askctl/harness"
+	"github.com/askctl/askctl/internal/clip"
 )
 
-// WriteTable prints the report as a table by requirement, the failures'
-// details after it, and a summary line.
-func WriteTable(w io.Writer, r *Report) {
+// WriteTable prints the report as a table by requirement, each case's
+// rows counted in one cell, the failures' details after it, and a summary
+// line.
+func WriteTable(w io.Writer, r *Report) { WriteTableWith(w, r, TableOptions{}) }
+
+// TableOptions tune WriteTableWith.
+type TableOptions struct {
+	// Rows lists every generated row under its case, with its verdict.
+	Rows bool
+}
+
+// WriteTableWith is WriteTable, with every row listed when o.Rows.
+func WriteTableWith(w io.Writer, r *Report, o TableOptions) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "REQUIREMENT\tLEVEL\tRESULT\tTIME\tLATENCY p50/p99")
+	fmt.Fprintln(tw, "REQUIREMENT\tLEVEL\tRESULT\tROWS\tTIME\tLATENCY p50/p99")
 	for _, res := range r.Results {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", res.Case, res.Requirement.Level, res.Status, roundDur(res.Duration), latencyCell(res))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", res.Case, res.Requirement.Level, res.Status, rowsCell(res.Rows), roundDur(res.Duration), latencyCell(res))
+		if o.Rows {
+			for _, row := range res.Rows {
+				// In the last column, so that the rows' names do not widen
+				// the table.
+				line := "· " + row.Name
+				if row.Detail != "" {
+					line += ": " + firstLine(row.Detail, 100)
+				}
+				fmt.Fprintf(tw, "\t\t%s\t\t\t%s\n", row.Status, line)
+			}
+		}
 	}
 	tw.Flush()
 	for _, res := range r.Results {
 		switch res.Status {
 		case Fail:
 			fmt.Fprintf(w, "\n%s FAILED: %s\n  requirement: %s\n  observed: %s\n", res.Case, res.Requirement.Level, res.Requirement.Text, res.Detail)
+			for _, row := range res.Rows {
+				if (row.Status == Fail || row.Status == Blocked) && !strings.HasPrefix(res.Detail, fmt.Sprintf("row %q:", row.Name)) {
+					fmt.Fprintf(w, "  row %q: %s: %s\n", row.Name, row.Status, firstLine(row.Detail, 300))
+				}
+			}
 		case XFail:
 			fmt.Fprintf(w, "\n%s failed, as expected (%s): %s\n", res.Case, res.Expected, res.Detail)
 		case Blocked:
@@ -181,6 +208,21 @@ func WriteJUnit(w io.Writer, r *Report) error {
 			tc.Skipped = &skipped{Message: res.Status + ": " + res.Detail}
 		}
 		s.Cases = append(s.Cases, tc)
+		// Each generated row is a test case of its own, "CASE/row": a CI
+		// lists which rows failed, and which ran.
+		for _, row := range res.Rows {
+			rc := testcase{Name: res.Case + "/" + row.Name, Classname: "conformance." + res.Requirement.Level + "." + res.Case, Time: "0"}
+			switch row.Status {
+			case Fail, Blocked:
+				s.Failures++
+				rc.Failure = &failure{Message: row.Status + ": " + firstLine(row.Detail, 300), Text: row.Detail}
+			case Skip:
+				s.Skipped++
+				rc.Skipped = &skipped{Message: row.Detail}
+			}
+			s.Tests++
+			s.Cases = append(s.Cases, rc)
+		}
 	}
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return err
@@ -235,6 +277,34 @@ func ReadExpectedFailures(path string) (map[string]string, error) {
 		out[name] = reason
 	}
 	return out, sc.Err()
+}
+
+// rowsCell counts a case's rows by verdict: "6/7 passed, 1 FAIL".
+func rowsCell(rows []RowResult) string {
+	if len(rows) == 0 {
+		return "-"
+	}
+	n := map[string]int{}
+	for _, r := range rows {
+		n[r.Status]++
+	}
+	out := fmt.Sprintf("%d/%d passed", n[Pass], len(rows))
+	for _, st := range []string{Fail, Blocked, Skip} {
+		if n[st] > 0 {
+			out += fmt.Sprintf(", %d %s", n[st], st)
+		}
+	}
+	return out
+}
+
+// firstLine is s's first line, cut to about n bytes; a first line that
+// only introduces the next ("the agent … reported:") takes it along.
+func firstLine(s string, n int) string {
+	first, rest, _ := strings.Cut(s, "\n")
+	if next, _, _ := strings.Cut(rest, "\n"); strings.HasSuffix(first, ":") && strings.TrimSpace(next) != "" {
+		first += " " + strings.TrimSpace(next)
+	}
+	return clip.String(first, n)
 }
 
 func plural(n int, noun string) string {

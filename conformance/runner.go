@@ -48,6 +48,17 @@ type Result struct {
 	Log         string            `json:"log,omitempty"`    // the case's log, for a failure
 	Latencies   []harness.Latency `json:"latencies,omitempty"`
 	Expected    string            `json:"expected_failure,omitempty"` // the reason it is listed as expected to fail
+	// Rows are the verdicts of the case's generated rows, in order: each
+	// runs even when one before it failed.
+	Rows []RowResult `json:"rows,omitempty"`
+}
+
+// RowResult is one generated row's verdict: PASS, FAIL, BLOCKED or SKIP,
+// with why.
+type RowResult struct {
+	Name   string `json:"name"`
+	Status string `json:"status"`
+	Detail string `json:"detail,omitempty"`
 }
 
 // Report is one run of the suite.
@@ -336,9 +347,43 @@ func runCaseOnce(cfg Config, file, root string) (Result, *harness.SetupError) {
 		rows = append(rows, fmt.Sprintf("%q (%s)", row, why))
 		bmu.Unlock()
 	}
+	var rowResults []RowResult
+	cfg.row = func(name, status, why string) {
+		bmu.Lock()
+		defer bmu.Unlock()
+		if status == "" {
+			rowResults = append(rowResults, RowResult{Name: name, Status: Pass})
+			return
+		}
+		i := slices.IndexFunc(rowResults, func(r RowResult) bool { return r.Name == name })
+		if i < 0 {
+			rowResults = append(rowResults, RowResult{Name: name, Status: Pass})
+			i = len(rowResults) - 1
+		}
+		// The worst verdict a row got is its own; its first reason of it.
+		rank := map[string]int{Pass: 0, Skip: 1, Blocked: 2, Fail: 3}
+		if r := &rowResults[i]; rank[status] > rank[r.Status] {
+			r.Status, r.Detail = status, why
+		}
+	}
 	r := runCase(cfg, file, root)
 	bmu.Lock()
 	defer bmu.Unlock()
+	r.Rows = rowResults
+	var failedRows []RowResult
+	for _, row := range rowResults {
+		if row.Status == Fail {
+			failedRows = append(failedRows, row)
+		}
+	}
+	if len(failedRows) > 0 && (r.Status == Pass || r.Status == Skip && unsupported == "") {
+		// The case's own lines held; rows of it failed.
+		r.Status = Fail
+		r.Detail = fmt.Sprintf("row %q: %s", failedRows[0].Name, firstLine(failedRows[0].Detail, 500))
+		if n := len(failedRows) - 1; n > 0 {
+			r.Detail += fmt.Sprintf(" (and %d more row(s) failed: see rows)", n)
+		}
+	}
 	switch {
 	case unsupported != "" && r.Status == Fail:
 		r.Status, r.Detail, r.Log = Skip, unsupported, ""
@@ -348,6 +393,9 @@ func runCaseOnce(cfg Config, file, root string) (Result, *harness.SetupError) {
 		r.Status, r.Detail = Blocked, "BLOCKED by "+strings.Join(blocked, "; BLOCKED by ")+" (it could not go on to check its own requirement)"
 	case len(blocked) > 0 && r.Status == Fail:
 		r.Detail += " (also BLOCKED by " + strings.Join(blocked, "; ") + ")"
+	}
+	if r.Status == Pass {
+		r.Log = ""
 	}
 	if len(rows) > 0 && (r.Status == Pass || r.Status == Blocked) {
 		r.Detail = strings.TrimPrefix(r.Detail+"; rows skipped: "+strings.Join(rows, "; "), "; ")
@@ -434,7 +482,7 @@ func runCase(cfg Config, file, root string) Result {
 	case t.skipped:
 		r.Status, r.Detail, r.Log = Skip, t.skipMsg, ""
 	default:
-		r.Status, r.Log = Pass, ""
+		r.Status = Pass // its log goes once no row of it failed (runCaseOnce)
 	}
 	return r
 }

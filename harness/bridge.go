@@ -121,7 +121,7 @@ func StartBridge(ctx context.Context, p *Profile, opts Options) (*Bridge, error)
 		return nil, err
 	}
 	b.Vars = map[string]string{"WORK": work, "STATE": state, "PORT": strconv.Itoa(port), "CLAUDE": shim,
-		"CLAUDE_DIR": shimDir, "ASKCTL": opts.Askctl, "PROFILE_DIR": p.Dir}
+		"CLAUDE_DIR": shimDir, "ASKCTL": opts.Askctl, "PROFILE_DIR": p.Dir, "TIMEOUT": p.Capabilities.Timeout.D().String()}
 	b.Profile = p.Expanded(b.Vars)
 	if err := b.start(ctx); err != nil {
 		b.Close()

@@ -489,14 +489,20 @@ func (c *browserConn) switchTo(ctx context.Context, target, session string, agai
 	before := c.ready
 	c.mu.Unlock()
 	c.adopt(session, again, sink)
-	actx, cancel := c.bound(ctx)
+	// A session's page opened again is a person reconnecting: its replay
+	// comes within the profile's limits.reconnect.
+	limit := c.s.spec.op()
+	if again {
+		limit = c.s.spec.reconnect()
+	}
+	actx, cancel := c.boundBy(ctx, limit)
 	defer cancel()
 	t, _ := json.Marshal(target)
 	if _, err := chromedp.Run(actx, chromedp.Evaluate[bool](`location.href = `+string(t)+`, true`)); err != nil {
-		return fmt.Errorf("opening %s in the browser: %w", target, stopped(ctx, c.tab, c.s.spec.op(), err))
+		return fmt.Errorf("opening %s in the browser: %w", target, stopped(ctx, c.tab, limit, err))
 	}
 	if err := c.await(actx, func() bool { return c.ready != "" && c.ready != before }); err != nil {
-		return fmt.Errorf("opening %s in the browser: the page did not hear the bridge's replay: %w", target, stopped(ctx, c.tab, c.s.spec.op(), err))
+		return fmt.Errorf("opening %s in the browser: the page did not hear the bridge's replay: %w", target, stopped(ctx, c.tab, limit, err))
 	}
 	return nil
 }
@@ -659,7 +665,12 @@ func (c *browserConn) order0(last map[string]browserRequest) []string {
 // bound is a context of the tab (chromedp runs actions on its own
 // context) that ends at the op limit, or when ctx does.
 func (c *browserConn) bound(ctx context.Context) (context.Context, context.CancelFunc) {
-	actx, cancel := context.WithTimeout(c.tab, c.s.spec.op())
+	return c.boundBy(ctx, c.s.spec.op())
+}
+
+// boundBy is bound with another limit.
+func (c *browserConn) boundBy(ctx context.Context, limit time.Duration) (context.Context, context.CancelFunc) {
+	actx, cancel := context.WithTimeout(c.tab, limit)
 	stop := context.AfterFunc(ctx, cancel)
 	return actx, func() { stop(); cancel() }
 }

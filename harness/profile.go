@@ -116,10 +116,11 @@ type Limits struct {
 	// answer (an exec adapter's first reply, a WebSocket's first
 	// connection), which includes the adapter's own start. Default 15s.
 	Start Duration `json:"start,omitzero"`
-	// Reconnect bounds the wait for a dropped event stream to come back (a
-	// chat bridge may take 25s to notice): the http surface's, and an exec
-	// adapter's (told as ASKCTL_LIMIT_RECONNECT). A WebSocket or control
-	// reconnect opens a new connection, within Start. Default 10s.
+	// Reconnect bounds a person's reconnect (a chat bridge may take 25s to
+	// notice a dropped link): the http surface's event stream coming back,
+	// a second WebSocket or control connection to a session, a session's
+	// page opened again in the browser, and an exec adapter's (told as
+	// ASKCTL_LIMIT_RECONNECT). Default 10s.
 	Reconnect Duration `json:"reconnect,omitzero"`
 	// Op bounds the reply to each operation (answer, skip, open, …) once
 	// the surface is up. Default 10s.
@@ -459,8 +460,45 @@ func (p *Profile) checkMCP() error {
 	return nil
 }
 
-// Vars are the variables the harness defines for a profile.
-var Vars = []string{"WORK", "STATE", "PORT", "CLAUDE", "CLAUDE_DIR", "ASKCTL", "PROFILE_DIR"}
+// Vars are the variables the harness defines for a profile. TIMEOUT is
+// capabilities.timeout: a profile that starts its bridge with it (the
+// reference profiles: --timeout ${TIMEOUT}) lets --slow scale the bridge's
+// timeout with the rest (WithSlowTimeout).
+var Vars = []string{"WORK", "STATE", "PORT", "CLAUDE", "CLAUDE_DIR", "ASKCTL", "PROFILE_DIR", "TIMEOUT"}
+
+// SetsTimeout reports whether the profile starts its bridge with the
+// declared timeout, ${TIMEOUT}: the harness then sets the bridge's timeout.
+func (p *Profile) SetsTimeout() bool {
+	if p.Start == nil || p.Capabilities.Timeout <= 0 {
+		return false
+	}
+	uses := func(s string) bool { return strings.Contains(s, "${TIMEOUT}") }
+	for _, a := range p.Start.Args {
+		if uses(a) {
+			return true
+		}
+	}
+	for _, v := range p.Start.Env {
+		if uses(v) {
+			return true
+		}
+	}
+	return false
+}
+
+// WithSlowTimeout is p with its declared timeout scaled by slow, where the
+// harness sets the bridge's timeout (SetsTimeout): on a busy machine the
+// bridge's deadline grows with the suite's waits, and every bound the
+// requirements put on it is read from the timeout declared, so none is
+// loosened. Otherwise p itself.
+func (p *Profile) WithSlowTimeout(slow float64) *Profile {
+	if slow <= 1 || !p.SetsTimeout() {
+		return p
+	}
+	q := *p
+	q.Capabilities.Timeout = Duration(time.Duration(float64(p.Capabilities.Timeout) * slow).Round(time.Millisecond))
+	return &q
+}
 
 // expand replaces ${NAME} in s from vars, then the environment.
 func expand(s string, vars map[string]string) string {

@@ -81,3 +81,36 @@ func TestSlowScalesWaits(t *testing.T) {
 		}
 	}
 }
+
+// TestSlowScalesTheBridgesTimeout: a profile that starts its bridge with
+// ${TIMEOUT} has its declared timeout scaled by --slow, and the bridge is
+// started with the scaled one; a profile with the timeout written in keeps
+// it.
+func TestSlowScalesTheBridgesTimeout(t *testing.T) {
+	p, err := ParseProfile("p.json", []byte(`{"name": "b", "start": {"command": "b", "args": ["--timeout", "${TIMEOUT}", "--claude", "${CLAUDE}"]},
+		"claude": "arg", "surface": {"kind": "http", "url": "http://127.0.0.1:${PORT}"}, "capabilities": {"sdk": true, "timeout": "2s"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow := p.WithSlowTimeout(2.5)
+	if got := slow.Capabilities.Timeout.D(); got != 5*time.Second {
+		t.Errorf("declared timeout at --slow 2.5: %v, want 5s", got)
+	}
+	if p.Capabilities.Timeout.D() != 2*time.Second {
+		t.Error("WithSlowTimeout changed the profile it was given")
+	}
+	if got := slow.Expanded(map[string]string{"TIMEOUT": slow.Capabilities.Timeout.D().String()}).Start.Args[1]; got != "5s" {
+		t.Errorf("the bridge is started with --timeout %s, want 5s", got)
+	}
+	if p.WithSlowTimeout(1) != p {
+		t.Error("--slow 1 changed the profile")
+	}
+	fixed, err := ParseProfile("q.json", []byte(`{"name": "b", "start": {"command": "b", "args": ["--timeout", "2s", "--claude", "${CLAUDE}"]},
+		"claude": "arg", "surface": {"kind": "http", "url": "http://127.0.0.1:${PORT}"}, "capabilities": {"sdk": true, "timeout": "2s"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fixed.WithSlowTimeout(3) != fixed {
+		t.Error("a timeout written in the profile was scaled: the bridge would not know")
+	}
+}

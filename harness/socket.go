@@ -28,6 +28,9 @@ type socketSurface struct {
 	url   string
 	token func() (string, error)
 	api   *httpSurface
+
+	mu     sync.Mutex
+	opened map[string]bool // sessions a connection was opened to
 }
 
 func newSocketSurface(s SurfaceSpec, token func() (string, error)) *socketSurface {
@@ -60,7 +63,20 @@ func (s *socketSurface) Open(ctx context.Context, session string, sink func(Surf
 	if tok != "" {
 		hdr.Set("Authorization", "Bearer "+tok)
 	}
-	dctx, cancel := context.WithTimeout(ctx, s.spec.start())
+	// A session's second connection is a person reconnecting (or taking
+	// over): within the profile's limits.reconnect; the first, within
+	// limits.start, as the surface may still be coming up.
+	limit := s.spec.start()
+	s.mu.Lock()
+	if session != "" && s.opened[session] {
+		limit = s.spec.reconnect()
+	}
+	if s.opened == nil {
+		s.opened = map[string]bool{}
+	}
+	s.opened[session] = true
+	s.mu.Unlock()
+	dctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	ws, resp, err := websocket.Dial(dctx, u.String(), &websocket.DialOptions{HTTPHeader: hdr})
 	if err != nil {

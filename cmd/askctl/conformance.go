@@ -33,6 +33,7 @@ type conformanceOptions struct {
 	claude   string
 	keep     keepMode
 	verbose  bool
+	rows     bool
 	skip     string
 	failfast bool
 	list     bool
@@ -123,6 +124,7 @@ Examples:
 			&cli.IntFlag{Name: "parallel", HideDefault: true, Usage: "cases run at once; 0 means the number of CPUs, at least 2", Destination: &o.parallel},
 			&cli.GenericFlag{Name: "keep", Usage: "keep the work directory (bridge logs, agent transcripts) and print where it is; with `=on-failure`, only when a case failed or the run could not finish", Value: &o.keep},
 			&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "print the step log of each case that fails as it ends (what the case did, what the bridge and the agent did)", Destination: &o.verbose},
+			&cli.BoolFlag{Name: "rows", Usage: "list every generated row under its case in the table, with its verdict (the table counts them by default; --json and --junit always have them)", Destination: &o.rows},
 			&cli.StringFlag{Name: "skip", Usage: "run no case whose name matches this regular expression (with --run: the cases --run selects, less these)", Destination: &o.skip},
 			&cli.BoolFlag{Name: "failfast", Usage: "start no case once one has failed: the cases running finish, the rest are NOT-RUN (exit status 1)", Destination: &o.failfast},
 			&cli.BoolFlag{Name: "list", Usage: "list the cases and their requirements, and exit", Destination: &o.list},
@@ -323,7 +325,7 @@ func runConformance(ctx context.Context, o *conformanceOptions) (err error) {
 		return runExplore(ctx, o, cfg, expected, rep, work)
 	}
 	fmt.Fprintln(w)
-	conformance.WriteTable(w, rep)
+	conformance.WriteTableWith(w, rep, conformance.TableOptions{Rows: o.rows})
 	if err := writeReports(rep, o.json, o.junit); err != nil {
 		return err
 	}

@@ -1,0 +1,57 @@
+package harness
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// TestSocketReconnectLimit: a second connection to a session is a person
+// reconnecting, bounded by limits.reconnect, not by limits.start. The
+// server here takes 3 s to accept any connection after the first: within
+// start (30 s), past reconnect (100 ms).
+func TestSocketReconnectLimit(t *testing.T) {
+	var n atomic.Int32
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) > 1 {
+			select {
+			case <-release:
+			case <-time.After(3 * time.Second):
+			}
+		}
+		c, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		for { // until the client closes (its close handshake answered)
+			if _, _, err := c.Read(r.Context()); err != nil {
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	spec := SurfaceSpec{Kind: "ws", URL: "ws" + strings.TrimPrefix(srv.URL, "http"), API: srv.URL,
+		Limits: Limits{Start: Duration(30 * time.Second), Reconnect: Duration(100 * time.Millisecond)}}
+	s := newSocketSurface(spec, func() (string, error) { return "", nil })
+	first, err := s.Open(context.Background(), "s1", func(SurfaceEvent) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	again, err := s.Open(context.Background(), "s1", func(SurfaceEvent) {})
+	if err == nil {
+		again.Close()
+		t.Fatal("a reconnect the server took 3 s to accept was waited for: limits.reconnect is 100ms")
+	}
+	if n.Load() < 2 {
+		t.Fatalf("the reconnect never reached the server: %v", err)
+	}
+}
