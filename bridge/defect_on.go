@@ -38,6 +38,8 @@ var Defects = []string{
 	// A bridge that answers every question itself with its first options
 	// and shows none to a person (a shortcut seen in real bridges).
 	"self-answer",
+	// An SSE stream resumed with Last-Event-ID starts over as a new one.
+	"resume-ignores-last-id",
 }
 
 // activeMCPDefect is the active defect when it is one of the MCP server's.

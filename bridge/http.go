@@ -463,6 +463,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	if last == "" {
 		last = r.URL.Query().Get("last_event_id")
 	}
+	if defect("resume-ignores-last-id") {
+		last = "" // a resumed stream starts over, as a new one
+	}
 	var after int64 = -1
 	if last != "" {
 		n, err := strconv.ParseInt(last, 10, 64)

@@ -353,3 +353,47 @@ func TestRowsAreVerdicts(t *testing.T) {
 		t.Errorf("SDK-LATE-ANSWER with no timeout: %s, rows %+v; want PASS with the timeout row skipped for its capability", r.Status, r.Rows)
 	}
 }
+
+// TestExecDropResume: an exec adapter that can drop and resume its event
+// stream runs the resume rows (the reference one over SSE's Last-Event-ID):
+// they pass on the reference bridge and fail on one that starts a resumed
+// stream over.
+func TestExecDropResume(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds askctl with the broken bridges")
+	}
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("the exec example needs python3")
+	}
+	t.Parallel()
+	bin := buildBroken(t)
+	base, err := harness.LoadProfile(filepath.Join("profiles", "reference-exec.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := func(p *harness.Profile, askctl string) []conformance.RowResult {
+		rep, err := conformance.RunSuite(context.Background(), conformance.Config{Profile: p, Askctl: askctl},
+			conformance.RunOptions{Match: func(n string) bool { return n == "UI-RECONNECT-REPLAY" }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep.Results[0].Rows
+	}
+	resumed := 0
+	for _, r := range rows(base, askctlBin) {
+		if r.Status != conformance.Pass {
+			t.Errorf("reference bridge over exec: row %q %s %s", r.Name, r.Status, r.Detail)
+		}
+		if strings.Contains(r.Name, "resumed") {
+			resumed++
+		}
+	}
+	if resumed != 2 {
+		t.Errorf("%d resume rows ran, want 2", resumed)
+	}
+	for _, r := range rows(brokenProfile(base, "resume-ignores-last-id"), bin) {
+		if want := map[bool]string{true: conformance.Fail, false: conformance.Pass}[strings.Contains(r.Name, "resumed")]; r.Status != want {
+			t.Errorf("a resumed stream started over, over exec: row %q %s, want %s (%s)", r.Name, r.Status, want, r.Detail)
+		}
+	}
+}

@@ -113,6 +113,8 @@ var exploredDefects = map[string]string{
 	"passthrough-input-strings": "ws",
 	// A bridge that answers by itself, as a shortcut.
 	"self-answer": "ws",
+	// A resumed event stream started over: only http (and exec) resume.
+	"resume-ignores-last-id": "http",
 	// Older ones, whose own case was written next to them.
 	"skip-allow-empty": "ws", "multi-comma": "ws", "multi-one-label": "ws", "keys-index": "ws", "no-timeout": "ws",
 	"timeout-allow": "ws", "late-forwarded": "ws", "double-answer": "ws", "lost-on-reconnect": "ws",

@@ -56,6 +56,7 @@ import (
 type execSurface struct {
 	reply  time.Duration // how long an operation's reply may take (limits.op)
 	first  time.Duration // how long the first reply, and each start's, may take (limits.start)
+	reconn time.Duration // how long a resume's reply may take (limits.reconnect)
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	stderr *tailBuffer
@@ -122,7 +123,7 @@ func startExecSurface(s SurfaceSpec) (*execSurface, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &execSurface{reply: s.op(), first: s.start(), cmd: cmd, stdin: stdin, stderr: &tailBuffer{max: 8 << 10}, waiting: map[int]chan execReply{},
+	e := &execSurface{reply: s.op(), first: s.start(), reconn: s.reconnect(), cmd: cmd, stdin: stdin, stderr: &tailBuffer{max: 8 << 10}, waiting: map[int]chan execReply{},
 		sinks: map[string]func(SurfaceEvent){}, done: make(chan struct{})}
 	cmd.Stderr = e.stderr
 	// Its own process group, so Close ends whatever it started; and Wait
@@ -235,6 +236,9 @@ func (e *execSurface) call(ctx context.Context, req map[string]any) (execReply, 
 	if !e.replied || req["op"] == "start" {
 		limit = max(limit, e.first)
 	}
+	if req["op"] == "resume" { // a person reconnecting: limits.reconnect
+		limit = max(limit, e.reconn)
+	}
 	e.mu.Unlock()
 	t := time.NewTimer(limit)
 	defer t.Stop()
@@ -262,7 +266,7 @@ func (e *execSurface) call(ctx context.Context, req map[string]any) (execReply, 
 		e.mu.Lock()
 		delete(e.waiting, id)
 		e.mu.Unlock()
-		return execReply{}, fmt.Errorf("the exec surface did not reply to %s (id %d) within %v (the profile's limits.%s)", req["op"], id, limit, map[bool]string{true: "start", false: "op"}[limit > e.reply])
+		return execReply{}, fmt.Errorf("the exec surface did not reply to %s (id %d) within %v (the profile's limits.%s)", req["op"], id, limit, limitName(req["op"], limit > e.reply))
 	case <-ctx.Done():
 		e.mu.Lock()
 		delete(e.waiting, id)
@@ -368,6 +372,21 @@ func (c *execConn) Permit(ctx context.Context, id string, allow bool, reason str
 	return err
 }
 
+// Drop and Resume: the person's link drops as a network's would (the
+// adapter ends its event stream and keeps where it was), and comes back
+// asking for what it missed (an SSE Last-Event-ID, a chat's history since
+// a message). An adapter without them replies unsupported, and the row
+// that needs them is skipped.
+func (c *execConn) Drop(ctx context.Context) error {
+	_, err := c.e.call(ctx, map[string]any{"op": "drop", "conn": c.conn})
+	return err
+}
+
+func (c *execConn) Resume(ctx context.Context) error {
+	_, err := c.e.call(ctx, map[string]any{"op": "resume", "conn": c.conn})
+	return err
+}
+
 func (c *execConn) Close() error {
 	_, err := c.e.call(context.Background(), map[string]any{"op": "close", "conn": c.conn})
 	c.e.mu.Lock()
@@ -410,4 +429,15 @@ func lastLines(s string, n int) string {
 	}
 	lines = lines[max(0, len(lines)-n):]
 	return clip.String(strings.Join(lines, " | "), 1000)
+}
+
+// limitName is the profile's limit a reply to op was given.
+func limitName(op any, longer bool) string {
+	switch {
+	case op == "resume" && longer:
+		return "reconnect"
+	case longer:
+		return "start"
+	}
+	return "op"
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -33,10 +34,10 @@ func TestInitAdapters(t *testing.T) {
 		t.Fatalf("building the Go adapter askctl init wrote: %v\n%s", err, out)
 	}
 	adapters = append(adapters, []string{bin})
-	ops := []string{"start", "open", "close", "pending", "answer", "skip", "raw", "permit"}
+	ops := []string{"start", "open", "close", "drop", "resume", "pending", "answer", "skip", "raw", "permit"}
 	var in strings.Builder
 	for i, op := range ops {
-		in.WriteString(`{"id":` + string(rune('1'+i)) + `,"op":"` + op + `","conn":"c1","session":"s1","question_id":"q1","answers":{"Q?":["A"]}}` + "\n")
+		in.WriteString(`{"id":` + strconv.Itoa(i+1) + `,"op":"` + op + `","conn":"c1","session":"s1","question_id":"q1","answers":{"Q?":["A"]}}` + "\n")
 	}
 	for _, argv := range adapters {
 		cmd := exec.Command(argv[0], argv[1:]...)

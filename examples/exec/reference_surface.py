@@ -73,13 +73,17 @@ class Rejected(Exception):
 class Stream(threading.Thread):
     """One connection: the session's SSE stream, turned into events."""
 
-    def __init__(self, bridge, session, conn_id):
+    def __init__(self, bridge, session, conn_id, last_id=None):
         super().__init__(daemon=True)
         self.bridge, self.session, self.conn_id = bridge, session, conn_id
         self.closing = False
+        self.last_id = last_id  # the id of the last event heard, for a resume
         path = "/api/events?" + urllib.parse.urlencode({"session": session})
         self.http = http.client.HTTPConnection(bridge.host, bridge.port, timeout=None)
-        self.http.request("GET", path, headers={"Authorization": "Bearer " + bridge.token, "Accept": "text/event-stream"})
+        headers = {"Authorization": "Bearer " + bridge.token, "Accept": "text/event-stream"}
+        if last_id is not None:
+            headers["Last-Event-ID"] = last_id  # what was missed, and nothing before
+        self.http.request("GET", path, headers=headers)
         self.resp = self.http.getresponse()
         if self.resp.status != 200:
             body = self.resp.read()
@@ -91,6 +95,7 @@ class Stream(threading.Thread):
 
     def run(self):
         data = []
+        event_id = None
         reason = "the event stream ended"
         try:
             while True:
@@ -100,21 +105,28 @@ class Stream(threading.Thread):
                 line = line.decode().rstrip("\r\n")
                 if line.startswith("data: "):
                     data.append(line[len("data: "):])
+                elif line.startswith("id: "):
+                    event_id = line[len("id: "):]
                 elif line == "" and data:
-                    self.forward(json.loads("".join(data)))
+                    if self.closing:
+                        break  # dropped: what comes after is the resume's
+                    self.forward(json.loads("".join(data)), event_id)
+                    self.last_id = event_id
                     data = []
         except Exception as e:  # the connection was cut
             reason = str(e)
         if not self.closing:
             emit({"conn": self.conn_id, "event": {"type": "closed", "session_id": self.session, "reason": reason}})
 
-    def forward(self, e):
+    def forward(self, e, event_id=None):
         ev = {
             "type": EVENT_TYPES.get(e.get("type"), "other"),
             "question_id": e.get("question_id", ""),
             "session_id": e.get("session_id", ""),
             "time": e.get("time"),
         }
+        if event_id and event_id.isdigit():
+            ev["seq"] = int(event_id)
         if e.get("questions"):
             ev["questions"] = e["questions"]
         if e.get("type") == "ask_user_timeout":
@@ -141,6 +153,7 @@ def main():
     ap.add_argument("--token-file", required=True, help="the bridge's token file")
     ap.add_argument("--no-skip", action="store_true", help="play a chat surface with no skip button: the skip op is unsupported")
     ap.add_argument("--drop-empty", action="store_true", help="play a chat that drops an empty message: a blank answer is ignored")
+    ap.add_argument("--no-resume", action="store_true", help="play a surface that cannot resume a dropped stream: drop is unsupported")
     ap.add_argument("--drop-refused", action="store_true", help="play a chat that says nothing when the bridge refuses an answer or skip (too late, malformed): it is ignored")
     args = ap.parse_args()
     with open(args.token_file) as f:
@@ -192,6 +205,21 @@ def main():
             elif op == "close":
                 session, st = conns.pop(req["conn"])
                 st.close()
+                emit({"id": rid})
+            elif op == "drop" and args.no_resume:
+                emit({"id": rid, "unsupported": True, "error": "this surface cannot resume a dropped stream"})
+            elif op == "drop":
+                # The link drops as a network's would: the stream ends, and
+                # the id of the last event heard is kept for the resume.
+                session, st = conns[req["conn"]]
+                st.close()
+                st.join(5)
+                emit({"id": rid})
+            elif op == "resume":
+                session, st = conns[req["conn"]]
+                again = Stream(bridge, session, req["conn"], st.last_id)
+                conns[req["conn"]] = (session, again)
+                again.start()
                 emit({"id": rid})
             else:
                 emit({"id": rid, "error": "unknown op %r" % op, "code": "bad_request"})

@@ -81,6 +81,18 @@ class Surface:
         # TODO the person goes away: end conn's connection.
         raise Unsupported("TODO: close is not written yet ({{.Adapter}})")
 
+    def drop(self, conn):
+        # TODO only if your surface can resume a dropped link: end conn's
+        # event stream as a network would (no more events), keeping where it
+        # was; return once it is down.
+        raise Unsupported("TODO: drop is not written yet ({{.Adapter}})")
+
+    def resume(self, conn):
+        # TODO reconnect conn's stream asking for what it missed since it
+        # dropped (SSE's Last-Event-ID, a chat's history since a message):
+        # every event after that point once, none before it.
+        raise Unsupported("TODO: resume is not written yet ({{.Adapter}})")
+
     def pending(self, conn):
         # TODO the questions conn's person sees waiting, as
         # [{"question_id": …, "session_id": …, "questions": […]}].
@@ -118,6 +130,12 @@ def handle(surface, req):
         return {}
     if op == "close":
         surface.close(req["conn"])
+        return {}
+    if op == "drop":
+        surface.drop(req["conn"])
+        return {}
+    if op == "resume":
+        surface.resume(req["conn"])
         return {}
     if op == "pending":
         return {"pending": surface.pending(req["conn"])}
