@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -370,6 +371,25 @@ func (c *execConn) SendRaw(ctx context.Context, qid string, raw []byte) error {
 func (c *execConn) Permit(ctx context.Context, id string, allow bool, reason string) error {
 	_, err := c.e.call(ctx, map[string]any{"op": "permit", "conn": c.conn, "question_id": id, "allow": allow, "reason": reason})
 	return err
+}
+
+// prober is a Conn that can be asked whether it has an operation before
+// anything depends on it.
+type prober interface {
+	probe(ctx context.Context, op string) error
+}
+
+// probe asks the adapter whether it has op: {"op":OP,"conn":C,"probe":true}
+// with no other field. An *Unsupported when it replies unsupported; any
+// other reply (an adapter that knows nothing of probes tries the operation,
+// which its bridge refuses) is read as having it.
+func (c *execConn) probe(ctx context.Context, op string) error {
+	_, err := c.e.call(ctx, map[string]any{"op": op, "conn": c.conn, "probe": true})
+	var un *Unsupported
+	if errors.As(err, &un) {
+		return err
+	}
+	return nil
 }
 
 // Drop and Resume: the person's link drops as a network's would (the

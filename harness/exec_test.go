@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -79,5 +80,40 @@ func TestExecSurfaceToldItsLimits(t *testing.T) {
 	got, err := s.Start(ctx, "hello")
 	if err != nil || got != "2 6s 30s 20s" {
 		t.Errorf("the adapter was told %q (%v), want the slow factor 2, op 6s, start 30s, reconnect 20s", got, err)
+	}
+}
+
+// TestExecPermitProbe: an exec adapter with no permit operation says so
+// when asked first (probe), and Permit is unsupported at once, before any
+// wait for a prompt; an adapter that knows nothing of probes (its bridge
+// refuses a permit with no prompt) is taken as having it.
+func TestExecPermitProbe(t *testing.T) {
+	for _, tc := range []struct {
+		name, reply string
+		unsupported bool
+	}{
+		{"lacks it", `{"id":2,"unsupported":true,"error":"this chat cannot answer permission prompts"}`, true},
+		{"knows no probes", `{"id":2,"error":"no such prompt","code":"not_found"}`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// It opens the connection, then answers the probe.
+			script := `read line; echo '{"id":1}'; read line; case "$line" in *'"probe":true'*) echo '` + tc.reply + `';; esac; while read line; do :; done`
+			s, err := NewSurface(SurfaceSpec{Kind: "exec", Command: "sh", Args: []string{"-c", script}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			c, err := s.Open(ctx, "s1", func(SurfaceEvent) {})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = c.(prober).probe(ctx, "permit")
+			var un *Unsupported
+			if got := errors.As(err, &un); got != tc.unsupported || ctx.Err() != nil {
+				t.Errorf("probe = %v, want unsupported %v", err, tc.unsupported)
+			}
+		})
 	}
 }

@@ -37,12 +37,13 @@ func TestAwaitVerdicts(t *testing.T) {
 	// Unmeetable at once when the agent has exited: no waiting for the
 	// deadline.
 	code := 6
-	e.onRecord(transcript.Record{Session: "a1", Event: transcript.EventExit, Code: &code})
+	e.onRecord(transcript.Record{Session: "a1", Event: transcript.EventExit, Code: &code, Text: "warming up\nno credentials in ~/.claude"})
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err := e.Await(ctx, Turns("s1", 2))
-	if err == nil || !strings.Contains(err.Error(), "can no longer happen") || !strings.Contains(err.Error(), "exited with status 6") {
+	if err == nil || !strings.Contains(err.Error(), "can no longer happen") || !strings.Contains(err.Error(), "exited with status 6") ||
+		!strings.Contains(err.Error(), "its stderr ended: warming up | no credentials in ~/.claude") {
 		t.Fatalf("unmeetable: %v", err)
 	}
 	if time.Since(start) > time.Second {
@@ -291,5 +292,25 @@ func TestPermitUnsupportedAtOnce(t *testing.T) {
 	var u *Unsupported
 	if !errors.As(err, &u) || ctx.Err() != nil {
 		t.Fatalf("Permit = %v (context %v); want Unsupported at once", err, ctx.Err())
+	}
+}
+
+// TestAllowedFailsOnExpiry: a wait for the answer to reach the agent fails
+// at once when the question expired instead, saying what the agent got.
+func TestAllowedFailsOnExpiry(t *testing.T) {
+	e := newTestEnv()
+	s := newSessionState("s1", "a1", nil, false)
+	e.st.Sessions["s1"], e.st.byAgent["a1"] = s, s
+	e.onRecord(transcript.Record{Session: "a1", Dir: transcript.FromCLI, Msg: []byte(`{"type":"control_request","request_id":"r1","request":{"subtype":"can_use_tool","tool_name":"AskUserQuestion","input":{"questions":[]}}}`)})
+	e.onSurface(s, "main", SurfaceEvent{Type: SurfQuestion, QuestionID: "q_1", T: time.Now()})
+	e.onRecord(transcript.Record{Session: "a1", Dir: transcript.ToCLI, Msg: []byte(`{"type":"control_response","response":{"subtype":"success","request_id":"r1","response":{"behavior":"deny","message":"The user did not answer within 2s: the question timed out."}}}`)})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- e.Await(ctx, Allowed("s1", "q_1")) }()
+	e.onSurface(s, "main", SurfaceEvent{Type: SurfExpired, QuestionID: "q_1", T: time.Now()})
+	err := <-done
+	if err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), "question q_1 expired: the agent of session s1 got deny") {
+		t.Fatalf("Await(Allowed) = %v, want it to fail at once, saying the question expired", err)
 	}
 }

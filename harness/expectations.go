@@ -19,9 +19,24 @@ import (
 
 func exited(s *SessionState) (Verdict, string) {
 	if s.Exit != nil {
-		return Unmeetable, fmt.Sprintf("the agent of session %s exited with status %d", s.Alias, *s.Exit)
+		return Unmeetable, s.exitText()
 	}
 	return Unmet, ""
+}
+
+// exitText says how the agent ended: its status, what it reported wrong,
+// and the end of its stderr where known.
+func (s *SessionState) exitText() string {
+	why := fmt.Sprintf("the agent of session %s exited with status %d", s.Alias, *s.Exit)
+	if f := s.LatestFailures(); len(f) > 0 {
+		why += "; it reported: " + strings.Join(f, "; ")
+	}
+	if e := strings.TrimSpace(s.ExitStderr); e != "" {
+		lines := strings.Split(e, "\n")
+		lines = lines[max(0, len(lines)-5):]
+		why += "; its stderr ended: " + strings.Join(lines, " | ")
+	}
+	return why
 }
 
 // closed says whether connection conn has closed, and why.
@@ -256,9 +271,24 @@ func Allowed(alias, qid string) Expectation {
 					return Met, ""
 				}
 			}
+			if len(req.Responses) > 0 && s.surfaceSaw(SurfExpired, qid) {
+				// It timed out, and the bridge said so: no answer follows.
+				r := req.Responses[0]
+				return Unmeetable, fmt.Sprintf("question %s expired: the agent of session %s got %s %v after the ask", qid, alias, responseSummary(r.Result, r.Msg), r.T.Sub(req.T).Round(time.Millisecond))
+			}
 		}
 		return exited(s)
 	})
+}
+
+// surfaceSaw reports whether any connection was told typ of question qid.
+func (s *SessionState) surfaceSaw(typ, qid string) bool {
+	for _, ev := range s.Surface {
+		if ev.Type == typ && ev.QuestionID == qid {
+			return true
+		}
+	}
+	return false
 }
 
 // ToolResulted is met when the agent of alias's session has written the

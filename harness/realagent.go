@@ -146,10 +146,15 @@ func RealShim(args []string, getenv func(string) string, stdin io.Reader, stdout
 	}
 	r := &relay{sc: sc, rec: rec, cli: p, out: stdout, asked: map[string]*pendingAsk{}, mine: map[string]bool{}, nextStep: first}
 	code := r.run(stdin)
-	if tail := strings.TrimSpace(p.Stderr()); tail != "" {
+	tail := strings.TrimSpace(p.Stderr())
+	if tail != "" {
 		fmt.Fprintln(stderr, tail)
 	}
-	rec.write(transcript.Record{Event: transcript.EventExit, Code: transcript.Int(code)})
+	if len(tail) > 2000 {
+		tail = tail[len(tail)-2000:]
+	}
+	// The harness tells a case's author how the CLI ended, stderr and all.
+	rec.write(transcript.Record{Event: transcript.EventExit, Code: transcript.Int(code), Text: tail})
 	return code
 }
 

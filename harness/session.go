@@ -166,6 +166,12 @@ func (s *Session) Permit(ctx context.Context, conn string, allow bool, reason st
 		return "", err
 	} else if _, ok := c.(Permitter); !ok {
 		return "", &Unsupported{Op: "permit", Message: "the adapter cannot answer other tools' permission prompts"}
+	} else if p, ok := c.(prober); ok {
+		// An adapter that may lack it (exec) is asked first.
+		var un *Unsupported
+		if err := p.probe(ctx, "permit"); errors.As(err, &un) {
+			return "", un
+		}
 	}
 	var id string
 	next := func(ss *SessionState) string {

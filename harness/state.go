@@ -50,6 +50,9 @@ type SessionState struct {
 	// Exit is the agent's exit status, once it exited (the latest agent
 	// process, for a resumed session).
 	Exit *int
+	// ExitStderr is the end of what the agent wrote on stderr, where its
+	// exit record says (the real CLI's, through the shim).
+	ExitStderr string
 	// Failures are what the agents reported wrong: protocol errors and
 	// broken expectations, of every process; LatestFailures, of the latest.
 	Failures []string
@@ -116,7 +119,7 @@ func (s *SessionState) add(r transcript.Record) {
 		s.Resumed, s.ResumedTurns = gjson.GetBytes(r.Msg, "resume").String() != "", 0
 	case r.Event == transcript.EventExit && r.Code != nil:
 		c := *r.Code
-		s.Exit = &c
+		s.Exit, s.ExitStderr = &c, r.Text
 		for _, req := range s.Requests {
 			if len(req.Responses) > 0 {
 				req.Verdict = true

@@ -222,7 +222,7 @@ def main():
                 again.start()
                 emit({"id": rid})
             else:
-                emit({"id": rid, "error": "unknown op %r" % op, "code": "bad_request"})
+                emit({"id": rid, "unsupported": True, "error": "this surface has no %r operation" % op})
         except Rejected as e:
             if args.drop_refused and op in ("answer", "skip", "raw"):
                 emit({"id": rid, "ignored": True})
