@@ -540,3 +540,27 @@ func TestDroppedRefusalsFail(t *testing.T) {
 		}
 	}
 }
+
+// TestPreflight: a program the profile starts that is not there stops the
+// run before any case, every case NOT-RUN with the field and the path.
+func TestPreflight(t *testing.T) {
+	p, err := harness.ParseProfile(filepath.Join(t.TempDir(), "mine.json"), []byte(`{"name": "a bridge not built yet",
+		"start": {"command": "./bin/mybridge", "args": ["--claude", "${CLAUDE}", "--port", "${PORT}"]},
+		"ready": {"url": "http://127.0.0.1:${PORT}/health"}, "claude": "arg",
+		"surface": {"kind": "http", "url": "http://127.0.0.1:${PORT}"}, "capabilities": {"sdk": true}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := conformance.RunSuite(context.Background(), conformance.Config{Profile: p, Askctl: askctlBin}, conformance.RunOptions{})
+	if !errors.Is(err, conformance.ErrBridgeWontStart) || !strings.Contains(err.Error(), `start.command "./bin/mybridge"`) {
+		t.Fatalf("err = %v", err)
+	}
+	for _, r := range rep.Results {
+		if r.Status != conformance.NotRun || !strings.Contains(r.Detail, "mybridge") {
+			t.Errorf("%s: %s %q, want NOT-RUN naming the program", r.Case, r.Status, r.Detail)
+		}
+	}
+	if len(rep.Results) != len(conformance.CaseNames()) {
+		t.Errorf("%d cases reported, want all %d", len(rep.Results), len(conformance.CaseNames()))
+	}
+}

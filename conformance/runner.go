@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/askctl/askctl/claudecli"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -16,7 +16,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/askctl/askctl/claudecli"
 	"github.com/askctl/askctl/harness"
+	"github.com/askctl/askctl/internal/chromium"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -131,6 +133,61 @@ func (o RunOptions) retried(name string, err error) {
 // ErrInterrupted: ctx ended before every case ran.
 var ErrInterrupted = errors.New("interrupted")
 
+// preflight checks what the run needs before any case: the programs the
+// profile starts (where their names are known before a case runs) and a
+// browser for a browser surface.
+func preflight(cfg Config) error {
+	p := cfg.Profile
+	known := map[string]string{"ASKCTL": cfg.Askctl, "PROFILE_DIR": p.Dir}
+	look := func(field, cmd string) error {
+		x := expandKnown(cmd, known)
+		if x == "" || strings.Contains(x, "${") {
+			return nil // named by a variable only a case sets
+		}
+		if strings.Contains(x, "/") && !filepath.IsAbs(x) && p.Dir != "" {
+			x = filepath.Join(p.Dir, x)
+		}
+		if _, err := exec.LookPath(x); err != nil {
+			where := p.File
+			if where == "" {
+				where = "the profile"
+			}
+			return fmt.Errorf("%s: %s %q: %v (build or install it, or fix the path: a relative one is from the profile's directory)", where, field, cmd, err)
+		}
+		return nil
+	}
+	if p.Start != nil {
+		if err := look("start.command", p.Start.Command); err != nil {
+			return err
+		}
+	}
+	if p.Surface.Kind == "exec" {
+		if err := look("surface.command", p.Surface.Command); err != nil {
+			return err
+		}
+	}
+	if p.Surface.Kind == "browser" {
+		if _, err := chromium.Find(p.Surface.Browser.Chromium); err != nil {
+			return fmt.Errorf("the browser surface: %w", err)
+		}
+	}
+	return nil
+}
+
+// expandKnown replaces the ${NAME}s of known in s, and the environment's;
+// the rest stay.
+func expandKnown(s string, known map[string]string) string {
+	return os.Expand(s, func(n string) string {
+		if v, ok := known[n]; ok {
+			return v
+		}
+		if v, ok := os.LookupEnv(n); ok {
+			return v
+		}
+		return "${" + n + "}"
+	})
+}
+
 // ErrBridgeWontStart: no case could start the bridge; the report says why.
 var ErrBridgeWontStart = errors.New("the bridge would not start")
 
@@ -185,6 +242,17 @@ func RunSuite(ctx context.Context, cfg Config, o RunOptions) (*Report, error) {
 		rep.CLI = rel.Version // latest, oldest and release files, named
 	}
 	results := make([]Result, len(files))
+	if err := preflight(cfg); err != nil {
+		// Nothing of the bridge's behaviour can be checked: every case is
+		// NOT-RUN, with what is missing and how to get it.
+		for i, f := range files {
+			name := strings.TrimSuffix(filepath.Base(f), ".txtar")
+			results[i] = Result{Case: name, Requirement: Requirements[name], Status: NotRun, Detail: "the run could not be set up: " + err.Error()}
+		}
+		rep.Results = results
+		sort.Slice(rep.Results, func(i, j int) bool { return rep.Results[i].Case < rep.Results[j].Case })
+		return rep, fmt.Errorf("%w: %v", ErrBridgeWontStart, err)
+	}
 	sem := make(chan struct{}, par)
 	var wg sync.WaitGroup
 	var pmu sync.Mutex

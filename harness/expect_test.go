@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/askctl/askctl/protocol"
 	"github.com/askctl/askctl/scenarios"
 	"github.com/askctl/askctl/transcript"
 )
@@ -312,5 +313,28 @@ func TestAllowedFailsOnExpiry(t *testing.T) {
 	err := <-done
 	if err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), "question q_1 expired: the agent of session s1 got deny") {
 		t.Fatalf("Await(Allowed) = %v, want it to fail at once, saying the question expired", err)
+	}
+}
+
+// TestCardsAreOneRequest: a request shown one card at a time (cards 2..N
+// with the request's one question id) is shown whole: every card's
+// question, once each, in order, a replayed card not counted twice.
+func TestCardsAreOneRequest(t *testing.T) {
+	s := newSessionState("s1", "a1", nil, false)
+	q := func(text string) protocol.Question { return protocol.Question{Question: text, Header: "H"} }
+	for _, ev := range []SurfaceEvent{
+		{Conn: "main", Type: SurfQuestion, QuestionID: "q_1", Questions: []protocol.Question{q("First?")}},
+		{Conn: "main", Type: SurfQuestion, QuestionID: "q_1", Questions: []protocol.Question{q("Second?")}},
+		{Conn: "main", Type: SurfQuestion, QuestionID: "q_1", Questions: []protocol.Question{q("First?")}}, // replayed
+		{Conn: "other", Type: SurfQuestion, QuestionID: "q_1", Questions: []protocol.Question{q("Third?")}},
+	} {
+		s.show(ev)
+	}
+	got, ok := s.shown("main", "q_1")
+	if !ok || len(got) != 2 || got[0].Question != "First?" || got[1].Question != "Second?" {
+		t.Errorf("shown on main: %+v, want the two cards it showed", got)
+	}
+	if got, _ := s.shown("", "q_1"); len(got) != 3 {
+		t.Errorf("shown anywhere: %+v, want three", got)
 	}
 }

@@ -284,13 +284,23 @@ func (s *SessionState) nextQuestion(conn string) (string, bool) {
 }
 
 // shown is question qid as connection conn ("" any) showed it.
+// A request shown one card at a time (the exec contract's card rule) is
+// several question events with its one id: the questions are those of
+// every card, each once, in the order first shown.
 func (s *SessionState) shown(conn, qid string) ([]protocol.Question, bool) {
+	var out []protocol.Question
+	seen := map[string]bool{}
 	for _, ev := range s.Surface {
-		if (conn == "" || ev.Conn == conn) && ev.Type == SurfQuestion && ev.QuestionID == qid && len(ev.Questions) > 0 {
-			return ev.Questions, true
+		if (conn == "" || ev.Conn == conn) && ev.Type == SurfQuestion && ev.QuestionID == qid {
+			for _, q := range ev.Questions {
+				if !seen[q.Question] {
+					seen[q.Question] = true
+					out = append(out, q)
+				}
+			}
 		}
 	}
-	return nil, false
+	return out, len(out) > 0
 }
 
 // taken reports whether connection conn was told of a takeover.
