@@ -57,7 +57,9 @@ to the agent's control_response (answer → agent): p50, p90, p99 and max;
 sessions per second; and the sessions that failed to run (errors), whose
 agent got a wrong answer (wrong), or whose question did not reach the
 surface within the profile's limits.op (default 10s, times --slow) once the
-agent had asked it (lost), each with its whole reason. --plot writes both
+agent had asked it (lost), each with its whole reason. An agent that does
+not ask within the profile's limits.start (default 15s, times --slow) of its
+start or of its previous answer is an error that says so. --plot writes both
 latencies over the run as an SVG. On SIGINT it stops starting sessions,
 reports the ones it cut short as interrupted, and exits 130.
 
@@ -211,6 +213,14 @@ func runBench(ctx context.Context, o *benchOptions) error {
 		show = harness.DefaultOpLimit
 	}
 	show = time.Duration(float64(show) * o.slow)
+	// The agent asks once the bridge has given it its prompt: within the
+	// profile's start limit (default 15 s), scaled, or the session ends
+	// there, saying so, not at the session's whole limit.
+	ask := p.Limits.Start.D()
+	if ask <= 0 {
+		ask = harness.DefaultStartLimit
+	}
+	ask = time.Duration(float64(ask) * o.slow)
 	began := time.Now()
 	var (
 		mu      sync.Mutex
@@ -240,7 +250,7 @@ func runBench(ctx context.Context, o *benchOptions) error {
 				if (total > 0 && i > total) || stopStarting() {
 					return
 				}
-				r := benchSession(ctx, env, &startMu, sc, asks, fmt.Sprintf("b%05d", i), limit, show)
+				r := benchSession(ctx, env, &startMu, sc, asks, fmt.Sprintf("b%05d", i), limit, show, ask)
 				r.started = time.Since(began)
 				mu.Lock()
 				results = append(results, r)
@@ -300,7 +310,7 @@ func runBench(ctx context.Context, o *benchOptions) error {
 
 // benchSession runs one session: start, answer each question as the
 // scenario says as soon as it shows, and read the agent's verdict.
-func benchSession(ctx context.Context, env *harness.Env, startMu *sync.Mutex, sc *scenarios.Scenario, asks []*string, alias string, limit, show time.Duration) benchResult {
+func benchSession(ctx context.Context, env *harness.Env, startMu *sync.Mutex, sc *scenarios.Scenario, asks []*string, alias string, limit, show, ask time.Duration) benchResult {
 	r := benchResult{alias: alias}
 	run := ctx
 	ctx, cancel := context.WithTimeout(ctx, limit)
@@ -325,7 +335,13 @@ func benchSession(ctx context.Context, env *harness.Env, startMu *sync.Mutex, sc
 	for i, skip := range asks {
 		// The agent asks at its own pace; once it has, the surface shows
 		// the question within the op limit, or the session is lost.
-		if err := env.Await(ctx, harness.Asked(alias, i+1)); err != nil {
+		actx, acancel := context.WithTimeout(ctx, ask)
+		err := env.Await(actx, harness.Asked(alias, i+1))
+		acancel()
+		if err != nil {
+			if ctx.Err() == nil && actx.Err() != nil {
+				err = fmt.Errorf("the agent did not ask its question %d within %v (the profile's start limit) of the one before, or of its start: did the bridge give it its prompt, or the answer before? %w", i+1, ask, err)
+			}
 			return fail(benchError, err)
 		}
 		sctx, scancel := context.WithTimeout(ctx, show)

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -70,6 +71,10 @@ func TestBench(t *testing.T) {
 // with exit status 130.
 func TestBenchInterrupted(t *testing.T) {
 	t.Setenv(envTestAsAskctl, "1")
+	// Everything bench starts lives under its own temporary directory:
+	// nothing naming it may outlive the command.
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	progress := &cancelOn{text: "sessions,", cancel: cancel} // the first progress line: some sessions have finished
@@ -85,6 +90,32 @@ func TestBenchInterrupted(t *testing.T) {
 	}
 	if !rep.Interrupted || rep.Outcomes["error"] != 0 || rep.Outcomes["ok"] == 0 || rep.Outcomes["ok"]+rep.Outcomes["interrupted"] != rep.Sessions || rep.Sessions >= 400 {
 		t.Errorf("bench interrupted: %+v, want the finished ok, the cut interrupted, no error", rep)
+	}
+	if left := processesNaming(tmp, 5*time.Second); len(left) > 0 {
+		t.Errorf("bench left running: %v", left)
+	}
+}
+
+// processesNaming waits up to d for no process (but this one) to name
+// path on its command line, and returns those that still do (Linux; none
+// elsewhere).
+func processesNaming(path string, d time.Duration) []string {
+	var left []string
+	for deadline := time.Now().Add(d); ; time.Sleep(50 * time.Millisecond) {
+		left = left[:0]
+		entries, _ := os.ReadDir("/proc")
+		for _, e := range entries {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil || pid == os.Getpid() {
+				continue
+			}
+			if cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && bytes.Contains(cmdline, []byte(path)) {
+				left = append(left, fmt.Sprintf("%d %s", pid, bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '})))
+			}
+		}
+		if len(left) == 0 || time.Now().After(deadline) {
+			return left
+		}
 	}
 }
 
