@@ -564,3 +564,34 @@ func TestPreflight(t *testing.T) {
 		t.Errorf("%d cases reported, want all %d", len(rep.Results), len(conformance.CaseNames()))
 	}
 }
+
+// TestTimeoutIsNoOtherBreach: on a machine too slow for the bridge's
+// timeout (here a timeout of 200ms), a question that times out while a case
+// watches that nothing answers it is a SKIP saying the case was too late,
+// never another requirement's FAIL.
+func TestTimeoutIsNoOtherBreach(t *testing.T) {
+	p, err := harness.LoadProfile(filepath.Join("profiles", "reference-ws.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Capabilities.Timeout = harness.Duration(200 * time.Millisecond) // the bridge is started with it: ${TIMEOUT}
+	rep, err := conformance.RunSuite(context.Background(), conformance.Config{Profile: p, Askctl: askctlBin},
+		conformance.RunOptions{Match: func(n string) bool { return n == "SDK-SKIP-DENY" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rep.Results[0]
+	late := 0
+	for _, row := range r.Rows {
+		switch {
+		case row.Status == conformance.Skip && strings.Contains(row.Detail, "too late to judge"):
+			late++
+		case row.Status != conformance.Pass:
+			t.Errorf("row %q: %s %s", row.Name, row.Status, row.Detail)
+		}
+	}
+	if r.Status == conformance.Fail {
+		t.Errorf("SDK-SKIP-DENY with a 200ms timeout: %s %s", r.Status, r.Detail)
+	}
+	t.Logf("%s; %d row(s) too late to judge", r.Status, late)
+}

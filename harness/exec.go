@@ -96,6 +96,7 @@ type execReply struct {
 // return.
 const (
 	EnvExecSlow           = "ASKCTL_SLOW"
+	EnvExecSharedLink     = "ASKCTL_SHARED_LINK" // "1": the profile declares one link for all sessions
 	EnvExecOpLimit        = "ASKCTL_LIMIT_OP"
 	EnvExecStartLimit     = "ASKCTL_LIMIT_START"
 	EnvExecReconnectLimit = "ASKCTL_LIMIT_RECONNECT"
@@ -116,6 +117,9 @@ func startExecSurface(s SurfaceSpec) (*execSurface, error) {
 	}
 	cmd.Env = append(cmd.Env, EnvExecSlow+"="+strconv.FormatFloat(slow, 'f', -1, 64),
 		EnvExecOpLimit+"="+s.op().String(), EnvExecStartLimit+"="+s.start().String(), EnvExecReconnectLimit+"="+s.reconnect().String())
+	if s.SharedLink {
+		cmd.Env = append(cmd.Env, EnvExecSharedLink+"=1")
+	}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err

@@ -69,8 +69,8 @@ func TestExecSurfaceLimits(t *testing.T) {
 // TestExecSurfaceToldItsLimits: the adapter's environment has the slow
 // factor and the limits it is held to, scaled.
 func TestExecSurfaceToldItsLimits(t *testing.T) {
-	script := `read line; echo "{\"id\":1,\"session\":\"$ASKCTL_SLOW $ASKCTL_LIMIT_OP $ASKCTL_LIMIT_START $ASKCTL_LIMIT_RECONNECT\"}"`
-	s, err := NewSurface(SurfaceSpec{Kind: "exec", Command: "sh", Args: []string{"-c", script}, Slow: 2, Limits: Limits{Op: Duration(3 * time.Second)}})
+	script := `read line; echo "{\"id\":1,\"session\":\"$ASKCTL_SLOW $ASKCTL_LIMIT_OP $ASKCTL_LIMIT_START $ASKCTL_LIMIT_RECONNECT$ASKCTL_SHARED_LINK\"}"`
+	s, err := NewSurface(SurfaceSpec{Kind: "exec", Command: "sh", Args: []string{"-c", script}, Slow: 2, Limits: Limits{Op: Duration(3 * time.Second)}, SharedLink: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,8 +78,8 @@ func TestExecSurfaceToldItsLimits(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	got, err := s.Start(ctx, "hello")
-	if err != nil || got != "2 6s 30s 20s" {
-		t.Errorf("the adapter was told %q (%v), want the slow factor 2, op 6s, start 30s, reconnect 20s", got, err)
+	if err != nil || got != "2 6s 30s 20s1" {
+		t.Errorf("the adapter was told %q (%v), want the slow factor 2, op 6s, start 30s, reconnect 20s, a shared link (1)", got, err)
 	}
 }
 

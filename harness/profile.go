@@ -98,6 +98,12 @@ type SurfaceSpec struct {
 	Command string            `json:"command,omitempty"`
 	Args    []string          `json:"args,omitempty"`
 	Env     map[string]string `json:"env,omitempty"`
+	// SharedLink says the exec surface reaches the person over one link for
+	// all sessions (one chat, one socket): its adapter demultiplexes it,
+	// each open a view of one session on that link, and there is no second
+	// connection to take a session over (capability takeover is refused).
+	// The adapter is told ASKCTL_SHARED_LINK=1.
+	SharedLink bool `json:"shared_link,omitempty"`
 	// Slow scales the adapter's own waits (a reply to an operation, a
 	// connection): 2 doubles them, for a busy machine. 0 means 1.
 	Slow float64 `json:"-"`
@@ -393,10 +399,16 @@ func (p *Profile) check() error {
 		if s.Command == "" {
 			return p.errAt("surface.command", "missing: the command that speaks the exec contract")
 		}
+		if s.SharedLink && p.Capabilities.Takeover {
+			return p.errAt("capabilities.takeover", "a surface with one shared link for all sessions has no second connection to take a session over: leave takeover out")
+		}
 	case "":
 		return p.errAt("surface.kind", "missing: want one of %s", strings.Join(SurfaceKinds, ", "))
 	default:
 		return p.errAt("surface.kind", "want one of %s, got %q", strings.Join(SurfaceKinds, ", "), s.Kind)
+	}
+	if s.SharedLink && s.Kind != "exec" {
+		return p.errAt("surface.shared_link", "only for an exec surface, whose adapter demultiplexes the link; a %s surface has a connection per session", s.Kind)
 	}
 	if err := p.checkMCP(); err != nil {
 		return err

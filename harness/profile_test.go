@@ -22,6 +22,8 @@ func TestParseProfileErrors(t *testing.T) {
 		{"mcp config", `{"name": "x", "surface": {"kind": "http", "url": "u"}, "capabilities": {"mcp": true}, "mcp": {"config": {"servers": {}}}}`, `mcp.config: want {"mcpServers"`},
 		{"mcp server", `{"name": "x", "surface": {"kind": "http", "url": "u"}, "capabilities": {"mcp": true}, "mcp": {"config": {"mcpServers": {"a": {"command": "a"}, "b": {"command": "b"}}}}}`, "mcp.server: missing: mcp.config has 2 servers (a, b)"},
 		{"mcp server unknown", `{"name": "x", "surface": {"kind": "http", "url": "u"}, "capabilities": {"mcp": true}, "mcp": {"server": "c", "config": {"mcpServers": {"a": {"command": "a"}}}}}`, `mcp.server: "c" is not a server of mcp.config (a)`},
+		{"shared link with takeover", "{\n \"name\": \"x\",\n \"surface\": {\"kind\": \"exec\", \"command\": \"a\", \"shared_link\": true},\n \"capabilities\": {\"sdk\": true,\n  \"takeover\": true}\n}", "p.json:5: capabilities.takeover: a surface with one shared link for all sessions has no second connection"},
+		{"shared link not exec", `{"name": "x", "surface": {"kind": "http", "url": "u", "shared_link": true}, "capabilities": {"sdk": true}}`, "surface.shared_link: only for an exec surface"},
 		{"unknown var", "{\n \"name\": \"x\",\n \"surface\": {\"kind\": \"http\", \"url\": \"http://${NO_SUCH_VAR_ASKCTL}\"},\n \"capabilities\": {\"sdk\": true}\n}", "p.json:3: ${NO_SUCH_VAR_ASKCTL}: not a harness variable"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
