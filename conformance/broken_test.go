@@ -254,6 +254,10 @@ func TestOneDefectOneFail(t *testing.T) {
 		// A skip sent as an empty allow: SDK-LATE-ANSWER skips on its way
 		// to the late answers it checks.
 		{"skip-allow-empty", []string{"SDK-NO-EMPTY", "SDK-SKIP-DENY"}, "SDK-SKIP-DENY", []string{"SDK-LATE-ANSWER"}},
+		// multiSelect labels joined with "," : a multiSelect answer is
+		// SDK-ANSWER-MULTI's wherever a case meets one; free text with a
+		// ", " in it, changed, is also SDK-ANSWER-OTHER's own.
+		{"multi-comma", []string{"SDK-ANSWER-MULTI", "SDK-ANSWER-OTHER"}, "SDK-ANSWER-MULTI", []string{"SDK-ANSWER-ALL", "SDK-DELIVER", "SDK-ISOLATION"}},
 		// A bridge that answers every question itself and shows none.
 		{"self-answer", []string{"SDK-DELIVER", "SDK-DELIVER-LATENCY"}, "SDK-DELIVER", []string{"SDK-ANSWER-SINGLE", "SDK-SKIP-DENY", "SDK-TIMEOUT", "UI-RECONNECT-REPLAY"}},
 	} {

@@ -888,6 +888,11 @@ func cmdCheck(ts *testscript.TestScript, neg bool, args []string) {
 			failOwned(ts, "SDK-SKIP-DENY", "the agent of session %s, on a question the person skipped: %s", args[0], p.Text)
 			continue
 		}
+		if p.Owner != "" && p.Owner != ts.Getenv("REQUIREMENT") {
+			// A multiSelect answer joined, ordered or cut wrong: its rule's.
+			failOwned(ts, p.Owner, "the agent of session %s got a multiSelect answer otherwise than the person picked it: %s", args[0], p.Text)
+			continue
+		}
 		problems = append(problems, p.Text)
 	}
 	if len(problems) > 0 {
@@ -938,7 +943,12 @@ func cmdResponse(ts *testscript.TestScript, neg bool, args []string) {
 		if neg {
 			verb = "want anything but"
 		}
-		fail(ts, "%s in the permission result the agent received is %s, %s %s; the result: %s", path, orMissing(got), verb, want, res.Raw)
+		msg := fmt.Sprintf("%s in the permission result the agent received is %s, %s %s; the result: %s", path, orMissing(got), verb, want, res.Raw)
+		if owner := s.AnswerOwner(); !neg && strings.HasPrefix(path, "updatedInput.answers.") && owner != "" && owner != ts.Getenv("REQUIREMENT") {
+			failOwned(ts, owner, "%s", msg) // a multiSelect answer joined, ordered or cut wrong
+			return
+		}
+		fail(ts, "%s", msg)
 	}
 }
 

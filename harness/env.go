@@ -314,6 +314,16 @@ func (e *Env) Answer(ctx context.Context, alias, conn, qid string, answers map[s
 	}
 	t0 := time.Now()
 	ack, err := c.Answer(ctx, qid, answers)
+	if err == nil {
+		e.mu.Lock()
+		if s.sent[qid] == nil {
+			s.sent[qid] = map[string][]string{}
+		}
+		for q, labels := range answers { // a held part, then the rest
+			s.sent[qid][q] = labels
+		}
+		e.mu.Unlock()
+	}
 	if err == nil && ack.Status != "held" {
 		// The answer latency runs from the answer that completed the set.
 		e.answeredAt(s, qid, t0)

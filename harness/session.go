@@ -432,6 +432,19 @@ func (s *Session) Problems(ctx context.Context) ([]Problem, error) {
 	return problems, err
 }
 
+// AnswerOwner is the requirement that owns how the agent's answer to the
+// current question differs from what the person gave, where the way it
+// differs tells (misjoinedOwner): "" otherwise.
+func (s *Session) AnswerOwner() string {
+	var owner string
+	_ = s.read(func(ss *SessionState) {
+		if i := slices.Index(ss.Questions, ss.current); i >= 0 && i < len(ss.Requests) {
+			owner = misjoinedOwner(ss.Requests[i], ss.sent[ss.current])
+		}
+	})
+	return owner
+}
+
 // AnsweredUnshown reports that the bridge answered the agent itself: the
 // agent got a response to every request it made, none of whose questions
 // the harness answered, and exited; and it got an allow for a request whose

@@ -70,9 +70,10 @@ type SessionState struct {
 	byToolUse    map[string]*Request  // Requests by tool_use id
 	answered     map[string]time.Time // question id → when the harness first answered it
 	consumed     map[string]map[string]bool
-	permitted    map[string]bool // permission prompts answered (Session.Permit)
-	skipped      map[string]bool // questions the person skipped, the surface accepting it
-	current      string          // the question the case works on: the last one awaited
+	permitted    map[string]bool                // permission prompts answered (Session.Permit)
+	skipped      map[string]bool                // questions the person skipped, the surface accepting it
+	sent         map[string]map[string][]string // question id → question text → the labels the person answered, the surface accepting them
+	current      string                         // the question the case works on: the last one awaited
 	conns        map[string]Conn
 	gen          map[string]int // connections opened under each name
 }
@@ -106,7 +107,7 @@ type Response struct {
 
 func newSessionState(alias, agentID string, sc *scenarios.Scenario, mcp bool) *SessionState {
 	return &SessionState{Alias: alias, AgentID: agentID, Scenario: sc, MCP: mcp, byReq: map[string]*Request{}, byToolUse: map[string]*Request{},
-		answered: map[string]time.Time{}, skipped: map[string]bool{}, consumed: map[string]map[string]bool{}, conns: map[string]Conn{}, gen: map[string]int{}}
+		answered: map[string]time.Time{}, skipped: map[string]bool{}, sent: map[string]map[string][]string{}, consumed: map[string]map[string]bool{}, conns: map[string]Conn{}, gen: map[string]int{}}
 }
 
 // add turns one record of the session's agent into facts.
@@ -238,6 +239,46 @@ type Problem struct {
 	Text    string
 	Step    *scenarios.Step
 	Skipped bool
+	// Owner, when set, is the requirement the way the answer was broken
+	// belongs to: SDK-ANSWER-MULTI for a multiSelect answer whose labels
+	// are all options, joined, ordered or cut otherwise than the person
+	// picked them.
+	Owner string
+}
+
+// misjoinedOwner is SDK-ANSWER-MULTI when the agent got, for a multiSelect
+// question the person answered, labels that are all options of it, other
+// than the person's labels joined with ", " in their order: a join, an
+// order or a cut that is the multiSelect rule's to judge. "" otherwise.
+func misjoinedOwner(req *Request, sent map[string][]string) string {
+	if len(req.Responses) == 0 || len(sent) == 0 {
+		return ""
+	}
+	answers := gjson.GetBytes(req.Responses[0].Result, "updatedInput.answers")
+	var qs []protocol.Question
+	if err := json.Unmarshal([]byte(gjson.GetBytes(req.Input, "questions").Raw), &qs); err != nil {
+		return ""
+	}
+	for _, q := range qs {
+		labels, ok := sent[q.Question]
+		if !q.MultiSelect || !ok {
+			continue
+		}
+		got := answers.Get(gjson.Escape(q.Question))
+		if got.Type != gjson.String || got.String() == protocol.JoinLabels(labels) {
+			continue
+		}
+		all := true
+		for _, l := range strings.FieldsFunc(got.String(), func(r rune) bool { return r == ',' }) {
+			if !protocol.IsLabel(q, strings.TrimSpace(l)) {
+				all = false
+			}
+		}
+		if all {
+			return "SDK-ANSWER-MULTI"
+		}
+	}
+	return ""
 }
 
 // latestProblems are LatestFailures with their steps.
@@ -247,9 +288,14 @@ func (s *SessionState) latestProblems() []Problem {
 		p := Problem{Text: s.Failures[i]}
 		if n := s.failureSteps[i]; s.Scenario != nil && n >= 1 && n <= len(s.Scenario.Steps) {
 			p.Step = &s.Scenario.Steps[n-1]
-			for _, qid := range s.Questions {
-				if s.skipped[qid] && s.askStep(qid) == p.Step {
+			for i, qid := range s.Questions {
+				if s.askStep(qid) != p.Step {
+					continue
+				}
+				if s.skipped[qid] {
 					p.Skipped = true
+				} else if i < len(s.Requests) {
+					p.Owner = misjoinedOwner(s.Requests[i], s.sent[qid])
 				}
 			}
 		}
