@@ -258,6 +258,11 @@ func TestOneDefectOneFail(t *testing.T) {
 		// SDK-ANSWER-MULTI's wherever a case meets one; free text with a
 		// ", " in it, changed, is also SDK-ANSWER-OTHER's own.
 		{"multi-comma", []string{"SDK-ANSWER-MULTI", "SDK-ANSWER-OTHER"}, "SDK-ANSWER-MULTI", []string{"SDK-ANSWER-ALL", "SDK-DELIVER", "SDK-ISOLATION"}},
+		// Answers keyed q_0, q_1: every case that answers meets it.
+		{"keys-index", []string{"SDK-ANSWER-SINGLE"}, "SDK-ANSWER-SINGLE", []string{"SDK-ANSWER-MULTI", "SDK-DELIVER", "SDK-ISOLATION", "UI-TAKEOVER"}},
+		// Part of a request taken as the whole: the rows that hold a part
+		// end there, BLOCKED.
+		{"partial-sent", []string{"SDK-ANSWER-ALL"}, "SDK-ANSWER-ALL", []string{"SDK-SKIP-DENY", "SDK-TIMEOUT"}},
 		// A bridge that answers every question itself and shows none.
 		{"self-answer", []string{"SDK-DELIVER", "SDK-DELIVER-LATENCY"}, "SDK-DELIVER", []string{"SDK-ANSWER-SINGLE", "SDK-SKIP-DENY", "SDK-TIMEOUT", "UI-RECONNECT-REPLAY"}},
 	} {

@@ -739,7 +739,7 @@ func cmdAnswer(ts *testscript.TestScript, neg bool, args []string) {
 		case errors.As(err, &rj):
 			ts.Logf("refused: %v", err)
 		case err == nil:
-			fail(ts, "%s answers only part of the request, and the bridge took it as %q (want it held or refused)\n%s", what, ack.Status, summary(e, alias))
+			blockedStop(ts, []string{"SDK-ANSWER-ALL"}, "%s answers only part of the request, and the bridge took it as %q (want it held or refused)\n%s", what, ack.Status, summary(e, alias))
 		default:
 			fail(ts, "%s: %v", what, err)
 		}
@@ -889,8 +889,8 @@ func cmdCheck(ts *testscript.TestScript, neg bool, args []string) {
 			continue
 		}
 		if p.Owner != "" && p.Owner != ts.Getenv("REQUIREMENT") {
-			// A multiSelect answer joined, ordered or cut wrong: its rule's.
-			failOwned(ts, p.Owner, "the agent of session %s got a multiSelect answer otherwise than the person picked it: %s", args[0], p.Text)
+			// An answer keyed, completed or joined wrong: its rule's.
+			failOwned(ts, p.Owner, "the agent of session %s got an answer otherwise than the person gave it: %s", args[0], p.Text)
 			continue
 		}
 		problems = append(problems, p.Text)
@@ -944,8 +944,8 @@ func cmdResponse(ts *testscript.TestScript, neg bool, args []string) {
 			verb = "want anything but"
 		}
 		msg := fmt.Sprintf("%s in the permission result the agent received is %s, %s %s; the result: %s", path, orMissing(got), verb, want, res.Raw)
-		if owner := s.AnswerOwner(); !neg && strings.HasPrefix(path, "updatedInput.answers.") && owner != "" && owner != ts.Getenv("REQUIREMENT") {
-			failOwned(ts, owner, "%s", msg) // a multiSelect answer joined, ordered or cut wrong
+		if owner := s.AnswerOwner(); owner != "" && owner != ts.Getenv("REQUIREMENT") {
+			failOwned(ts, owner, "%s", msg) // an answer keyed, completed or joined wrong: its rule's
 			return
 		}
 		fail(ts, "%s", msg)

@@ -125,10 +125,18 @@ func (st *State) requestViolations(s *SessionState, timeout time.Duration) []Vio
 			answers := res.Get("updatedInput.answers")
 			texts := map[string]bool{}
 			for _, q := range asked {
+				texts[q.Get("question").String()] = true
+			}
+			miskeyed := false // answers keyed otherwise (q_0): SDK-ANSWER-SINGLE's, not a missing answer
+			answers.ForEach(func(k, _ gjson.Result) bool {
+				miskeyed = miskeyed || !texts[k.String()]
+				return true
+			})
+			for _, q := range asked {
 				text := q.Get("question").String()
-				texts[text] = true
 				a := answers.Get(gjson.Escape(text))
 				switch {
+				case !a.Exists() && miskeyed:
 				case !a.Exists():
 					add("SDK-ANSWER-ALL", "the allow for %s has no answer to %q: every question is answered, at once", what, text)
 				case a.Type != gjson.String:

@@ -434,12 +434,12 @@ func (s *Session) Problems(ctx context.Context) ([]Problem, error) {
 
 // AnswerOwner is the requirement that owns how the agent's answer to the
 // current question differs from what the person gave, where the way it
-// differs tells (misjoinedOwner): "" otherwise.
+// differs tells (answerOwner): "" otherwise.
 func (s *Session) AnswerOwner() string {
 	var owner string
 	_ = s.read(func(ss *SessionState) {
 		if i := slices.Index(ss.Questions, ss.current); i >= 0 && i < len(ss.Requests) {
-			owner = misjoinedOwner(ss.Requests[i], ss.sent[ss.current])
+			owner = answerOwner(ss.Requests[i], ss.sent[ss.current])
 		}
 	})
 	return owner

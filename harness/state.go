@@ -135,7 +135,9 @@ func (s *SessionState) add(r transcript.Record) {
 		}
 		s.failed(r.Step, "expectation: "+r.Text)
 	case r.Event == transcript.EventError:
-		s.failed(0, fmt.Sprintf("%s: %s", r.Kind, r.Text))
+		// Its step too: what the response there was tells whose rule the
+		// protocol error is (answerOwner reads it, not the text).
+		s.failed(r.Step, fmt.Sprintf("%s: %s", r.Kind, r.Text))
 	case r.Event == transcript.EventExpect && r.OK != nil && !*r.OK:
 		s.failed(r.Step, "expectation: "+r.Text)
 	case r.Dir == transcript.FromCLI:
@@ -240,24 +242,47 @@ type Problem struct {
 	Step    *scenarios.Step
 	Skipped bool
 	// Owner, when set, is the requirement the way the answer was broken
-	// belongs to: SDK-ANSWER-MULTI for a multiSelect answer whose labels
-	// are all options, joined, ordered or cut otherwise than the person
-	// picked them.
+	// belongs to (answerOwner).
 	Owner string
 }
 
-// misjoinedOwner is SDK-ANSWER-MULTI when the agent got, for a multiSelect
-// question the person answered, labels that are all options of it, other
-// than the person's labels joined with ", " in their order: a join, an
-// order or a cut that is the multiSelect rule's to judge. "" otherwise.
-func misjoinedOwner(req *Request, sent map[string][]string) string {
+// answerOwner is the requirement that owns how the allow the agent got
+// for a question the person answered differs from what they gave, where
+// the way it differs tells; "" otherwise:
+//   - SDK-ANSWER-SINGLE: an answer keyed by no question's text (q_0);
+//   - SDK-ANSWER-ALL: an allow though the person answered only part of the
+//     request (sent before every question was answered);
+//   - SDK-ANSWER-MULTI: a multiSelect answer whose labels are all options,
+//     joined, ordered or cut otherwise than the person picked them.
+func answerOwner(req *Request, sent map[string][]string) string {
 	if len(req.Responses) == 0 || len(sent) == 0 {
 		return ""
 	}
-	answers := gjson.GetBytes(req.Responses[0].Result, "updatedInput.answers")
+	res := gjson.ParseBytes(req.Responses[0].Result)
+	if res.Get("behavior").String() != protocol.BehaviorAllow {
+		return ""
+	}
+	answers := res.Get("updatedInput.answers")
 	var qs []protocol.Question
 	if err := json.Unmarshal([]byte(gjson.GetBytes(req.Input, "questions").Raw), &qs); err != nil {
 		return ""
+	}
+	texts := map[string]bool{}
+	for _, q := range qs {
+		texts[q.Question] = true
+	}
+	owner := ""
+	answers.ForEach(func(k, _ gjson.Result) bool {
+		if !texts[k.String()] {
+			owner = "SDK-ANSWER-SINGLE"
+		}
+		return owner == ""
+	})
+	if owner != "" {
+		return owner
+	}
+	if len(sent) < len(qs) {
+		return "SDK-ANSWER-ALL"
 	}
 	for _, q := range qs {
 		labels, ok := sent[q.Question]
@@ -295,7 +320,7 @@ func (s *SessionState) latestProblems() []Problem {
 				if s.skipped[qid] {
 					p.Skipped = true
 				} else if i < len(s.Requests) {
-					p.Owner = misjoinedOwner(s.Requests[i], s.sent[qid])
+					p.Owner = answerOwner(s.Requests[i], s.sent[qid])
 				}
 			}
 		}
