@@ -409,7 +409,10 @@ func TestTooLateIsSkip(t *testing.T) {
 		}
 		return f
 	}
-	late := p.Capabilities.Timeout.D() + 500*time.Millisecond
+	// The bridge's timeout is the declared one scaled by the slow factor
+	// (make race runs with ASKCTL_SLOW=2): the late answer comes after that.
+	slow, _ := strconv.ParseFloat(os.Getenv(conformance.EnvSlow), 64)
+	late := p.WithSlowTimeout(slow).Capabilities.Timeout.D() + 500*time.Millisecond
 	rep, err := conformance.RunSuite(context.Background(), conformance.Config{Profile: p, Askctl: askctlBin},
 		conformance.RunOptions{Files: []string{write("late", fmt.Sprintf("sleep %dms\n", late.Milliseconds())), write("in-time", "")}})
 	if err != nil {
