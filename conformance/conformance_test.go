@@ -598,3 +598,30 @@ func TestTimeoutIsNoOtherBreach(t *testing.T) {
 	}
 	t.Logf("%s; %d row(s) too late to judge", r.Status, late)
 }
+
+// TestMissingOperationsAreSkips: an adapter with only start and open
+// written (every other operation unsupported, as askctl init's skeleton
+// has them) gets SKIPs naming what to write, never a FAIL (a new user's
+// trial had three: the race's answers and the pending list).
+func TestMissingOperationsAreSkips(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("the exec example needs python3")
+	}
+	p, err := harness.LoadProfile(filepath.Join("profiles", "reference-exec.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Surface.Args = append(p.Surface.Args, "--lacks", "answer,pending,skip,raw,permit,drop,resume,close")
+	rep, err := conformance.RunSuite(context.Background(), conformance.Config{Profile: p, Askctl: askctlBin}, conformance.RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Results {
+		if r.Status == conformance.Fail || r.Status == conformance.Blocked {
+			t.Errorf("%s: %s %s", r.Case, r.Status, r.Detail)
+		}
+		if r.Status == conformance.Skip && !strings.Contains(r.Detail, "not written yet") && !strings.Contains(r.Detail, "does not declare capability") {
+			t.Errorf("%s: skipped for %q, want the missing operation named", r.Case, r.Detail)
+		}
+	}
+}

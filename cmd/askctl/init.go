@@ -154,13 +154,16 @@ func runInit(ctx context.Context, o *initOptions) error {
 	fmt.Fprintf(w, `
 Next, fill in each TODO:
   1. %s: "start" (your bridge's command; ${PORT} is a free port, ${STATE}
-     a fresh directory), "ready" (a URL that answers 2xx once it serves),
-     "claude" (how your bridge is told the CLI's path: ${CLAUDE} goes there),
-     "capabilities" (only what it does; start it with a 2s question timeout).
+     a fresh directory, ${TIMEOUT} the question timeout it declares),
+     "ready" (a URL that answers 2xx once it serves), "claude" (how your
+     bridge is told the CLI's path: ${CLAUDE} goes there), "capabilities"
+     (only what it does), and "surface.args" (what your adapter needs to
+     reach the bridge: it gets http://127.0.0.1:${PORT} and ${STATE}).
   2. %s: each operation, on your surface.
   3. askctl conformance --bridge %s -v
-The profile's fields and the adapter's contract: askctl conformance --help, and
-conformance/README.md in askctl's repository ("A profile", "The exec contract").
+The profile's fields and the adapter's contract: conformance/README.md in
+askctl's repository ("A profile", "The exec contract"); its worked example,
+examples/exec/reference_surface.py.
 `, profile, filepath.Join(o.dir, v.Adapter), profile)
 	return nil
 }

@@ -153,6 +153,7 @@ def main():
     ap.add_argument("--token-file", required=True, help="the bridge's token file")
     ap.add_argument("--no-skip", action="store_true", help="play a chat surface with no skip button: the skip op is unsupported")
     ap.add_argument("--drop-empty", action="store_true", help="play a chat that drops an empty message: a blank answer is ignored")
+    ap.add_argument("--lacks", default="", help="comma-separated operations to play as missing (unsupported), as an adapter not written yet")
     ap.add_argument("--no-resume", action="store_true", help="play a surface that cannot resume a dropped stream: drop is unsupported")
     ap.add_argument("--drop-refused", action="store_true", help="play a chat that says nothing when the bridge refuses an answer or skip (too late, malformed): it is ignored")
     args = ap.parse_args()
@@ -169,6 +170,9 @@ def main():
             continue
         req = json.loads(line)
         rid, op = req.get("id"), req.get("op")
+        if op in args.lacks.split(","):
+            emit({"id": rid, "unsupported": True, "error": "TODO: %s is not written yet" % op})
+            continue
         try:
             if op == "start":
                 _, s = bridge.request("POST", "/api/sessions", {"prompt": req["prompt"]})

@@ -22,6 +22,12 @@ import threading
 
 _out = threading.Lock()
 
+# Where your bridge is: the profile passes them (surface.args), and may pass
+# more; ${PORT} and ${STATE} are the bridge's port and state directory, as in
+# start.args (a token file there, say).
+BRIDGE_URL = sys.argv[1] if len(sys.argv) > 1 else ""
+STATE_DIR = sys.argv[2] if len(sys.argv) > 2 else ""
+
 
 def send(obj):
     """Write one reply or event (any thread)."""
