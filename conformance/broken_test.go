@@ -61,6 +61,21 @@ var brokenOnce = sync.OnceValues(func() (string, error) {
 	return bin, nil
 })
 
+// brokenSetup is what a test of the broken bridges needs: askctl built
+// with them (not under -short) and the reference profile over kind.
+func brokenSetup(t *testing.T, kind string) (bin string, base *harness.Profile) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds askctl with the broken bridges")
+	}
+	bin = buildBroken(t)
+	base, err := harness.LoadProfile(filepath.Join("profiles", "reference-"+kind+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin, base
+}
+
 // brokenProfile is base, its bridge started with defect d.
 func brokenProfile(base *harness.Profile, d string) *harness.Profile {
 	p := *base
@@ -165,15 +180,8 @@ func TestBrokenBridges(t *testing.T) {
 // named for each defect fails (only that case runs: the real CLI is slow to
 // start).
 func TestBrokenBridgesRealAgent(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds askctl with the broken bridges")
-	}
+	bin, base := brokenSetup(t, "ws")
 	claude := testenv.RealClaude(t)
-	bin := buildBroken(t)
-	base, err := harness.LoadProfile(filepath.Join("profiles", "reference-ws.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	for d, want := range defects {
 		t.Run(d, func(t *testing.T) {
 			t.Parallel()
@@ -196,15 +204,8 @@ func TestBrokenBridgesRealAgent(t *testing.T) {
 // cases before it ran, the rest are NOT-RUN and say which failure stopped
 // the run.
 func TestFailFast(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds askctl with the broken bridges")
-	}
 	t.Parallel()
-	bin := buildBroken(t)
-	base, err := harness.LoadProfile(filepath.Join("profiles", "reference-ws.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin, base := brokenSetup(t, "ws")
 	// One case at a time, in name order: SDK-ANSWER-SINGLE passes,
 	// SDK-NO-EMPTY fails on a skip sent as an empty allow, and neither
 	// SDK-SKIP-DENY nor SDK-TIMEOUT after it may start.
@@ -236,15 +237,8 @@ func TestFailFast(t *testing.T) {
 // fails exactly the requirements the defect breaks; a case that needs the
 // broken behaviour on its way is BLOCKED by its owner, never FAILed.
 func TestOneDefectOneFail(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds askctl with the broken bridges and runs the whole suite twice")
-	}
 	t.Parallel()
-	bin := buildBroken(t)
-	base, err := harness.LoadProfile(filepath.Join("profiles", "reference-ws.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin, base := brokenSetup(t, "ws")
 	for _, tc := range []struct {
 		defect  string
 		failing []string
@@ -300,15 +294,8 @@ func TestOneDefectOneFail(t *testing.T) {
 // fails ends alone and the rows after it run; a row a capability leaves out
 // is a SKIP naming it; JUnit lists each row.
 func TestRowsAreVerdicts(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds askctl with the broken bridges")
-	}
 	t.Parallel()
-	bin := buildBroken(t)
-	base, err := harness.LoadProfile(filepath.Join("profiles", "reference-ws.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin, base := brokenSetup(t, "ws")
 	// A held part that restarts the deadline breaks the third of
 	// SDK-TIMEOUT's four rows; the fourth runs all the same.
 	rep, err := conformance.RunSuite(context.Background(), conformance.Config{Profile: brokenProfile(base, "deadline-reset-held"), Askctl: bin},
@@ -368,18 +355,11 @@ func TestRowsAreVerdicts(t *testing.T) {
 // they pass on the reference bridge and fail on one that starts a resumed
 // stream over.
 func TestExecDropResume(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds askctl with the broken bridges")
-	}
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("the exec example needs python3")
 	}
 	t.Parallel()
-	bin := buildBroken(t)
-	base, err := harness.LoadProfile(filepath.Join("profiles", "reference-exec.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin, base := brokenSetup(t, "exec")
 	rows := func(p *harness.Profile, askctl string) []conformance.RowResult {
 		rep, err := conformance.RunSuite(context.Background(), conformance.Config{Profile: p, Askctl: askctl},
 			conformance.RunOptions{Match: func(n string) bool { return n == "UI-RECONNECT-REPLAY" }})

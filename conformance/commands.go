@@ -145,6 +145,7 @@ func baseCtx(ts *testscript.TestScript) context.Context {
 // bridge could not be set up: what it checks was never reached.
 func fail(ts *testscript.TestScript, format string, args ...any) {
 	setup := false
+	var un *harness.Unsupported
 	for _, a := range args {
 		var se *harness.SetupError
 		if err, ok := a.(error); ok && errors.As(err, &se) {
@@ -152,7 +153,16 @@ func fail(ts *testscript.TestScript, format string, args ...any) {
 			if c := ts.Value(keyCfg).(*Config); c.setupFailed != nil {
 				c.setupFailed(se)
 			}
+		} else if ok {
+			errors.As(err, &un)
 		}
+	}
+	if un != nil && !setup {
+		// An operation the surface lacks, whatever command met it: a SKIP
+		// naming it, never a FAIL. (One the bridge's setup needs, such as
+		// start, leaves the case NOT-RUN.)
+		skipUnsupported(ts, un)
+		panic(rowEnded{}) // in a row: the row ends; commandFuncs goes on
 	}
 	id := ts.Getenv("REQUIREMENT")
 	r := Requirements[id]
@@ -435,9 +445,8 @@ func cmdDisconnect(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 2 {
 		ts.Fatalf("usage: disconnect ALIAS CONN")
 	}
-	e := envOf(ts)
-	if err := e.Disconnect(args[0], args[1]); err != nil {
-		rejected(ts, false, "", err, "closing connection "+args[1], e, args[0]) // unsupported: a SKIP naming it
+	if err := envOf(ts).Disconnect(args[0], args[1]); err != nil {
+		fail(ts, "closing connection %s: %v", args[1], err)
 	}
 }
 
@@ -645,33 +654,37 @@ func timedOutMeanwhile(ts *testscript.TestScript, s *harness.Session, qid string
 	ts.Fatalf("SKIP: %s", why)
 }
 
+// skipUnsupported: the surface has no such operation, so what the case
+// checks cannot be reached through it. Neither a pass nor a failure: the
+// run reports a SKIP naming the operation (go test, which has no such
+// outcome here, a failure). In a generated row, the row alone is skipped:
+// the lines left in it do nothing (commandFuncs), and the case goes on.
+// It returns only in a row, where its caller may go on to do nothing.
+func skipUnsupported(ts *testscript.TestScript, un *harness.Unsupported) {
+	c := ts.Value(keyCfg).(*Config)
+	if row := ts.Getenv("DIMENSION"); row != "" {
+		ts.Setenv("ROW_SKIPPED", row)
+		if c.rowSkipped != nil {
+			c.rowSkipped(row, un.Error())
+		}
+		if c.row != nil {
+			c.row(row, Skip, un.Error())
+		}
+		ts.Logf("row %q skipped: %v", row, un)
+		return
+	}
+	if c.unsupported != nil {
+		c.unsupported(un.Error())
+	}
+	ts.Fatalf("SKIP: %v", un)
+}
+
 func rejected(ts *testscript.TestScript, neg bool, code string, err error, what string, e *harness.Env, alias string) {
 	var rj *harness.Rejected
 	var un *harness.Unsupported
 	switch {
 	case errors.As(err, &un):
-		// The surface has no such operation: what the case checks cannot
-		// be reached through it. Neither a pass nor a failure: the run
-		// reports a SKIP naming the operation (go test, which has no such
-		// outcome here, a failure).
-		c := ts.Value(keyCfg).(*Config)
-		if row := ts.Getenv("DIMENSION"); row != "" {
-			// In a generated row, the row alone is skipped: the lines
-			// left in it do nothing (commandFuncs), and the case goes on.
-			ts.Setenv("ROW_SKIPPED", row)
-			if c.rowSkipped != nil {
-				c.rowSkipped(row, un.Error())
-			}
-			if c.row != nil {
-				c.row(row, Skip, un.Error())
-			}
-			ts.Logf("row %q skipped: %v", row, un)
-			return
-		}
-		if c.unsupported != nil {
-			c.unsupported(un.Error())
-		}
-		ts.Fatalf("SKIP: %v", un)
+		skipUnsupported(ts, un)
 	case neg && errors.Is(err, harness.ErrIgnored) && code == "" && clearErrorRequired[ts.Getenv("REQUIREMENT")]:
 		fail(ts, "%s was taken and dropped without a word (the surface says ignored): the person must get a clear error\n%s", what, summary(e, alias))
 	case neg && errors.Is(err, harness.ErrIgnored) && code == "":
@@ -853,13 +866,9 @@ func cmdRace(ts *testscript.TestScript, neg bool, args []string) {
 	var rj *harness.Rejected
 	wins := 0
 	for _, err := range errs {
-		var un *harness.Unsupported
 		switch {
 		case err == nil:
 			wins++
-		case errors.As(err, &un):
-			rejected(ts, false, "", err, "an answer in the race", e, alias) // a SKIP naming it (its row's, in a row)
-			return
 		case !errors.As(err, &rj):
 			fail(ts, "an answer in the race failed without a rejection: %v", err)
 		}
@@ -1000,10 +1009,6 @@ func cmdPending(ts *testscript.TestScript, neg bool, args []string) {
 	found := false
 	for {
 		if ps, err = s.Pending(ctx, connFlag(f)); err != nil {
-			if un := (*harness.Unsupported)(nil); errors.As(err, &un) {
-				rejected(ts, false, "", err, "listing pending questions", e, args[0]) // a SKIP naming it (its row's, in a row)
-				return
-			}
 			fail(ts, "listing pending questions: %v", err)
 		}
 		ids, found = nil, false

@@ -139,30 +139,36 @@ var ErrInterrupted = errors.New("interrupted")
 func preflight(cfg Config) error {
 	p := cfg.Profile
 	known := map[string]string{"ASKCTL": cfg.Askctl, "PROFILE_DIR": p.Dir}
-	look := func(field, cmd string) error {
-		x := expandKnown(cmd, known)
-		if x == "" || strings.Contains(x, "${") {
-			return nil // named by a variable only a case sets
+	// Expanded as the harness starts them: a relative command is from the
+	// profile's directory.
+	x := p.Expanded(known)
+	look := func(field, raw, cmd string) error {
+		unset := false
+		os.Expand(raw, func(n string) string {
+			if _, ok := known[n]; !ok && os.Getenv(n) == "" {
+				unset = true // named by a variable only a case sets
+			}
+			return ""
+		})
+		if cmd == "" || unset {
+			return nil
 		}
-		if strings.Contains(x, "/") && !filepath.IsAbs(x) && p.Dir != "" {
-			x = filepath.Join(p.Dir, x)
-		}
-		if _, err := exec.LookPath(x); err != nil {
+		if _, err := exec.LookPath(cmd); err != nil {
 			where := p.File
 			if where == "" {
 				where = "the profile"
 			}
-			return fmt.Errorf("%s: %s %q: %v (build or install it, or fix the path: a relative one is from the profile's directory)", where, field, cmd, err)
+			return fmt.Errorf("%s: %s %q: %v (build or install it, or fix the path: a relative one is from the profile's directory)", where, field, raw, err)
 		}
 		return nil
 	}
 	if p.Start != nil {
-		if err := look("start.command", p.Start.Command); err != nil {
+		if err := look("start.command", p.Start.Command, x.Start.Command); err != nil {
 			return err
 		}
 	}
 	if p.Surface.Kind == "exec" {
-		if err := look("surface.command", p.Surface.Command); err != nil {
+		if err := look("surface.command", p.Surface.Command, x.Surface.Command); err != nil {
 			return err
 		}
 	}
@@ -172,20 +178,6 @@ func preflight(cfg Config) error {
 		}
 	}
 	return nil
-}
-
-// expandKnown replaces the ${NAME}s of known in s, and the environment's;
-// the rest stay.
-func expandKnown(s string, known map[string]string) string {
-	return os.Expand(s, func(n string) string {
-		if v, ok := known[n]; ok {
-			return v
-		}
-		if v, ok := os.LookupEnv(n); ok {
-			return v
-		}
-		return "${" + n + "}"
-	})
 }
 
 // ErrBridgeWontStart: no case could start the bridge; the report says why.
