@@ -75,7 +75,7 @@ type Config struct {
 	// the bridge promises (an accepted session is started, an accepted
 	// answer reaches its agent exactly once); the kill tests end the
 	// process there. The points: CrashAccepted, CrashAnswerCommitted,
-	// CrashAnswerWritten, CrashResumeCommitted.
+	// CrashAnswerWritten, CrashResumeCommitted, CrashAskRead, CrashAskFound.
 	Crash func(point string)
 }
 
@@ -85,6 +85,8 @@ const (
 	CrashAnswerCommitted = "answer-committed" // an answer stored, nothing written to the agent
 	CrashAnswerWritten   = "answer-written"   // the answer written whole to the agent, not yet marked delivered
 	CrashResumeCommitted = "resume-committed" // a late answer stored, the session not yet resumed
+	CrashAskRead         = "ask-read"         // an agent's question read, not yet stored
+	CrashAskFound        = "ask-found"        // a restarted bridge found the question a lost agent asked, not yet stored
 )
 
 func (b *Bridge) crash(point string) {
@@ -272,7 +274,7 @@ func New(cfg Config) (*Bridge, error) {
 		unlock()
 		return nil, err
 	}
-	if err := b.recover(ctx, lostAt); err != nil {
+	if err := b.recover(ctx); err != nil {
 		b.end()
 		st.Close()
 		unlock()
@@ -753,6 +755,7 @@ func (b *Bridge) ask(sessionID string, s *sdk.Session, r sdk.Request) {
 		_ = s.Respond(r.ID, protocol.Reply{Answers: answers})
 		return
 	}
+	b.crash(CrashAskRead)
 	now := time.Now()
 	q := &bridgeapi.Question{ID: newID("q_"), SessionID: sessionID, RequestID: r.ID, ToolUseID: r.ToolUseID, Questions: in.Questions,
 		Status: bridgeapi.QuestionPending, CreatedAt: now, Deadline: now.Add(b.cfg.Timeout), TimeoutSeconds: timeoutSeconds(b.cfg.Timeout), Input: r.Input}

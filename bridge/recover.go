@@ -62,7 +62,7 @@ const agentGoneWait = 3 * time.Second
 // stored and did not see delivered are delivered or found delivered. The
 // work goes on in the background; the questions and sessions are listed
 // as they are meanwhile.
-func (b *Bridge) recover(ctx context.Context, lostAt time.Time) error {
+func (b *Bridge) recover(ctx context.Context) error {
 	due, err := b.st.due(ctx)
 	if err != nil {
 		return err
@@ -88,11 +88,21 @@ func (b *Bridge) recover(ctx context.Context, lostAt time.Time) error {
 	if err != nil {
 		return err
 	}
+	// A question a lost session's agent asked as its bridge died may not
+	// have been stored. Its file is read once it is read to the end: a
+	// bridge killed while it waited for the agent, or read, leaves the
+	// session to the next.
+	ids, err := b.st.unread(ctx)
+	if err != nil {
+		return err
+	}
+	unread := map[string]bool{}
+	for _, id := range ids {
+		unread[id] = true
+	}
 	n := 0
 	for _, s := range ss {
-		if s.Status == bridgeapi.StatusLost && s.ClaudeSessionID != "" && ts(s.EndedAt) == ts(lostAt) {
-			// Lost now: a question its agent asked as the bridge died may
-			// not have been stored.
+		if s.Status == bridgeapi.StatusLost && unread[s.ID] {
 			b.wg.Add(1)
 			go func() {
 				defer b.wg.Done()
@@ -198,13 +208,21 @@ func (b *Bridge) redeliver(q *bridgeapi.Question) {
 // orphaned, and an answer resumes the session, as for any question a
 // crash left pending.
 func (b *Bridge) recoverAsked(ss *bridgeapi.Session) {
+	if ss.ClaudeSessionID == "" {
+		b.readAsked(ss) // no file to read: the agent never said its session
+		return
+	}
 	b.awaitAgentGone(ss.ID)
+	if b.ctx.Err() != nil {
+		return // the next bridge reads it
+	}
 	toolUseID, input, err := b.unanswered(ss)
 	if err != nil {
 		b.cfg.Logf("session %s: reading its agent's session file: %v", ss.ID, err)
 		return
 	}
 	if toolUseID == "" {
+		b.readAsked(ss)
 		return
 	}
 	known, err := b.st.questions(b.ctx, "", ss.ID)
@@ -213,14 +231,17 @@ func (b *Bridge) recoverAsked(ss *bridgeapi.Session) {
 	}
 	for _, q := range known {
 		if q.ToolUseID == toolUseID {
-			return // stored: it is listed, or was settled
+			b.readAsked(ss) // stored: it is listed, or was settled
+			return
 		}
 	}
 	in, err := protocol.ParseAskInput(input)
 	if err != nil || len(in.Questions) == 0 {
 		b.cfg.Logf("session %s: its agent asked %s as the bridge stopped, with input it cannot read: %v", ss.ID, toolUseID, err)
+		b.readAsked(ss)
 		return
 	}
+	b.crash(CrashAskFound)
 	now := time.Now()
 	q := &bridgeapi.Question{ID: newID("q_"), SessionID: ss.ID, ToolUseID: toolUseID, Questions: in.Questions, Status: bridgeapi.QuestionPending,
 		CreatedAt: now, Deadline: now.Add(b.cfg.Timeout), TimeoutSeconds: timeoutSeconds(b.cfg.Timeout), Input: input, Orphaned: true}
@@ -230,6 +251,7 @@ func (b *Bridge) recoverAsked(ss *bridgeapi.Session) {
 		b.cfg.Logf("session %s: storing the question its agent asked as the bridge stopped: %v", ss.ID, err)
 		return
 	}
+	b.readAsked(ss) // a bridge killed before this finds the question stored
 	b.cfg.Logf("session %s: its agent asked as the bridge stopped, before the question was stored: stored now as %s; answering it resumes the session", ss.ID, q.ID)
 	b.keepDeadline(q)
 	b.publish(bridgeapi.Event{Type: bridgeapi.EventQuestion, SessionID: q.SessionID, QuestionID: q.ID, Questions: shown(q.Questions), TimeoutSeconds: q.TimeoutSeconds})
@@ -237,17 +259,26 @@ func (b *Bridge) recoverAsked(ss *bridgeapi.Session) {
 	b.startDeciding(q)
 }
 
+// readAsked records that ss's agent file was read for a question asked as
+// its bridge died: no later bridge reads it again.
+func (b *Bridge) readAsked(ss *bridgeapi.Session) {
+	if err := b.st.read(b.ctx, ss.ID); err != nil {
+		b.cfg.Logf("session %s: recording that its agent's file was read: %v", ss.ID, err)
+	}
+}
+
 // unanswered is the last AskUserQuestion call in a session's file that has
-// no tool_result: its tool_use id and input ("" if there is none).
+// no tool_result, or only the one the agent writes when its stdin closes
+// while it asks: its tool_use id and input ("" if there is none).
 func (b *Bridge) unanswered(ss *bridgeapi.Session) (string, json.RawMessage, error) {
 	var id string
 	var input json.RawMessage
-	err := b.eachRow(ss, func(typ string, blocks []sessionBlock, _ string) bool {
-		for _, bl := range blocks {
+	err := b.eachRow(ss, func(r sessionRow) bool {
+		for _, bl := range r.Blocks {
 			switch {
-			case typ == "assistant" && bl.Type == "tool_use" && bl.Name == protocol.ToolAskUserQuestion:
+			case r.Type == "assistant" && bl.Type == "tool_use" && bl.Name == protocol.ToolAskUserQuestion:
 				id, input = bl.ID, bl.Input
-			case typ == "user" && bl.Type == "tool_result" && bl.ToolUseID == id:
+			case r.Type == "user" && bl.Type == "tool_result" && bl.ToolUseID == id && !r.Unanswered:
 				id, input = "", nil
 			}
 		}
@@ -312,14 +343,14 @@ func (b *Bridge) awaitAgentGone(session string) {
 // resumed session that got it).
 func (b *Bridge) received(ss *bridgeapi.Session, q *bridgeapi.Question, prompt string) (bool, error) {
 	found := false
-	err := b.eachRow(ss, func(typ string, blocks []sessionBlock, text string) bool {
-		if typ != "user" {
+	err := b.eachRow(ss, func(r sessionRow) bool {
+		if r.Type != "user" {
 			return false
 		}
-		if text == prompt {
+		if r.Text == prompt {
 			found = true
 		}
-		for _, bl := range blocks {
+		for _, bl := range r.Blocks {
 			if bl.Type == "tool_result" && q.ToolUseID != "" && bl.ToolUseID == q.ToolUseID && isReply(q, bl) || bl.Type == "text" && bl.Text == prompt {
 				found = true
 			}
@@ -361,10 +392,21 @@ func isReply(q *bridgeapi.Question, bl sessionBlock) bool {
 	return bl.IsError && msg != "" && strings.Contains(text, msg)
 }
 
-// eachRow calls f with each message row of the agent's session file: its
-// type, its content blocks, or its content when that is a string; f
+// sessionRow is a message row of an agent's session file.
+type sessionRow struct {
+	Type   string
+	Blocks []sessionBlock // its content blocks
+	Text   string         // its content, when that is a string
+	// Unanswered marks the row of a tool result the agent wrote for a
+	// request its stdin closed on: the CLI withdraws the request
+	// (interruptedByShutdown) or, in releases before that, fails the tool
+	// (toolDenialUnanswered). Nobody answered it.
+	Unanswered bool
+}
+
+// eachRow calls f with each message row of the agent's session file; f
 // returning true stops. A missing file has no rows.
-func (b *Bridge) eachRow(ss *bridgeapi.Session, f func(typ string, blocks []sessionBlock, text string) bool) error {
+func (b *Bridge) eachRow(ss *bridgeapi.Session, f func(sessionRow) bool) error {
 	if ss.ClaudeSessionID == "" {
 		return nil
 	}
@@ -390,16 +432,17 @@ func (b *Bridge) eachRow(ss *bridgeapi.Session, f func(typ string, blocks []sess
 			Message struct {
 				Content json.RawMessage `json:"content"`
 			} `json:"message"`
+			InterruptedByShutdown bool `json:"interruptedByShutdown"`
+			ToolDenialUnanswered  bool `json:"toolDenialUnanswered"`
 		}
 		if json.Unmarshal(sc.Bytes(), &row) != nil {
 			continue
 		}
-		var text string
-		var blocks []sessionBlock
-		if json.Unmarshal(row.Message.Content, &text) != nil {
-			_ = json.Unmarshal(row.Message.Content, &blocks)
+		r := sessionRow{Type: row.Type, Unanswered: row.InterruptedByShutdown || row.ToolDenialUnanswered}
+		if json.Unmarshal(row.Message.Content, &r.Text) != nil {
+			_ = json.Unmarshal(row.Message.Content, &r.Blocks)
 		}
-		if f(row.Type, blocks, text) {
+		if f(r) {
 			return nil
 		}
 	}

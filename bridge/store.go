@@ -152,6 +152,9 @@ var added = []struct{ table, column, decl string }{
 	{"sessions", "agent_pid", "INTEGER NOT NULL DEFAULT 0"},
 	{"sessions", "agent_start", "TEXT NOT NULL DEFAULT ''"},
 	{"sessions", "stderr", "TEXT NOT NULL DEFAULT ''"},
+	// 1 while a lost session's agent file has not been read for a
+	// question it asked as its bridge died (recoverAsked).
+	{"sessions", "unread", "INTEGER NOT NULL DEFAULT 0"},
 }
 
 func migrate(db *sql.DB) error {
@@ -522,7 +525,7 @@ func (s *store) markLost(ctx context.Context, now time.Time) (int, error) {
 func markLost(ctx context.Context, tx *sql.Tx, now time.Time) (int64, error) {
 	// A session still "starting" never got its prompt (running is stored
 	// first): it is not lost, and the next bridge starts it.
-	res, err := tx.ExecContext(ctx, `UPDATE sessions SET status=?, detail=?, ended_at=? WHERE status=?`,
+	res, err := tx.ExecContext(ctx, `UPDATE sessions SET status=?, detail=?, ended_at=?, unread=1 WHERE status=?`,
 		bridgeapi.StatusLost, "the bridge stopped while the agent ran", ts(now), bridgeapi.StatusRunning)
 	if err != nil {
 		return 0, err
@@ -540,6 +543,35 @@ func markLost(ctx context.Context, tx *sql.Tx, now time.Time) (int64, error) {
 		}
 	}
 	return n, nil
+}
+
+// unread lists the lost sessions whose agent's file no bridge has read
+// to the end for a question it asked as its bridge died: a bridge killed
+// while it read leaves it to the next.
+func (s *store) unread(ctx context.Context) ([]string, error) {
+	rows, err := s.query(ctx, `SELECT id FROM sessions WHERE unread=1 AND status=?`, bridgeapi.StatusLost)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+// read records that session id's agent file was read for a question it
+// asked as its bridge died.
+func (s *store) read(ctx context.Context, id string) error {
+	return s.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE sessions SET unread=0 WHERE id=?`, id)
+		return err
+	}, nil)
 }
 
 func (s *store) insertQuestion(ctx context.Context, q *bridgeapi.Question) error {

@@ -189,6 +189,31 @@ func TestServeCrashKeepsEveryPromise(t *testing.T) {
 	t.Run(bridge.CrashAnswerCommitted, func(t *testing.T) { answerKilledAt(t, bridge.CrashAnswerCommitted, false, true) })
 	t.Run(bridge.CrashAnswerWritten, func(t *testing.T) { answerKilledAt(t, bridge.CrashAnswerWritten, false, false) })
 	t.Run(bridge.CrashResumeCommitted, func(t *testing.T) { answerKilledAt(t, bridge.CrashResumeCommitted, true, true) })
+	// The agent asks as its bridge dies, before the question is stored;
+	// the next bridge dies too as it finds the question in the agent's
+	// session file. The one after still finds it: the person answers, and
+	// the session resumes with the answer.
+	t.Run(bridge.CrashAskRead+"/"+bridge.CrashAskFound, func(t *testing.T) {
+		s := serve(t)
+		s.killedAt(bridge.CrashAskRead, func() {
+			s.askctl("session", "start", "--scenario", file, "--prompt", "Set up storage for the app.")
+		})
+		s.exits(1)
+		s.killedAt(bridge.CrashAskFound, func() {})
+		s.start()
+		out := s.must("pending", "--wait", "--timeout", "20s", "--json")
+		q := gjson.Get(out, "0")
+		if !q.Get("orphaned").Bool() || q.Get("questions.0.question").String() != "Which database should I use?" {
+			t.Fatalf("pending after two crashes: %s; log:\n%s", out, s.log)
+		}
+		s.must("answer", "--id", q.Get("question_id").String(), "Postgres")
+		if ls := s.sessionsEnded(1); ls[0].ExitCode == nil || *ls[0].ExitCode != 0 {
+			t.Errorf("the resumed session ended %+v, want exit 0; log:\n%s", ls[0], s.log)
+		}
+		if got := s.deliveries(); got != 1 {
+			t.Errorf("the answer reached an agent %d times, want once; log:\n%s", got, s.log)
+		}
+	})
 	t.Run(bridge.CrashAccepted, func(t *testing.T) {
 		s := serve(t)
 		s.killedAt(bridge.CrashAccepted, func() {
