@@ -51,7 +51,8 @@ func (s *served) deliveries() int {
 
 // killedAt starts the bridge again, if it runs, now with the test binary
 // ending itself (kill -9) at point, and waits for it to have done so
-// after do.
+// after do. With do nil the bridge may die before it is up (a point
+// reached as it starts).
 func (s *served) killedAt(point string, do func()) {
 	s.t.Helper()
 	if s.cmd.ProcessState == nil {
@@ -59,7 +60,11 @@ func (s *served) killedAt(point string, do func()) {
 		s.cmd.Wait()
 	}
 	s.env = []string{envTestCrashAt + "=" + point}
+	s.noWait = do == nil
 	s.start()
+	if do == nil {
+		do = func() {}
+	}
 	s.died(point, do)
 }
 
@@ -199,7 +204,7 @@ func TestServeCrashKeepsEveryPromise(t *testing.T) {
 			s.askctl("session", "start", "--scenario", file, "--prompt", "Set up storage for the app.")
 		})
 		s.exits(1)
-		s.killedAt(bridge.CrashAskFound, func() {})
+		s.killedAt(bridge.CrashAskFound, nil)
 		s.start()
 		out := s.must("pending", "--wait", "--timeout", "20s", "--json")
 		q := gjson.Get(out, "0")

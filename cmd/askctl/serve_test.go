@@ -45,6 +45,9 @@ type served struct {
 	history *lockedBuffer
 	// nofile, when set, is the bridge's open-file limit.
 	nofile int
+	// noWait: the next start does not wait for the bridge to be up (it
+	// may die first).
+	noWait bool
 }
 
 func serve(t *testing.T, args ...string) *served {
@@ -81,6 +84,10 @@ func (s *served) start() {
 	s.cmd.Stdout, s.cmd.Stderr = io.MultiWriter(s.log, s.history), io.MultiWriter(s.log, s.history)
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatal(err)
+	}
+	if s.noWait {
+		s.noWait = false
+		return
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
