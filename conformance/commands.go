@@ -19,6 +19,7 @@ import (
 	"github.com/askctl/askctl/internal/clip"
 	"github.com/askctl/askctl/protocol"
 	"github.com/askctl/askctl/scenarios"
+	"github.com/askctl/askctl/surface"
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/tidwall/gjson"
 )
@@ -145,7 +146,7 @@ func baseCtx(ts *testscript.TestScript) context.Context {
 // bridge could not be set up: what it checks was never reached.
 func fail(ts *testscript.TestScript, format string, args ...any) {
 	setup := false
-	var un *harness.Unsupported
+	var un *surface.Unsupported
 	for _, a := range args {
 		var se *harness.SetupError
 		if err, ok := a.(error); ok && errors.As(err, &se) {
@@ -604,7 +605,7 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 // case is the late one: it could not keep its schedule (a stalled machine).
 // Neither a pass nor a failure: a SKIP that says so.
 func tooLate(ts *testscript.TestScript, neg bool, err error, s *harness.Session, qid, what string) {
-	var rj *harness.Rejected
+	var rj *surface.Rejected
 	if neg || !errors.As(err, &rj) {
 		return
 	}
@@ -660,7 +661,7 @@ func timedOutMeanwhile(ts *testscript.TestScript, s *harness.Session, qid string
 // outcome here, a failure). In a generated row, the row alone is skipped:
 // the lines left in it do nothing (commandFuncs), and the case goes on.
 // It returns only in a row, where its caller may go on to do nothing.
-func skipUnsupported(ts *testscript.TestScript, un *harness.Unsupported) {
+func skipUnsupported(ts *testscript.TestScript, un *surface.Unsupported) {
 	c := ts.Value(keyCfg).(*Config)
 	if row := ts.Getenv("DIMENSION"); row != "" {
 		ts.Setenv("ROW_SKIPPED", row)
@@ -680,18 +681,18 @@ func skipUnsupported(ts *testscript.TestScript, un *harness.Unsupported) {
 }
 
 func rejected(ts *testscript.TestScript, neg bool, code string, err error, what string, e *harness.Env, alias string) {
-	var rj *harness.Rejected
-	var un *harness.Unsupported
+	var rj *surface.Rejected
+	var un *surface.Unsupported
 	switch {
 	case errors.As(err, &un):
 		skipUnsupported(ts, un)
-	case neg && errors.Is(err, harness.ErrIgnored) && code == "" && clearErrorRequired[ts.Getenv("REQUIREMENT")]:
+	case neg && errors.Is(err, surface.ErrIgnored) && code == "" && clearErrorRequired[ts.Getenv("REQUIREMENT")]:
 		fail(ts, "%s was taken and dropped without a word (the surface says ignored): the person must get a clear error\n%s", what, summary(e, alias))
-	case neg && errors.Is(err, harness.ErrIgnored) && code == "":
+	case neg && errors.Is(err, surface.ErrIgnored) && code == "":
 		// Taken and dropped (an empty chat message): it is not an answer,
 		// which is what the case checks next (nothing reaches the agent).
 		ts.Logf("ignored by the surface, as it may be: %v", err)
-	case !neg && errors.Is(err, harness.ErrIgnored):
+	case !neg && errors.Is(err, surface.ErrIgnored):
 		fail(ts, "%s was ignored by the surface; it must be taken\n%s", what, summary(e, alias))
 	case neg && err == nil:
 		fail(ts, "%s was accepted; it must be rejected\n%s", what, summary(e, alias))
@@ -745,8 +746,8 @@ func cmdAnswer(ts *testscript.TestScript, neg bool, args []string) {
 	if f["partial"] != "" {
 		// Part of a request's answers: the bridge may hold them or refuse
 		// them, but must not take them as the whole answer.
-		var rj *harness.Rejected
-		var un *harness.Unsupported
+		var rj *surface.Rejected
+		var un *surface.Unsupported
 		switch {
 		case errors.As(err, &un):
 			rejected(ts, false, "", err, what, e, alias) // a SKIP naming the operation
@@ -863,7 +864,7 @@ func cmdRace(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	close(start)
 	wg.Wait()
-	var rj *harness.Rejected
+	var rj *surface.Rejected
 	wins := 0
 	for _, err := range errs {
 		switch {
@@ -1004,7 +1005,7 @@ func cmdPending(ts *testscript.TestScript, neg bool, args []string) {
 	if f["within"] != "" {
 		settle = time.Now().Add(ts.Value(keyCfg).(*Config).scaled(duration(ts, f["within"], "")))
 	}
-	var ps []harness.Pending
+	var ps []surface.Pending
 	var ids []string
 	found := false
 	for {
@@ -1026,7 +1027,7 @@ func cmdPending(ts *testscript.TestScript, neg bool, args []string) {
 		e.Read(func(st *harness.State) {
 			if ss := st.Sessions[args[0]]; ss != nil && n > 0 && !found {
 				for _, ev := range ss.Surface {
-					if ev.QuestionID == qid && ev.Type == harness.SurfExpired {
+					if ev.QuestionID == qid && ev.Type == surface.EventExpired {
 						why = fmt.Sprintf(" (it expired first: the bridge's declared timeout, %s, ran out; a busy machine may need a longer one)", ts.Getenv("TIMEOUT"))
 					}
 				}

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/askctl/askctl/harness"
+	_ "github.com/askctl/askctl/surface/browser" // profiles of kind browser (reference-browser)
 	"github.com/rogpeppe/go-internal/testscript"
 )
 

@@ -20,6 +20,7 @@ import (
 	"github.com/askctl/askctl/conformance"
 	"github.com/askctl/askctl/harness"
 	"github.com/askctl/askctl/internal/testenv"
+	"github.com/askctl/askctl/surface"
 )
 
 // askctlBin is askctl built for this test run, the reference bridge the
@@ -577,7 +578,7 @@ func TestTimeoutIsNoOtherBreach(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.Capabilities.Timeout = harness.Duration(200 * time.Millisecond) // the bridge is started with it: ${TIMEOUT}
+	p.Capabilities.Timeout = surface.Duration(200 * time.Millisecond) // the bridge is started with it: ${TIMEOUT}
 	rep, err := conformance.RunSuite(context.Background(), conformance.Config{Profile: p, Askctl: askctlBin},
 		conformance.RunOptions{Match: func(n string) bool { return n == "SDK-SKIP-DENY" }})
 	if err != nil {

@@ -178,7 +178,7 @@ func (t *exploreTB) Failed() bool {
 	return t.failed
 }
 
-// lacked finds the operation a skipped sequence needed (harness.Unsupported).
+// lacked finds the operation a skipped sequence needed (surface.Unsupported).
 var lacked = regexp.MustCompile(`the surface has no (.+?) operation`)
 
 // failLine finds the requirement a failure names: "FAIL ID (LEVEL)".

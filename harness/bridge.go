@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +19,8 @@ import (
 	"github.com/askctl/askctl/claudecli"
 	"github.com/askctl/askctl/fakeclaude"
 	"github.com/askctl/askctl/internal/events"
+	"github.com/askctl/askctl/internal/proc"
+	"github.com/askctl/askctl/surface"
 	"github.com/askctl/askctl/transcript"
 )
 
@@ -77,10 +80,10 @@ func StartBridge(ctx context.Context, p *Profile, opts Options) (*Bridge, error)
 		return nil, errors.New("harness: Options.Work is empty")
 	}
 	if opts.AgentTimeout <= 0 {
-		opts.AgentTimeout = scale(30*time.Second, opts.Slow)
+		opts.AgentTimeout = surface.Scale(30*time.Second, opts.Slow)
 	}
 	if opts.ClaimTimeout <= 0 {
-		opts.ClaimTimeout = scale(15*time.Second, opts.Slow)
+		opts.ClaimTimeout = surface.Scale(15*time.Second, opts.Slow)
 	}
 	if opts.Logf == nil {
 		opts.Logf = func(string, ...any) {}
@@ -209,7 +212,7 @@ func (b *Bridge) start(ctx context.Context) error {
 	}
 	fmt.Fprintf(log, "--- %s: %s %s\n", time.Now().Format(time.RFC3339Nano), st.Command, strings.Join(st.Args, " "))
 	cmd.Stdout, cmd.Stderr = log, log
-	setProcessGroup(cmd)
+	proc.SetGroup(cmd)
 	if err := cmd.Start(); err != nil {
 		log.Close()
 		return fmt.Errorf("running %s (from %s): %w", st.Command, b.Profile.File, err)
@@ -238,8 +241,8 @@ func (b *Bridge) waitReady(ctx context.Context, exited <-chan struct{}) error {
 	if r.URL == "" && r.TCP == "" {
 		return nil
 	}
-	timeout := orDefault(r.Timeout.D(), orDefault(b.Profile.Limits.Start.D(), DefaultStartLimit))
-	timeout = scale(timeout, b.opts.Slow)
+	timeout := cmp.Or(r.Timeout.D(), b.Profile.Limits.Start.D(), surface.DefaultStartLimit)
+	timeout = surface.Scale(timeout, b.opts.Slow)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	client := &http.Client{Timeout: time.Second}
@@ -309,7 +312,7 @@ func (b *Bridge) Stop(kill bool) error {
 	if kill {
 		_ = cmd.Process.Kill()
 	} else {
-		_ = terminate(cmd)
+		_ = proc.Terminate(cmd)
 	}
 	select {
 	case <-exited:
@@ -343,7 +346,7 @@ func (b *Bridge) Close() error {
 	all := b.all
 	b.mu.Unlock()
 	for _, cmd := range all {
-		killGroup(cmd) // what each bridge left running (a killed one's agents)
+		proc.KillGroup(cmd) // what each bridge left running (a killed one's agents)
 	}
 	b.dir.killAgents() // agents in process groups of their own
 	return b.hub.Close()

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/askctl/askctl/internal/events"
+	"github.com/askctl/askctl/internal/proc"
 	"github.com/askctl/askctl/internal/uuid"
 )
 
@@ -69,7 +70,7 @@ func (d *director) abandon(s *slot) {
 func (d *director) assign(h events.Hello) (events.Assignment, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if start, ok := procStart(h.PID); ok {
+	if start, ok := proc.Started(h.PID); ok {
 		d.procs = append(d.procs, agentProc{h.PID, start})
 	}
 	if h.Resume != "" {
@@ -105,6 +106,6 @@ func (d *director) killAgents() {
 	procs := d.procs
 	d.mu.Unlock()
 	for _, p := range procs {
-		killAgent(p.pid, p.start)
+		proc.KillAgent(p.pid, p.start)
 	}
 }

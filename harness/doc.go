@@ -3,17 +3,18 @@
 // (or the real CLI, through a shim), plays the person through the bridge's
 // own surface, and waits for what must happen with deadlines.
 //
-// It is public: a bridge author's own tests import it, and so do askctl's
-// commands (askctl answer is a Conn) and the conformance suite. It reaches
-// the reference bridge only through its wire contract, package bridgeapi,
-// never through the server.
+// It is public: a bridge author's own tests import it, and so does the
+// conformance suite. It plays the person through package surface (which
+// askctl answer uses alone), and reaches the reference bridge only through
+// its wire contract, package bridgeapi, never through the server.
 //
 // # The parts
 //
 //   - A Profile says how to start the bridge, how it finds its CLI, and its
-//     Surface: ws, control-ws, http, exec or browser. NewSurface returns the adapter;
-//     a Conn is one person's connection (Pending, Sync, Answer, Skip,
-//     SendRaw).
+//     surface (a surface.Spec): ws, control-ws, http, exec or browser (the
+//     last with package surface/browser imported). surface.New returns the
+//     adapter; a surface.Conn is one person's connection (Pending, Sync,
+//     Answer, Skip, SendRaw).
 //   - An Env is one run: the bridge, its surface, and State — every record
 //     the agents write and every event the surfaces tell, turned into typed
 //     facts as they arrive (SessionState: requests with their responses

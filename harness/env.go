@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/askctl/askctl/scenarios"
+	"github.com/askctl/askctl/surface"
 	"github.com/askctl/askctl/transcript"
 )
 
@@ -14,7 +15,7 @@ import (
 // its agents and surfaces have said, as State for expectations.
 type Env struct {
 	Bridge  *Bridge
-	Surface Surface
+	Surface surface.Surface
 
 	mu      sync.Mutex
 	st      State
@@ -43,7 +44,7 @@ func NewEnv(ctx context.Context, p *Profile, opts Options) (*Env, error) {
 	}
 	spec := b.Profile.Surface
 	spec.Slow, spec.Limits = opts.Slow, b.Profile.Limits
-	s, err := NewSurface(spec)
+	s, err := surface.New(spec)
 	if err != nil {
 		b.Close()
 		return nil, &SetupError{Op: "starting the bridge", Err: err}
@@ -51,9 +52,9 @@ func NewEnv(ctx context.Context, p *Profile, opts Options) (*Env, error) {
 	// A surface with its own start-up (a browser, a logged-in tab) is
 	// ready before the first session, so that session's first question
 	// is seen.
-	if w, ok := s.(interface{ warm(context.Context) error }); ok {
-		wctx, cancel := context.WithTimeout(ctx, spec.start())
-		err := w.warm(wctx)
+	if w, ok := s.(surface.Warmer); ok {
+		wctx, cancel := context.WithTimeout(ctx, spec.StartLimit())
+		err := w.Warm(wctx)
 		cancel()
 		if err != nil {
 			s.Close()
@@ -75,7 +76,7 @@ func (e *Env) Close() error {
 		return nil
 	}
 	e.closed = true
-	var conns []Conn
+	var conns []surface.Conn
 	for _, s := range e.st.Sessions {
 		for _, c := range s.conns {
 			conns = append(conns, c)
@@ -194,7 +195,7 @@ func (e *Env) expectAgent(alias string, sc *scenarios.Scenario, agentTimeout tim
 		delete(e.st.Sessions, alias)
 		delete(e.st.byAgent, sl.agentID)
 		conns := s.conns
-		s.conns = map[string]Conn{}
+		s.conns = map[string]surface.Conn{}
 		e.mu.Unlock()
 		for _, c := range conns {
 			_ = c.Close()
@@ -245,7 +246,7 @@ func (e *Env) open(ctx context.Context, alias, conn string, all bool) error {
 		return fmt.Errorf("session %s: the bridge's session is not known yet (a route MCP session is known by its first question: await it first)", alias)
 	}
 	e.mu.Unlock()
-	c, err := e.Surface.Open(ctx, id, func(ev SurfaceEvent) {
+	c, err := e.Surface.Open(ctx, id, func(ev surface.Event) {
 		if all && ev.Session != "" {
 			e.mu.Lock()
 			if s.MCP && s.ID == "" && s.mcpQuestion(ev) && !e.st.bound(ev.Session) {
@@ -268,7 +269,7 @@ func (e *Env) open(ctx context.Context, alias, conn string, all bool) error {
 	return nil
 }
 
-func (e *Env) onSurface(s *SessionState, conn string, ev SurfaceEvent) {
+func (e *Env) onSurface(s *SessionState, conn string, ev surface.Event) {
 	ev.Conn = conn
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -292,7 +293,7 @@ func (e *Env) Disconnect(alias, conn string) error {
 	return c.Close()
 }
 
-func (e *Env) conn(alias, conn string) (*SessionState, Conn, error) {
+func (e *Env) conn(alias, conn string) (*SessionState, surface.Conn, error) {
 	s, err := e.session(alias)
 	if err != nil {
 		return nil, nil, err
@@ -307,10 +308,10 @@ func (e *Env) conn(alias, conn string) (*SessionState, Conn, error) {
 }
 
 // Answer answers question qid of alias's session over connection conn.
-func (e *Env) Answer(ctx context.Context, alias, conn, qid string, answers map[string][]string) (Ack, error) {
+func (e *Env) Answer(ctx context.Context, alias, conn, qid string, answers map[string][]string) (surface.Ack, error) {
 	s, c, err := e.conn(alias, conn)
 	if err != nil {
-		return Ack{}, err
+		return surface.Ack{}, err
 	}
 	t0 := time.Now()
 	ack, err := c.Answer(ctx, qid, answers)
@@ -367,22 +368,22 @@ func (e *Env) SendRaw(ctx context.Context, alias, conn, qid string, raw []byte) 
 	return c.SendRaw(ctx, qid, raw)
 }
 
-// resumer is connection conn of alias's session as a Resumer; an
-// *Unsupported when the surface has no resume operation.
-func (e *Env) resumer(alias, conn string) (Resumer, error) {
+// resumer is connection conn of alias's session as a surface.Resumer; an
+// *surface.Unsupported when the surface has no resume operation.
+func (e *Env) resumer(alias, conn string) (surface.Resumer, error) {
 	_, c, err := e.conn(alias, conn)
 	if err != nil {
 		return nil, err
 	}
-	r, ok := c.(Resumer)
+	r, ok := c.(surface.Resumer)
 	if !ok {
-		return nil, &Unsupported{Op: "resume", Message: "the surface's connections do not resume a dropped event stream"}
+		return nil, &surface.Unsupported{Op: "resume", Message: "the surface's connections do not resume a dropped event stream"}
 	}
 	return r, nil
 }
 
 // Drop cuts the event stream of connection conn of alias's session, to be
-// resumed (Resume); an *Unsupported when the surface has no resume
+// resumed (Resume); an *surface.Unsupported when the surface has no resume
 // operation.
 func (e *Env) Drop(ctx context.Context, alias, conn string) error {
 	r, err := e.resumer(alias, conn)
@@ -393,7 +394,7 @@ func (e *Env) Drop(ctx context.Context, alias, conn string) error {
 }
 
 // Supports is nil when connection conn of alias's session has operation
-// op ("resume": Drop and Resume), else an *Unsupported naming it: a row
+// op ("resume": Drop and Resume), else an *surface.Unsupported naming it: a row
 // asks before it sets up what only that operation checks.
 func (e *Env) Supports(alias, conn, op string) error {
 	if op != "resume" {
@@ -413,22 +414,22 @@ func (e *Env) Resume(ctx context.Context, alias, conn string) error {
 }
 
 // Permit allows or denies another tool's permission prompt over connection
-// conn of alias's session; an *Unsupported when the surface has no permit
+// conn of alias's session; an *surface.Unsupported when the surface has no permit
 // operation.
 func (e *Env) Permit(ctx context.Context, alias, conn, promptID string, allow bool, reason string) error {
 	_, c, err := e.conn(alias, conn)
 	if err != nil {
 		return err
 	}
-	p, ok := c.(Permitter)
+	p, ok := c.(surface.Permitter)
 	if !ok {
-		return &Unsupported{Op: "permit", Message: "the adapter cannot answer other tools' permission prompts"}
+		return &surface.Unsupported{Op: "permit", Message: "the adapter cannot answer other tools' permission prompts"}
 	}
 	return p.Permit(ctx, promptID, allow, reason)
 }
 
 // Pending lists what connection conn of alias's session shows as waiting.
-func (e *Env) Pending(ctx context.Context, alias, conn string) ([]Pending, error) {
+func (e *Env) Pending(ctx context.Context, alias, conn string) ([]surface.Pending, error) {
 	_, c, err := e.conn(alias, conn)
 	if err != nil {
 		return nil, err
@@ -440,7 +441,7 @@ func (e *Env) Pending(ctx context.Context, alias, conn string) ([]Pending, error
 // dropped; reopen them.
 func (e *Env) Restart(ctx context.Context, kill bool) error {
 	e.mu.Lock()
-	var conns []Conn
+	var conns []surface.Conn
 	for _, s := range e.st.Sessions {
 		for name, c := range s.conns {
 			conns = append(conns, c)

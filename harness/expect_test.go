@@ -9,6 +9,7 @@ import (
 
 	"github.com/askctl/askctl/protocol"
 	"github.com/askctl/askctl/scenarios"
+	"github.com/askctl/askctl/surface"
 	"github.com/askctl/askctl/transcript"
 )
 
@@ -54,7 +55,7 @@ func TestAwaitVerdicts(t *testing.T) {
 	// Unmet until the deadline: it says it was not met in time.
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel2()
-	if err := e.Await(ctx2, SurfaceSaw("s1", "", SurfExpired, "q_1")); err == nil || !strings.Contains(err.Error(), "not met in time") {
+	if err := e.Await(ctx2, SurfaceSaw("s1", "", surface.EventExpired, "q_1")); err == nil || !strings.Contains(err.Error(), "not met in time") {
 		t.Errorf("unmet: %v", err)
 	}
 
@@ -62,11 +63,11 @@ func TestAwaitVerdicts(t *testing.T) {
 	go func() {
 		time.Sleep(20 * time.Millisecond)
 		e.mu.Lock()
-		s.Surface = append(s.Surface, SurfaceEvent{Type: SurfExpired, QuestionID: "q_1"})
+		s.Surface = append(s.Surface, surface.Event{Type: surface.EventExpired, QuestionID: "q_1"})
 		e.changedLocked()
 		e.mu.Unlock()
 	}()
-	if err := e.Hold(context.Background(), 5*time.Second, Not(SurfaceSaw("s1", "", SurfExpired, "q_1"))); err == nil || !strings.Contains(err.Error(), "did not hold") {
+	if err := e.Hold(context.Background(), 5*time.Second, Not(SurfaceSaw("s1", "", surface.EventExpired, "q_1"))); err == nil || !strings.Contains(err.Error(), "did not hold") {
 		t.Errorf("hold: %v", err)
 	}
 
@@ -270,10 +271,10 @@ func TestNewQuestionAnsweredBehindSurfaces(t *testing.T) {
 // plainConn is a connection that can do only what every Conn does.
 type plainConn struct{}
 
-func (plainConn) Pending(context.Context) ([]Pending, error) { return nil, nil }
-func (plainConn) Sync(context.Context) error                 { return nil }
-func (plainConn) Answer(context.Context, string, map[string][]string) (Ack, error) {
-	return Ack{}, nil
+func (plainConn) Pending(context.Context) ([]surface.Pending, error) { return nil, nil }
+func (plainConn) Sync(context.Context) error                         { return nil }
+func (plainConn) Answer(context.Context, string, map[string][]string) (surface.Ack, error) {
+	return surface.Ack{}, nil
 }
 func (plainConn) Skip(context.Context, string, string) error    { return nil }
 func (plainConn) SendRaw(context.Context, string, []byte) error { return nil }
@@ -290,9 +291,9 @@ func TestPermitUnsupportedAtOnce(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	_, err := e.Session("s1").Permit(ctx, "main", true, "")
-	var u *Unsupported
+	var u *surface.Unsupported
 	if !errors.As(err, &u) || ctx.Err() != nil {
-		t.Fatalf("Permit = %v (context %v); want Unsupported at once", err, ctx.Err())
+		t.Fatalf("Permit = %v (context %v); want surface.Unsupported at once", err, ctx.Err())
 	}
 }
 
@@ -303,13 +304,13 @@ func TestAllowedFailsOnExpiry(t *testing.T) {
 	s := newSessionState("s1", "a1", nil, false)
 	e.st.Sessions["s1"], e.st.byAgent["a1"] = s, s
 	e.onRecord(transcript.Record{Session: "a1", Dir: transcript.FromCLI, Msg: []byte(`{"type":"control_request","request_id":"r1","request":{"subtype":"can_use_tool","tool_name":"AskUserQuestion","input":{"questions":[]}}}`)})
-	e.onSurface(s, "main", SurfaceEvent{Type: SurfQuestion, QuestionID: "q_1", T: time.Now()})
+	e.onSurface(s, "main", surface.Event{Type: surface.EventQuestion, QuestionID: "q_1", T: time.Now()})
 	e.onRecord(transcript.Record{Session: "a1", Dir: transcript.ToCLI, Msg: []byte(`{"type":"control_response","response":{"subtype":"success","request_id":"r1","response":{"behavior":"deny","message":"The user did not answer within 2s: the question timed out."}}}`)})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- e.Await(ctx, Allowed("s1", "q_1")) }()
-	e.onSurface(s, "main", SurfaceEvent{Type: SurfExpired, QuestionID: "q_1", T: time.Now()})
+	e.onSurface(s, "main", surface.Event{Type: surface.EventExpired, QuestionID: "q_1", T: time.Now()})
 	err := <-done
 	if err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), "question q_1 expired: the agent of session s1 got deny") {
 		t.Fatalf("Await(Allowed) = %v, want it to fail at once, saying the question expired", err)
@@ -322,11 +323,11 @@ func TestAllowedFailsOnExpiry(t *testing.T) {
 func TestCardsAreOneRequest(t *testing.T) {
 	s := newSessionState("s1", "a1", nil, false)
 	q := func(text string) protocol.Question { return protocol.Question{Question: text, Header: "H"} }
-	for _, ev := range []SurfaceEvent{
-		{Conn: "main", Type: SurfQuestion, QuestionID: "q_1", Questions: []protocol.Question{q("First?")}},
-		{Conn: "main", Type: SurfQuestion, QuestionID: "q_1", Questions: []protocol.Question{q("Second?")}},
-		{Conn: "main", Type: SurfQuestion, QuestionID: "q_1", Questions: []protocol.Question{q("First?")}}, // replayed
-		{Conn: "other", Type: SurfQuestion, QuestionID: "q_1", Questions: []protocol.Question{q("Third?")}},
+	for _, ev := range []surface.Event{
+		{Conn: "main", Type: surface.EventQuestion, QuestionID: "q_1", Questions: []protocol.Question{q("First?")}},
+		{Conn: "main", Type: surface.EventQuestion, QuestionID: "q_1", Questions: []protocol.Question{q("Second?")}},
+		{Conn: "main", Type: surface.EventQuestion, QuestionID: "q_1", Questions: []protocol.Question{q("First?")}}, // replayed
+		{Conn: "other", Type: surface.EventQuestion, QuestionID: "q_1", Questions: []protocol.Question{q("Third?")}},
 	} {
 		s.show(ev)
 	}

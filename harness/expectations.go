@@ -9,6 +9,7 @@ import (
 
 	"github.com/askctl/askctl/internal/clip"
 	"github.com/askctl/askctl/protocol"
+	"github.com/askctl/askctl/surface"
 	"github.com/tidwall/gjson"
 )
 
@@ -42,7 +43,7 @@ func (s *SessionState) exitText() string {
 // closed says whether connection conn has closed, and why.
 func (s *SessionState) closed(conn string) (string, bool) {
 	for _, ev := range s.Surface {
-		if ev.Conn == conn && ev.Type == SurfClosed {
+		if ev.Conn == conn && ev.Type == surface.EventClosed {
 			return "the connection closed: " + ev.Reason, true
 		}
 	}
@@ -155,7 +156,7 @@ func SurfaceSawTimes(alias, conn, typ, qid string, n int) Expectation {
 	return onSession(alias, what, func(s *SessionState) (Verdict, string) {
 		seen := 0
 		for _, ev := range s.Surface {
-			if (conn == "" || ev.Conn == conn) && ev.Type == typ && (qid == "" || ev.QuestionID == qid || (ev.QuestionID == "" && typ == SurfTaken)) {
+			if (conn == "" || ev.Conn == conn) && ev.Type == typ && (qid == "" || ev.QuestionID == qid || (ev.QuestionID == "" && typ == surface.EventTaken)) {
 				seen++
 			}
 		}
@@ -207,7 +208,7 @@ func SurfaceSawWhileAlive(alias, conn, typ, qid string) Expectation {
 func WaitingFor(alias, conn, qid string) Expectation {
 	return onSession(alias, fmt.Sprintf("connection %s of session %s is told the session waits for the user on question %s", conn, alias, qid), func(s *SessionState) (Verdict, string) {
 		for _, ev := range s.Surface {
-			if ev.Conn == conn && ev.Type == SurfStatus && ev.Waiting != nil && *ev.Waiting && ev.PendingID == qid {
+			if ev.Conn == conn && ev.Type == surface.EventStatus && ev.Waiting != nil && *ev.Waiting && ev.PendingID == qid {
 				return Met, ""
 			}
 		}
@@ -221,7 +222,7 @@ func WaitingFor(alias, conn, qid string) Expectation {
 func NotWaitingFor(alias, conn, qid string) Expectation {
 	return onSession(alias, fmt.Sprintf("connection %s of session %s is told the session no longer waits on question %s", conn, alias, qid), func(s *SessionState) (Verdict, string) {
 		for _, ev := range s.Surface {
-			if ev.Conn == conn && ev.Type == SurfStatus && ev.Waiting != nil && (!*ev.Waiting || ev.PendingID != "" && ev.PendingID != qid) {
+			if ev.Conn == conn && ev.Type == surface.EventStatus && ev.Waiting != nil && (!*ev.Waiting || ev.PendingID != "" && ev.PendingID != qid) {
 				return Met, ""
 			}
 		}
@@ -271,7 +272,7 @@ func Allowed(alias, qid string) Expectation {
 					return Met, ""
 				}
 			}
-			if len(req.Responses) > 0 && s.surfaceSaw(SurfExpired, qid) {
+			if len(req.Responses) > 0 && s.surfaceSaw(surface.EventExpired, qid) {
 				// It timed out, and the bridge said so: no answer follows.
 				r := req.Responses[0]
 				return Unmeetable, fmt.Sprintf("question %s expired: the agent of session %s got %s %v after the ask", qid, alias, responseSummary(r.Result, r.Msg), r.T.Sub(req.T).Round(time.Millisecond))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/askctl/askctl/internal/clip"
 	"github.com/askctl/askctl/protocol"
+	"github.com/askctl/askctl/surface"
 	"github.com/tidwall/gjson"
 )
 
@@ -182,7 +183,7 @@ func (st *State) personActed(s *SessionState, i int, t time.Time) bool {
 	return ok && at.Before(t)
 }
 
-var terminal = map[string]bool{SurfAnswered: true, SurfSkipped: true, SurfExpired: true, SurfWithdrawn: true}
+var terminal = map[string]bool{surface.EventAnswered: true, surface.EventSkipped: true, surface.EventExpired: true, surface.EventWithdrawn: true}
 
 func (st *State) surfaceViolations(s *SessionState) []Violation {
 	var out []Violation
@@ -234,7 +235,7 @@ func (st *State) surfaceViolations(s *SessionState) []Violation {
 			continue
 		}
 		switch {
-		case ev.Type == SurfQuestion:
+		case ev.Type == surface.EventQuestion:
 			ended := false
 			for t := range terminal {
 				ended = ended || told[key{c, t, ev.QuestionID}]
@@ -242,7 +243,7 @@ func (st *State) surfaceViolations(s *SessionState) []Violation {
 			switch {
 			case ended && once("again "+c+ev.QuestionID):
 				add("UI-RECONNECT-REPLAY", "connection %s was shown question %s again after it was told the question ended", c, ev.QuestionID)
-			case told[key{c, SurfQuestion, ev.QuestionID}] && once("twice "+c+ev.QuestionID):
+			case told[key{c, surface.EventQuestion, ev.QuestionID}] && once("twice "+c+ev.QuestionID):
 				add("UI-RECONNECT-REPLAY", "connection %s was shown question %s twice", c, ev.QuestionID)
 			}
 		case terminal[ev.Type]:
@@ -255,7 +256,7 @@ func (st *State) surfaceViolations(s *SessionState) []Violation {
 	return out
 }
 
-func describe(ev SurfaceEvent) string {
+func describe(ev surface.Event) string {
 	if ev.QuestionID != "" {
 		return fmt.Sprintf("%q (question %s)", ev.Type, ev.QuestionID)
 	}

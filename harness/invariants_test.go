@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/askctl/askctl/surface"
 	"github.com/askctl/askctl/transcript"
 )
 
@@ -30,20 +31,20 @@ func TestInvariants(t *testing.T) {
 	cancel := func(id string, ms int) transcript.Record {
 		return transcript.Record{T: at(ms), Dir: transcript.FromCLI, Msg: fmt.Appendf(nil, `{"type":"control_cancel_request","request_id":%q}`, id)}
 	}
-	q := func(conn, typ, qid string, seq int64) SurfaceEvent {
-		return SurfaceEvent{Conn: conn, Type: typ, QuestionID: qid, Seq: seq}
+	q := func(conn, typ, qid string, seq int64) surface.Event {
+		return surface.Event{Conn: conn, Type: typ, QuestionID: qid, Seq: seq}
 	}
 	for _, c := range []struct {
 		name    string
 		records []transcript.Record
-		surface []SurfaceEvent
-		other   []SurfaceEvent // the surface events of a second session, s2 (id s_2)
+		surface []surface.Event
+		other   []surface.Event // the surface events of a second session, s2 (id s_2)
 		want    []string
 	}{
 		{name: "every rule kept",
 			records: []transcript.Record{ask("r1", 0), respond("r1", 500, good), ask("r2", 600), respond("r2", 2300, `{"behavior":"deny","message":"The question timed out"}`)},
-			surface: []SurfaceEvent{q("main", SurfQuestion, "q_1", 1), q("main", SurfAnswered, "q_1", 2), q("main", SurfQuestion, "q_2", 3), q("c2", SurfQuestion, "q_2", 0), q("c2", SurfExpired, "q_2", 4)},
-			other:   []SurfaceEvent{q("main", SurfQuestion, "q_9", 5)}},
+			surface: []surface.Event{q("main", surface.EventQuestion, "q_1", 1), q("main", surface.EventAnswered, "q_1", 2), q("main", surface.EventQuestion, "q_2", 3), q("c2", surface.EventQuestion, "q_2", 0), q("c2", surface.EventExpired, "q_2", 4)},
+			other:   []surface.Event{q("main", surface.EventQuestion, "q_9", 5)}},
 		{name: "two responses", records: []transcript.Record{ask("r1", 0), respond("r1", 100, good), respond("r1", 200, good)}, want: []string{"SDK-LATE-ANSWER"}},
 		{name: "allow after a withdrawal", records: []transcript.Record{ask("r1", 0), cancel("r1", 100), respond("r1", 200, good)}, want: []string{"SDK-CANCEL"}},
 		{name: "a library's deny after a withdrawal", records: []transcript.Record{ask("r1", 0), cancel("r1", 100), respond("r1", 200, `{"behavior":"deny","message":"Permission request cancelled"}`)}},
@@ -57,23 +58,23 @@ func TestInvariants(t *testing.T) {
 		{name: "a deadline moved later", records: []transcript.Record{ask("r1", 0), respond("r1", 3500, `{"behavior":"deny","message":"timed out"}`)}, want: []string{"SDK-TIMEOUT"}},
 		{name: "a deadline run from before the ask", records: []transcript.Record{ask("r1", 0), respond("r1", 900, `{"behavior":"deny","message":"The user did not respond in time"}`)}, want: []string{"SDK-TIMEOUT"}},
 		{name: "another session's question", records: []transcript.Record{ask("r1", 0)},
-			surface: []SurfaceEvent{q("main", SurfQuestion, "q_1", 1), q("main", SurfQuestion, "q_9", 2)}, other: []SurfaceEvent{q("main", SurfQuestion, "q_9", 7)}, want: []string{"SDK-ISOLATION"}},
+			surface: []surface.Event{q("main", surface.EventQuestion, "q_1", 1), q("main", surface.EventQuestion, "q_9", 2)}, other: []surface.Event{q("main", surface.EventQuestion, "q_9", 7)}, want: []string{"SDK-ISOLATION"}},
 		{name: "another session's event", records: []transcript.Record{ask("r1", 0)},
-			surface: []SurfaceEvent{q("main", SurfQuestion, "q_1", 1), {Conn: "main", Type: SurfStatus, Session: "s_2"}}, want: []string{"SDK-ISOLATION"}},
+			surface: []surface.Event{q("main", surface.EventQuestion, "q_1", 1), {Conn: "main", Type: surface.EventStatus, Session: "s_2"}}, want: []string{"SDK-ISOLATION"}},
 		{name: "an event id twice", records: []transcript.Record{ask("r1", 0)},
-			surface: []SurfaceEvent{q("main", SurfQuestion, "q_1", 1), {Conn: "main", Type: SurfStatus, Seq: 1}}, want: []string{"UI-RECONNECT-REPLAY"}},
+			surface: []surface.Event{q("main", surface.EventQuestion, "q_1", 1), {Conn: "main", Type: surface.EventStatus, Seq: 1}}, want: []string{"UI-RECONNECT-REPLAY"}},
 		{name: "a question shown twice", records: []transcript.Record{ask("r1", 0)},
-			surface: []SurfaceEvent{q("main", SurfQuestion, "q_1", 0), q("main", SurfQuestion, "q_1", 0)}, want: []string{"UI-RECONNECT-REPLAY"}},
+			surface: []surface.Event{q("main", surface.EventQuestion, "q_1", 0), q("main", surface.EventQuestion, "q_1", 0)}, want: []string{"UI-RECONNECT-REPLAY"}},
 		{name: "a question shown after it ended", records: []transcript.Record{ask("r1", 0), respond("r1", 100, good)},
-			surface: []SurfaceEvent{q("main", SurfQuestion, "q_1", 0), q("main", SurfAnswered, "q_1", 0), q("main", SurfQuestion, "q_1", 0)}, want: []string{"UI-RECONNECT-REPLAY"}},
+			surface: []surface.Event{q("main", surface.EventQuestion, "q_1", 0), q("main", surface.EventAnswered, "q_1", 0), q("main", surface.EventQuestion, "q_1", 0)}, want: []string{"UI-RECONNECT-REPLAY"}},
 		{name: "a question shown after it ended, to a connection that had not seen it", records: []transcript.Record{ask("r1", 0), respond("r1", 100, good)},
-			surface: []SurfaceEvent{q("c2", SurfAnswered, "q_1", 0), q("c2", SurfQuestion, "q_1", 0)}, want: []string{"UI-RECONNECT-REPLAY"}},
+			surface: []surface.Event{q("c2", surface.EventAnswered, "q_1", 0), q("c2", surface.EventQuestion, "q_1", 0)}, want: []string{"UI-RECONNECT-REPLAY"}},
 		{name: "an end told twice", records: []transcript.Record{ask("r1", 0), respond("r1", 100, good)},
-			surface: []SurfaceEvent{q("main", SurfQuestion, "q_1", 0), q("main", SurfAnswered, "q_1", 0), q("main", SurfAnswered, "q_1", 0)}, want: []string{"UI-RECONNECT-REPLAY"}},
+			surface: []surface.Event{q("main", surface.EventQuestion, "q_1", 0), q("main", surface.EventAnswered, "q_1", 0), q("main", surface.EventAnswered, "q_1", 0)}, want: []string{"UI-RECONNECT-REPLAY"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := newTestEnv()
-			e.Bridge.Profile = &Profile{Capabilities: Capabilities{Timeout: Duration(2 * time.Second)}}
+			e.Bridge.Profile = &Profile{Capabilities: Capabilities{Timeout: surface.Duration(2 * time.Second)}}
 			s := newSessionState("s1", "a1", nil, false)
 			s.ID = "s_1"
 			e.st.Sessions["s1"], e.st.byAgent["a1"] = s, s
@@ -109,7 +110,7 @@ func TestInvariants(t *testing.T) {
 	// After a restart the timing rules do not apply: the agent died with
 	// the bridge, and a late answer resumes it.
 	e := newTestEnv()
-	e.Bridge.Profile = &Profile{Capabilities: Capabilities{Timeout: Duration(2 * time.Second)}}
+	e.Bridge.Profile = &Profile{Capabilities: Capabilities{Timeout: surface.Duration(2 * time.Second)}}
 	s := newSessionState("s1", "a1", nil, false)
 	e.st.Sessions["s1"], e.st.byAgent["a1"] = s, s
 	e.st.Restarts = []time.Time{at(1000)}

@@ -3,6 +3,8 @@ package harness
 import (
 	"sort"
 	"time"
+
+	"github.com/askctl/askctl/surface"
 )
 
 // Latency is what one question took: from the agent's control_request to
@@ -28,7 +30,7 @@ func (e *Env) Latencies() []Latency {
 			}
 			l := Latency{Session: s.Alias, Question: qid}
 			for _, ev := range s.Surface {
-				if ev.Type == SurfQuestion && ev.QuestionID == qid {
+				if ev.Type == surface.EventQuestion && ev.QuestionID == qid {
 					l.Deliver = ev.T.Sub(reqs[i].T)
 					break
 				}

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/askctl/askctl/internal/agent"
+	"github.com/askctl/askctl/internal/proc"
 	"github.com/askctl/askctl/scenarios"
+	"github.com/askctl/askctl/surface"
 )
 
 // Route MCP: the harness runs the agent itself, in print mode, with the
@@ -56,7 +58,7 @@ func (e *Env) StartMCP(ctx context.Context, alias string, sc *scenarios.Scenario
 		cmd.Stderr = logf
 		defer logf.Close()
 	}
-	setProcessGroup(cmd)
+	proc.SetGroup(cmd)
 	if err := cmd.Start(); err != nil {
 		forget()
 		return fmt.Errorf("starting the agent of session %s: %w", alias, err)
@@ -79,8 +81,8 @@ func (e *Env) StartMCP(ctx context.Context, alias string, sc *scenarios.Scenario
 
 // mcpQuestion reports whether a surface event shows the question of one of
 // the session's mcp steps, which makes its session the alias's.
-func (s *SessionState) mcpQuestion(ev SurfaceEvent) bool {
-	if ev.Type != SurfQuestion || len(ev.Questions) == 0 {
+func (s *SessionState) mcpQuestion(ev surface.Event) bool {
+	if ev.Type != surface.EventQuestion || len(ev.Questions) == 0 {
 		return false
 	}
 	for _, st := range s.Scenario.Steps {

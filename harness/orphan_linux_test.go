@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/askctl/askctl/surface"
 )
 
 // TestStartedProcessesDieWithTheHarness: a process the harness started (here
@@ -19,7 +21,7 @@ import (
 func TestStartedProcessesDieWithTheHarness(t *testing.T) {
 	if pidFile := os.Getenv("ASKCTL_TEST_ORPHAN"); pidFile != "" {
 		// The harness: start a surface that writes its pid, then wait to be killed.
-		s, err := NewSurface(SurfaceSpec{Kind: "exec", Command: "sh", Args: []string{"-c", "echo $$ > " + pidFile + "; exec sleep 60"}})
+		s, err := surface.New(surface.Spec{Kind: "exec", Command: "sh", Args: []string{"-c", "echo $$ > " + pidFile + "; exec sleep 60"}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/askctl/askctl/surface"
 	"github.com/tidwall/gjson"
 )
 
@@ -48,13 +49,13 @@ type Profile struct {
 	Start        *Start       `json:"start,omitempty"`
 	Ready        Ready        `json:"ready,omitzero"`
 	Claude       string       `json:"claude,omitempty"`
-	Surface      SurfaceSpec  `json:"surface"`
+	Surface      surface.Spec `json:"surface"`
 	Capabilities Capabilities `json:"capabilities"`
 	Policy       Policy       `json:"policy,omitzero"`
 	// MCP is how the CLI reaches the bridge's ask_user server (route MCP).
 	MCP *MCPSpec `json:"mcp,omitempty"`
 	// Limits are how long the harness waits for the bridge.
-	Limits Limits `json:"limits,omitzero"`
+	Limits surface.Limits `json:"limits,omitzero"`
 
 	// File is where the profile was read from; Dir its directory.
 	File string `json:"-"`
@@ -74,94 +75,9 @@ type Start struct {
 // Ready is how the harness knows the bridge is up: an HTTP GET of URL that
 // answers 2xx, or a TCP address that accepts. Neither: at once.
 type Ready struct {
-	URL     string   `json:"url,omitempty"`
-	TCP     string   `json:"tcp,omitempty"`
-	Timeout Duration `json:"timeout,omitzero"`
-}
-
-// SurfaceSpec is the user surface and how to reach it.
-type SurfaceSpec struct {
-	// Kind is ws, control-ws, http, exec or browser.
-	Kind string `json:"kind"`
-	// URL is the WebSocket endpoint (ws, control-ws) or the API base (http).
-	URL string `json:"url,omitempty"`
-	// API is the HTTP API base that starts sessions, for ws and control-ws.
-	API string `json:"api,omitempty"`
-	// Token, or TokenFile to read it from when the surface is opened, is
-	// sent as a bearer token.
-	Token     string `json:"token,omitempty"`
-	TokenFile string `json:"token_file,omitempty"`
-	// Browser is the browser surface's map of the page (URL is the page,
-	// with {session} for the session's id; API starts sessions).
-	Browser *BrowserSpec `json:"browser,omitempty"`
-	// Command and Args run the exec surface.
-	Command string            `json:"command,omitempty"`
-	Args    []string          `json:"args,omitempty"`
-	Env     map[string]string `json:"env,omitempty"`
-	// SharedLink says the exec surface reaches the person over one link for
-	// all sessions (one chat, one socket): its adapter demultiplexes it,
-	// each open a view of one session on that link, and there is no second
-	// connection to take a session over (capability takeover is refused).
-	// The adapter is told ASKCTL_SHARED_LINK=1.
-	SharedLink bool `json:"shared_link,omitempty"`
-	// Slow scales the adapter's own waits (a reply to an operation, a
-	// connection): 2 doubles them, for a busy machine. 0 means 1.
-	Slow float64 `json:"-"`
-	// Limits are the profile's (Profile.Limits).
-	Limits Limits `json:"-"`
-}
-
-// scaled is d times the slow factor.
-func (s SurfaceSpec) scaled(d time.Duration) time.Duration { return scale(d, s.Slow) }
-
-// Limits are how long the harness waits for the bridge, each a profile may
-// set for its bridge and each scaled by --slow. Zero: the default.
-type Limits struct {
-	// Start bounds the bridge's start-up: until its ready check passes
-	// (ready.timeout, when given, is this limit), and its surface's first
-	// answer (an exec adapter's first reply, a WebSocket's first
-	// connection), which includes the adapter's own start. Default 15s.
-	Start Duration `json:"start,omitzero"`
-	// Reconnect bounds a person's reconnect (a chat bridge may take 25s to
-	// notice a dropped link): the http surface's event stream coming back,
-	// a second WebSocket or control connection to a session, a session's
-	// page opened again in the browser, and an exec adapter's (told as
-	// ASKCTL_LIMIT_RECONNECT). Default 10s.
-	Reconnect Duration `json:"reconnect,omitzero"`
-	// Op bounds the reply to each operation (answer, skip, open, …) once
-	// the surface is up. Default 10s.
-	Op Duration `json:"op,omitzero"`
-}
-
-// The default limits.
-const (
-	DefaultStartLimit     = 15 * time.Second
-	DefaultReconnectLimit = 10 * time.Second
-	DefaultOpLimit        = 10 * time.Second
-)
-
-// start, reconnect and op are the limits, defaults filled in and scaled.
-func (s SurfaceSpec) start() time.Duration {
-	return s.scaled(orDefault(s.Limits.Start.D(), DefaultStartLimit))
-}
-func (s SurfaceSpec) reconnect() time.Duration {
-	return s.scaled(orDefault(s.Limits.Reconnect.D(), DefaultReconnectLimit))
-}
-func (s SurfaceSpec) op() time.Duration { return s.scaled(orDefault(s.Limits.Op.D(), DefaultOpLimit)) }
-
-func orDefault(d, def time.Duration) time.Duration {
-	if d <= 0 {
-		return def
-	}
-	return d
-}
-
-// scale is d times factor (at least 1).
-func scale(d time.Duration, factor float64) time.Duration {
-	if factor <= 1 {
-		return d
-	}
-	return time.Duration(float64(d) * factor)
+	URL     string           `json:"url,omitempty"`
+	TCP     string           `json:"tcp,omitempty"`
+	Timeout surface.Duration `json:"timeout,omitzero"`
 }
 
 // MCPSpec is how the CLI reaches the bridge's MCP ask_user server: the
@@ -184,13 +100,13 @@ func (m *MCPSpec) ToolName() string { return "mcp__" + m.Server + "__" + m.Tool 
 // Capabilities are what the bridge claims; the cases of a capability it
 // does not declare are skipped, never passed.
 type Capabilities struct {
-	SDK         bool     `json:"sdk"`
-	MCP         bool     `json:"mcp"`
-	Timeout     Duration `json:"timeout,omitzero"` // the question timeout it declares; zero: none
-	Reconnect   bool     `json:"reconnect"`
-	Takeover    bool     `json:"takeover"`
-	Persist     bool     `json:"persist"`
-	Permissions bool     `json:"permissions"`
+	SDK         bool             `json:"sdk"`
+	MCP         bool             `json:"mcp"`
+	Timeout     surface.Duration `json:"timeout,omitzero"` // the question timeout it declares; zero: none
+	Reconnect   bool             `json:"reconnect"`
+	Takeover    bool             `json:"takeover"`
+	Persist     bool             `json:"persist"`
+	Permissions bool             `json:"permissions"`
 }
 
 // Has reports whether the capability named is declared.
@@ -224,30 +140,6 @@ type Policy struct {
 	// decided: allow or deny (default allow).
 	OtherTools string `json:"other_tools,omitempty"`
 }
-
-// Duration is a time.Duration written as "1.5s" in JSON.
-type Duration time.Duration
-
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return errors.New("want a duration such as \"2s\"")
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil || v < 0 {
-		return fmt.Errorf("want a duration such as \"2s\", got %q", s)
-	}
-	*d = Duration(v)
-	return nil
-}
-
-func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
-
-// D is d as a time.Duration.
-func (d Duration) D() time.Duration { return time.Duration(d) }
-
-// SurfaceKinds are the adapters the harness has.
-var SurfaceKinds = []string{"ws", "control-ws", "http", "exec", "browser"}
 
 // LoadProfile reads and checks a profile file.
 func LoadProfile(path string) (*Profile, error) {
@@ -312,7 +204,7 @@ func (p *Profile) badDuration() (string, int) {
 		if !r.Exists() {
 			continue
 		}
-		var d Duration
+		var d surface.Duration
 		if d.UnmarshalJSON([]byte(r.Raw)) != nil {
 			return f, lineAt(p.raw, r.Index)
 		}
@@ -392,7 +284,7 @@ func (p *Profile) check() error {
 		if s.Browser == nil {
 			return p.errAt("surface.browser", "missing: the map of the page (see conformance/README.md)")
 		}
-		if err := s.Browser.check(p.errAt); err != nil {
+		if err := s.Browser.Check(p.errAt); err != nil {
 			return err
 		}
 	case "exec":
@@ -403,9 +295,9 @@ func (p *Profile) check() error {
 			return p.errAt("capabilities.takeover", "a surface with one shared link for all sessions has no second connection to take a session over: leave takeover out")
 		}
 	case "":
-		return p.errAt("surface.kind", "missing: want one of %s", strings.Join(SurfaceKinds, ", "))
+		return p.errAt("surface.kind", "missing: want one of %s", strings.Join(surface.Kinds, ", "))
 	default:
-		return p.errAt("surface.kind", "want one of %s, got %q", strings.Join(SurfaceKinds, ", "), s.Kind)
+		return p.errAt("surface.kind", "want one of %s, got %q", strings.Join(surface.Kinds, ", "), s.Kind)
 	}
 	if s.SharedLink && s.Kind != "exec" {
 		return p.errAt("surface.shared_link", "only for an exec surface, whose adapter demultiplexes the link; a %s surface has a connection per session", s.Kind)
@@ -508,7 +400,7 @@ func (p *Profile) WithSlowTimeout(slow float64) *Profile {
 		return p
 	}
 	q := *p
-	q.Capabilities.Timeout = Duration(time.Duration(float64(p.Capabilities.Timeout) * slow).Round(time.Millisecond))
+	q.Capabilities.Timeout = surface.Duration(time.Duration(float64(p.Capabilities.Timeout) * slow).Round(time.Millisecond))
 	return &q
 }
 

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/askctl/askctl/surface"
 )
 
 func TestParseProfileErrors(t *testing.T) {
@@ -78,7 +80,7 @@ func TestSlowScalesWaits(t *testing.T) {
 		factor float64
 		want   time.Duration
 	}{{0, 10 * time.Second}, {0.5, 10 * time.Second}, {1, 10 * time.Second}, {2.5, 25 * time.Second}} {
-		if got := (SurfaceSpec{Slow: tt.factor}).scaled(10 * time.Second); got != tt.want {
+		if got := (surface.Spec{Slow: tt.factor}).Scaled(10 * time.Second); got != tt.want {
 			t.Errorf("slow %v: %v, want %v", tt.factor, got, tt.want)
 		}
 	}

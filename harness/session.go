@@ -10,6 +10,7 @@ import (
 
 	"github.com/askctl/askctl/protocol"
 	"github.com/askctl/askctl/scenarios"
+	"github.com/askctl/askctl/surface"
 	"github.com/tidwall/gjson"
 )
 
@@ -130,10 +131,10 @@ func (s *Session) orCurrent(qid string) (string, error) {
 // question text → the labels in order, or one free text. A connection the
 // bridge closed after telling it of a takeover counts as refused (code
 // session_taken): closing it is a fine way to refuse its answers.
-func (s *Session) Answer(ctx context.Context, conn, qid string, answers map[string][]string) (Ack, error) {
+func (s *Session) Answer(ctx context.Context, conn, qid string, answers map[string][]string) (surface.Ack, error) {
 	qid, err := s.orCurrent(qid)
 	if err != nil {
-		return Ack{}, err
+		return surface.Ack{}, err
 	}
 	ack, err := s.e.Answer(ctx, s.alias, conn, qid, answers)
 	return ack, s.closedAfterTakeover(conn, err)
@@ -157,26 +158,26 @@ func (s *Session) SendRaw(ctx context.Context, conn string, raw []byte) error {
 // Permit waits until connection conn shows another tool's permission
 // prompt (capability permissions) not answered yet, then allows or denies
 // it, and returns its id. A surface with no permit operation gives an
-// *Unsupported.
+// *surface.Unsupported.
 func (s *Session) Permit(ctx context.Context, conn string, allow bool, reason string) (string, error) {
 	// What the surface cannot do is known before any wait: a surface with
 	// no way to answer a permission prompt is unsupported at once, not a
 	// prompt that never showed.
 	if _, c, err := s.e.conn(s.alias, conn); err != nil {
 		return "", err
-	} else if _, ok := c.(Permitter); !ok {
-		return "", &Unsupported{Op: "permit", Message: "the adapter cannot answer other tools' permission prompts"}
-	} else if p, ok := c.(prober); ok {
+	} else if _, ok := c.(surface.Permitter); !ok {
+		return "", &surface.Unsupported{Op: "permit", Message: "the adapter cannot answer other tools' permission prompts"}
+	} else if p, ok := c.(surface.Prober); ok {
 		// An adapter that may lack it (exec) is asked first.
-		var un *Unsupported
-		if err := p.probe(ctx, "permit"); errors.As(err, &un) {
+		var un *surface.Unsupported
+		if err := p.Probe(ctx, "permit"); errors.As(err, &un) {
 			return "", un
 		}
 	}
 	var id string
 	next := func(ss *SessionState) string {
 		for _, ev := range ss.Surface {
-			if ev.Conn == conn && ev.Type == SurfPermission && ev.QuestionID != "" && !ss.permitted[ev.QuestionID] {
+			if ev.Conn == conn && ev.Type == surface.EventPermission && ev.QuestionID != "" && !ss.permitted[ev.QuestionID] {
 				return ev.QuestionID
 			}
 		}
@@ -211,19 +212,19 @@ func (s *Session) Permit(ctx context.Context, conn string, allow bool, reason st
 }
 
 // Pending lists what connection conn shows as waiting.
-func (s *Session) Pending(ctx context.Context, conn string) ([]Pending, error) {
+func (s *Session) Pending(ctx context.Context, conn string) ([]surface.Pending, error) {
 	return s.e.Pending(ctx, s.alias, conn)
 }
 
 func (s *Session) closedAfterTakeover(conn string, err error) error {
-	var rj *Rejected
+	var rj *surface.Rejected
 	if err == nil || errors.As(err, &rj) {
 		return err
 	}
 	taken := false
 	_ = s.read(func(ss *SessionState) { taken = ss.taken(conn) })
 	if taken {
-		return &Rejected{Code: "session_taken", Message: "the bridge closed this connection after another took the session over (" + err.Error() + ")"}
+		return &surface.Rejected{Code: "session_taken", Message: "the bridge closed this connection after another took the session over (" + err.Error() + ")"}
 	}
 	return err
 }

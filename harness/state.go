@@ -11,6 +11,7 @@ import (
 	"github.com/askctl/askctl/internal/events"
 	"github.com/askctl/askctl/protocol"
 	"github.com/askctl/askctl/scenarios"
+	"github.com/askctl/askctl/surface"
 	"github.com/askctl/askctl/transcript"
 	"github.com/tidwall/gjson"
 )
@@ -40,7 +41,7 @@ type SessionState struct {
 	MCP bool
 
 	Agent   []transcript.Record // every record, as it came (for summaries)
-	Surface []SurfaceEvent
+	Surface []surface.Event
 
 	// Requests are the agent's AskUserQuestion can_use_tool requests, in
 	// order; in a route MCP session, its ask_user tool calls.
@@ -74,7 +75,7 @@ type SessionState struct {
 	skipped      map[string]bool                // questions the person skipped, the surface accepting it
 	sent         map[string]map[string][]string // question id → question text → the labels the person answered, the surface accepting them
 	current      string                         // the question the case works on: the last one awaited
-	conns        map[string]Conn
+	conns        map[string]surface.Conn
 	gen          map[string]int // connections opened under each name
 }
 
@@ -107,7 +108,7 @@ type Response struct {
 
 func newSessionState(alias, agentID string, sc *scenarios.Scenario, mcp bool) *SessionState {
 	return &SessionState{Alias: alias, AgentID: agentID, Scenario: sc, MCP: mcp, byReq: map[string]*Request{}, byToolUse: map[string]*Request{},
-		answered: map[string]time.Time{}, skipped: map[string]bool{}, sent: map[string]map[string][]string{}, consumed: map[string]map[string]bool{}, conns: map[string]Conn{}, gen: map[string]int{}}
+		answered: map[string]time.Time{}, skipped: map[string]bool{}, sent: map[string]map[string][]string{}, consumed: map[string]map[string]bool{}, conns: map[string]surface.Conn{}, gen: map[string]int{}}
 }
 
 // add turns one record of the session's agent into facts.
@@ -213,9 +214,9 @@ func (s *SessionState) toAgent(r transcript.Record) {
 }
 
 // show files one surface event.
-func (s *SessionState) show(ev SurfaceEvent) {
+func (s *SessionState) show(ev surface.Event) {
 	s.Surface = append(s.Surface, ev)
-	if ev.Type == SurfQuestion && ev.QuestionID != "" && !contains(s.Questions, ev.QuestionID) {
+	if ev.Type == surface.EventQuestion && ev.QuestionID != "" && !contains(s.Questions, ev.QuestionID) {
 		s.Questions = append(s.Questions, ev.QuestionID)
 	}
 }
@@ -347,7 +348,7 @@ func (s *SessionState) RequestOf(qid string) (*Request, bool) {
 // consumed.
 func (s *SessionState) nextQuestion(conn string) (string, bool) {
 	for _, ev := range s.Surface {
-		if ev.Conn == conn && ev.Type == SurfQuestion && !s.consumed[conn][ev.QuestionID] {
+		if ev.Conn == conn && ev.Type == surface.EventQuestion && !s.consumed[conn][ev.QuestionID] {
 			return ev.QuestionID, true
 		}
 	}
@@ -362,7 +363,7 @@ func (s *SessionState) shown(conn, qid string) ([]protocol.Question, bool) {
 	var out []protocol.Question
 	seen := map[string]bool{}
 	for _, ev := range s.Surface {
-		if (conn == "" || ev.Conn == conn) && ev.Type == SurfQuestion && ev.QuestionID == qid {
+		if (conn == "" || ev.Conn == conn) && ev.Type == surface.EventQuestion && ev.QuestionID == qid {
 			for _, q := range ev.Questions {
 				if !seen[q.Question] {
 					seen[q.Question] = true
@@ -377,7 +378,7 @@ func (s *SessionState) shown(conn, qid string) ([]protocol.Question, bool) {
 // taken reports whether connection conn was told of a takeover.
 func (s *SessionState) taken(conn string) bool {
 	for _, ev := range s.Surface {
-		if ev.Conn == conn && ev.Type == SurfTaken {
+		if ev.Conn == conn && ev.Type == surface.EventTaken {
 			return true
 		}
 	}

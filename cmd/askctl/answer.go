@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/askctl/askctl/bridgeapi"
-	"github.com/askctl/askctl/harness"
 	"github.com/askctl/askctl/internal/clip"
 	"github.com/askctl/askctl/protocol"
+	"github.com/askctl/askctl/surface"
 	"github.com/urfave/cli/v3"
 )
 
@@ -295,7 +295,7 @@ func runSkip(ctx context.Context, o *skipOptions) error {
 		reason = bridgeapi.DefaultSkipReason
 	}
 	if o.interrupt {
-		in, ok := p.Conn.(harness.Interrupter)
+		in, ok := p.Conn.(surface.Interrupter)
 		if !ok {
 			return usagef("--interrupt: the %s surface cannot abort the agent's turn", p.surf.Kind())
 		}
@@ -374,9 +374,9 @@ The table marks the questions of a request already answered and held.
 func runPending(ctx context.Context, o *pendingOptions) error {
 	changed := make(chan struct{}, 1)
 	var mu sync.Mutex
-	var ended *harness.SurfaceEvent // the session's end, when --session names one that ended
-	p, err := o.conn.open(ctx, o.io, o.session, func(e harness.SurfaceEvent) {
-		if o.session != "" && e.Type == harness.SurfStatus && e.Session == o.session && (e.Status == bridgeapi.StatusExited || e.Status == bridgeapi.StatusLost) {
+	var ended *surface.Event // the session's end, when --session names one that ended
+	p, err := o.conn.open(ctx, o.io, o.session, func(e surface.Event) {
+		if o.session != "" && e.Type == surface.EventStatus && e.Session == o.session && (e.Status == bridgeapi.StatusExited || e.Status == bridgeapi.StatusLost) {
 			mu.Lock()
 			ended = &e
 			mu.Unlock()
@@ -426,7 +426,7 @@ func runPending(ctx context.Context, o *pendingOptions) error {
 	}
 	if o.json {
 		if ps == nil {
-			ps = []harness.Pending{}
+			ps = []surface.Pending{}
 		}
 		return printJSON(o.io.out, ps)
 	}
@@ -514,8 +514,8 @@ is resumed where it stopped.
 }
 
 func runWatch(ctx context.Context, o *watchOptions) error {
-	events := make(chan harness.SurfaceEvent, 256)
-	p, err := o.conn.open(ctx, o.io, o.session, func(e harness.SurfaceEvent) {
+	events := make(chan surface.Event, 256)
+	p, err := o.conn.open(ctx, o.io, o.session, func(e surface.Event) {
 		select {
 		case events <- e:
 		case <-ctx.Done():
@@ -542,7 +542,7 @@ func runWatch(ctx context.Context, o *watchOptions) error {
 			} else {
 				fmt.Fprintln(o.io.out, describeEvent(e))
 			}
-			if e.Type == harness.SurfClosed {
+			if e.Type == surface.EventClosed {
 				return fmt.Errorf("%w: the surface closed: %s", bridgeapi.ErrUnreachable, e.Reason)
 			}
 		}
@@ -551,14 +551,14 @@ func runWatch(ctx context.Context, o *watchOptions) error {
 
 // describeEvent is one line for a person; text from the agent is quoted,
 // so a control character in it cannot reach the terminal.
-func describeEvent(ev harness.SurfaceEvent) string {
+func describeEvent(ev surface.Event) string {
 	at := ev.At
 	if at.IsZero() {
 		at = ev.T
 	}
 	t := at.Local().Format("15:04:05")
 	switch ev.Type {
-	case harness.SurfQuestion:
+	case surface.EventQuestion:
 		var qs []string
 		for _, q := range ev.Questions {
 			qs = append(qs, strconv.Quote(q.Question))
@@ -568,7 +568,7 @@ func describeEvent(ev harness.SurfaceEvent) string {
 			s += fmt.Sprintf(", %ds to answer", ev.Timeout)
 		}
 		return s + ")"
-	case harness.SurfAnswered, harness.SurfHeld:
+	case surface.EventAnswered, surface.EventHeld:
 		keys := make([]string, 0, len(ev.Answers))
 		for k := range ev.Answers {
 			keys = append(keys, k)
@@ -579,22 +579,22 @@ func describeEvent(ev harness.SurfaceEvent) string {
 			as = append(as, fmt.Sprintf("%q=%q", k, ev.Answers[k]))
 		}
 		verb := "answered"
-		if ev.Type == harness.SurfHeld {
+		if ev.Type == surface.EventHeld {
 			verb = "held (" + clip.Printable(ev.Reason) + ")"
 		}
 		if ev.By != "" {
 			verb += " by the policy's " + clip.Printable(ev.By)
 		}
 		return fmt.Sprintf("%s %s %s: %s", t, ev.QuestionID, verb, strings.Join(as, ", "))
-	case harness.SurfExpired:
+	case surface.EventExpired:
 		return fmt.Sprintf("%s %s timed out: %s", t, ev.QuestionID, clip.Printable(ev.Reason))
-	case harness.SurfSkipped, harness.SurfWithdrawn, harness.SurfResumed:
+	case surface.EventSkipped, surface.EventWithdrawn, surface.EventResumed:
 		verb := ev.Type
 		if ev.By != "" {
 			verb += " by the policy's " + clip.Printable(ev.By)
 		}
 		return fmt.Sprintf("%s %s %s: %s", t, ev.QuestionID, verb, clip.Printable(ev.Reason))
-	case harness.SurfStatus:
+	case surface.EventStatus:
 		s := fmt.Sprintf("%s session %s %s", t, ev.Session, ev.Status)
 		if ev.Exit != nil {
 			s += fmt.Sprintf(" (exit %d)", *ev.Exit)
@@ -606,11 +606,11 @@ func describeEvent(ev harness.SurfaceEvent) string {
 			s += ": " + clip.Printable(ev.Reason)
 		}
 		return s
-	case harness.SurfTaken:
+	case surface.EventTaken:
 		return fmt.Sprintf("%s session %s taken over by another connection", t, ev.Session)
-	case harness.SurfClosed:
+	case surface.EventClosed:
 		return fmt.Sprintf("%s connection closed: %s", t, clip.Printable(ev.Reason))
-	case harness.SurfOther:
+	case surface.EventOther:
 		if ev.QuestionID == "" && ev.Reason != "" {
 			return fmt.Sprintf("%s %s", t, clip.Printable(ev.Reason))
 		}

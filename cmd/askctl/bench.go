@@ -17,6 +17,7 @@ import (
 	"github.com/askctl/askctl/harness"
 	"github.com/askctl/askctl/internal/clip"
 	"github.com/askctl/askctl/scenarios"
+	"github.com/askctl/askctl/surface"
 	"github.com/urfave/cli/v3"
 )
 
@@ -210,7 +211,7 @@ func runBench(ctx context.Context, o *benchOptions) error {
 	// (default 10 s), scaled by --slow; past it the session is lost.
 	show := p.Limits.Op.D()
 	if show <= 0 {
-		show = harness.DefaultOpLimit
+		show = surface.DefaultOpLimit
 	}
 	show = time.Duration(float64(show) * o.slow)
 	// The agent asks once the bridge has given it its prompt: within the
@@ -218,7 +219,7 @@ func runBench(ctx context.Context, o *benchOptions) error {
 	// there, saying so, not at the session's whole limit.
 	ask := p.Limits.Start.D()
 	if ask <= 0 {
-		ask = harness.DefaultStartLimit
+		ask = surface.DefaultStartLimit
 	}
 	ask = time.Duration(float64(ask) * o.slow)
 	began := time.Now()

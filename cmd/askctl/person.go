@@ -10,12 +10,12 @@ import (
 	"strings"
 
 	"github.com/askctl/askctl/bridgeapi"
-	"github.com/askctl/askctl/harness"
+	"github.com/askctl/askctl/surface"
 	"github.com/urfave/cli/v3"
 )
 
 // The person commands (answer, skip, pending, watch) play the person
-// through one harness.Surface: the reference bridge's HTTP surface by
+// through one surface.Surface: the reference bridge's HTTP surface by
 // default (found through askctl serve's state directory, or --url and
 // --token), or any bridge's surface with a profile (--bridge PROFILE), as
 // askctl conformance reaches it. One path: the same answer rules, the same
@@ -76,17 +76,17 @@ func (c *bridgeConn) client(s *stdio) (*bridgeapi.Client, error) {
 }
 
 // surfaceSpec is the surface the person is played through.
-func (c *bridgeConn) surfaceSpec(s *stdio) (harness.SurfaceSpec, error) {
+func (c *bridgeConn) surfaceSpec(s *stdio) (surface.Spec, error) {
 	if c.profile == "" {
 		api, err := c.client(s)
 		if err != nil {
-			return harness.SurfaceSpec{}, err
+			return surface.Spec{}, err
 		}
-		return harness.SurfaceSpec{Kind: "http", URL: api.URL, Token: api.Token}, nil
+		return surface.Spec{Kind: "http", URL: api.URL, Token: api.Token}, nil
 	}
 	p, err := loadProfile(c.profile)
 	if err != nil {
-		return harness.SurfaceSpec{}, err
+		return surface.Spec{}, err
 	}
 	vars := map[string]string{"PROFILE_DIR": p.Dir}
 	dir := c.state
@@ -103,32 +103,32 @@ func (c *bridgeConn) surfaceSpec(s *stdio) (harness.SurfaceSpec, error) {
 	}
 	if unset := p.SurfaceUnset(vars); len(unset) > 0 {
 		if _, ok := vars["STATE"]; ok && slices.Contains(unset, "PORT") {
-			return harness.SurfaceSpec{}, fmt.Errorf("%w: no bridge is running with state directory %s (start one with askctl serve, or pass --state)", bridgeapi.ErrUnreachable, vars["STATE"])
+			return surface.Spec{}, fmt.Errorf("%w: no bridge is running with state directory %s (start one with askctl serve, or pass --state)", bridgeapi.ErrUnreachable, vars["STATE"])
 		}
-		return harness.SurfaceSpec{}, usagef("--bridge %s: the surface uses ${%s}, which nobody set: set it in the environment (or use a profile with the address written out)", c.profile, strings.Join(unset, "}, ${"))
+		return surface.Spec{}, usagef("--bridge %s: the surface uses ${%s}, which nobody set: set it in the environment (or use a profile with the address written out)", c.profile, strings.Join(unset, "}, ${"))
 	}
 	return p.Expanded(vars).Surface, nil
 }
 
 // person is one open connection to the bridge's surface.
 type person struct {
-	surf harness.Surface
-	harness.Conn
+	surf surface.Surface
+	surface.Conn
 }
 
 // open connects to session ("" for every session), with events to sink,
 // and returns once the connection has heard what was pending.
-func (c *bridgeConn) open(ctx context.Context, s *stdio, session string, sink func(harness.SurfaceEvent)) (*person, error) {
+func (c *bridgeConn) open(ctx context.Context, s *stdio, session string, sink func(surface.Event)) (*person, error) {
 	spec, err := c.surfaceSpec(s)
 	if err != nil {
 		return nil, err
 	}
-	surf, err := harness.NewSurface(spec)
+	surf, err := surface.New(spec)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", bridgeapi.ErrUnreachable, err)
 	}
 	if sink == nil {
-		sink = func(harness.SurfaceEvent) {}
+		sink = func(surface.Event) {}
 	}
 	conn, err := surf.Open(ctx, session, sink)
 	if err != nil {
@@ -151,22 +151,22 @@ func (p *person) Close() error {
 
 // find is question id as the surface shows it; ok is false when it is not
 // pending there.
-func (p *person) find(ctx context.Context, id string) (harness.Pending, bool, error) {
+func (p *person) find(ctx context.Context, id string) (surface.Pending, bool, error) {
 	ps, err := p.Pending(ctx)
 	if err != nil {
-		return harness.Pending{}, false, surfaceErr(err)
+		return surface.Pending{}, false, surfaceErr(err)
 	}
 	for _, q := range ps {
 		if q.QuestionID == id {
 			return q, true, nil
 		}
 	}
-	return harness.Pending{}, false, nil
+	return surface.Pending{}, false, nil
 }
 
 // surfaceErr maps a surface's refusal to the errors the exit statuses know.
 func surfaceErr(err error) error {
-	var rj *harness.Rejected
+	var rj *surface.Rejected
 	if !errors.As(err, &rj) {
 		if err != nil && !errors.Is(err, bridgeapi.ErrUnreachable) && !errors.Is(err, bridgeapi.ErrUnauthorized) && !errors.Is(err, context.Canceled) {
 			return fmt.Errorf("%w: %v", bridgeapi.ErrUnreachable, err)

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/askctl/askctl/bridgeapi"
-	"github.com/askctl/askctl/harness"
+	"github.com/askctl/askctl/surface"
 )
 
 // TestSurfaceErrExits: a surface's refusal maps to the exit status its code
@@ -31,7 +31,7 @@ func TestSurfaceErrExits(t *testing.T) {
 	}
 	sentinels := []error{bridgeapi.ErrNotFound, bridgeapi.ErrResolved, bridgeapi.ErrInvalid, bridgeapi.ErrUnauthorized}
 	for _, tt := range tests {
-		err := surfaceErr(fmt.Errorf("answering: %w", &harness.Rejected{Code: tt.code, Message: "boom"}))
+		err := surfaceErr(fmt.Errorf("answering: %w", &surface.Rejected{Code: tt.code, Message: "boom"}))
 		for _, s := range sentinels {
 			if got := errors.Is(err, s); got != (s == tt.want) {
 				t.Errorf("code %s: errors.Is(%v, %v) = %v", tt.code, err, s, got)

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/askctl/askctl/harness"
+	"github.com/askctl/askctl/surface"
 	"github.com/tidwall/gjson"
 )
 
@@ -98,11 +98,11 @@ func TestServePolicy(t *testing.T) {
 			break
 		}
 	}
-	by := harness.SurfaceEvent{Type: harness.SurfAnswered, QuestionID: "q_1", Answers: map[string]string{"Q": "A"}, By: `rule "format" (ci.policy:3)`}
+	by := surface.Event{Type: surface.EventAnswered, QuestionID: "q_1", Answers: map[string]string{"Q": "A"}, By: `rule "format" (ci.policy:3)`}
 	if got := describeEvent(by); !strings.Contains(got, `q_1 answered by the policy's rule "format" (ci.policy:3): "Q"="A"`) {
 		t.Errorf("watch prints %q", got)
 	}
-	by.Type, by.Reason = harness.SurfSkipped, "CI never deploys"
+	by.Type, by.Reason = surface.EventSkipped, "CI never deploys"
 	if got := describeEvent(by); !strings.Contains(got, `q_1 skipped by the policy's rule "format" (ci.policy:3): CI never deploys`) {
 		t.Errorf("watch prints %q", got)
 	}

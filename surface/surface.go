@@ -1,4 +1,4 @@
-package harness
+package surface
 
 import (
 	"context"
@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/askctl/askctl/bridgeapi"
 	"github.com/askctl/askctl/protocol"
 )
 
@@ -24,7 +26,7 @@ type Surface interface {
 	// Open connects a person to a session ("" for every session the
 	// surface shows at once, where it can). Events reach sink as they
 	// come, from the connection's goroutine, until Close.
-	Open(ctx context.Context, session string, sink func(SurfaceEvent)) (Conn, error)
+	Open(ctx context.Context, session string, sink func(Event)) (Conn, error)
 	// Close ends the surface and every connection.
 	Close() error
 }
@@ -87,9 +89,24 @@ type Resumer interface {
 	Resume(ctx context.Context) error
 }
 
+// Warmer is a Surface that can get ready before the first session (a
+// browser started, logged in, a tab open at the page), so that a question
+// asked as a session starts is seen: the harness warms it within the
+// start limit.
+type Warmer interface {
+	Warm(ctx context.Context) error
+}
+
+// Prober is a Conn that may lack an operation and can be asked whether it
+// has it before anything depends on it (an exec adapter): an *Unsupported
+// when it has not.
+type Prober interface {
+	Probe(ctx context.Context, op string) error
+}
+
 // Permitter is a Conn that puts other tools' permission prompts to the
 // person (capability permissions): it allows or denies the prompt its
-// SurfPermission event named. A Conn without it has no permit operation.
+// EventPermission event named. A Conn without it has no permit operation.
 type Permitter interface {
 	Permit(ctx context.Context, promptID string, allow bool, reason string) error
 }
@@ -140,25 +157,25 @@ func (r *Rejected) Error() string {
 
 // Surface event types, the same whatever the surface kind.
 const (
-	SurfQuestion  = "question"  // a question to show (asked, or replayed on connect)
-	SurfExpired   = "expired"   // it timed out
-	SurfAnswered  = "answered"  // answered (from any connection)
-	SurfHeld      = "held"      // part of a multi-question answer was kept
-	SurfSkipped   = "skipped"   // skipped
-	SurfWithdrawn = "withdrawn" // the agent withdrew it, exited, or the session stopped
-	SurfResumed   = "resumed"   // a late answer resumed its session
-	SurfStatus    = "status"    // the session's status
-	SurfTaken     = "taken"     // another connection took this session over
-	SurfClosed    = "closed"    // the connection ended (Reason says why)
-	SurfOther     = "other"     // anything else the surface said
-	// SurfPermission: another tool's permission prompt put to the person
+	EventQuestion  = "question"  // a question to show (asked, or replayed on connect)
+	EventExpired   = "expired"   // it timed out
+	EventAnswered  = "answered"  // answered (from any connection)
+	EventHeld      = "held"      // part of a multi-question answer was kept
+	EventSkipped   = "skipped"   // skipped
+	EventWithdrawn = "withdrawn" // the agent withdrew it, exited, or the session stopped
+	EventResumed   = "resumed"   // a late answer resumed its session
+	EventStatus    = "status"    // the session's status
+	EventTaken     = "taken"     // another connection took this session over
+	EventClosed    = "closed"    // the connection ended (Reason says why)
+	EventOther     = "other"     // anything else the surface said
+	// EventPermission: another tool's permission prompt put to the person
 	// (capability permissions): QuestionID is the prompt's id, Tool and
 	// Input what the agent wants to run.
-	SurfPermission = "permission"
+	EventPermission = "permission"
 )
 
-// SurfaceEvent is one thing a surface told a person.
-type SurfaceEvent struct {
+// Event is one thing a surface told a person.
+type Event struct {
 	T          time.Time           `json:"t"`              // when the harness heard it
 	At         time.Time           `json:"time,omitzero"`  // when the bridge says it happened, if it says
 	Conn       string              `json:"conn,omitempty"` // which connection heard it
@@ -182,11 +199,32 @@ type SurfaceEvent struct {
 	Seq int64 `json:"seq,omitempty"`
 }
 
-// NewSurface returns the adapter for a profile's surface.
-func NewSurface(s SurfaceSpec) (Surface, error) {
-	// The token file is read whenever a session starts or a connection
-	// opens: a bridge that makes a new token when it restarts is followed.
-	token := func() (string, error) {
+// Token is a surface's bearer token as it is now: the token file is read
+// whenever a session starts or a connection opens, so a bridge that makes
+// a new token when it restarts is followed.
+type Token func() (string, error)
+
+// An Opener makes the adapter of a kind that lives in a package of its own
+// (the browser, in surface/browser, which links a browser driver only into
+// the programs that import it).
+type Opener func(s Spec, token Token) (Surface, error)
+
+var (
+	registryMu sync.Mutex
+	registry   = map[string]Opener{}
+)
+
+// Register makes New open surfaces of kind with open. A package that
+// adapts a kind registers it in its init.
+func Register(kind string, open Opener) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	registry[kind] = open
+}
+
+// New returns the adapter for a profile's surface.
+func New(s Spec) (Surface, error) {
+	var token Token = func() (string, error) {
 		if s.Token != "" || s.TokenFile == "" {
 			return s.Token, nil
 		}
@@ -204,12 +242,32 @@ func NewSurface(s SurfaceSpec) (Surface, error) {
 		return newSocketSurface(s, token), nil
 	case "http":
 		return newHTTPSurface(s, token), nil
-	case "browser":
-		return newBrowserSurface(s, token), nil
 	case "exec":
 		return startExecSurface(s)
 	}
-	return nil, fmt.Errorf("surface kind %q: want one of %s", s.Kind, strings.Join(SurfaceKinds, ", "))
+	registryMu.Lock()
+	open := registry[s.Kind]
+	registryMu.Unlock()
+	if open != nil {
+		return open(s, token)
+	}
+	if s.Kind == "browser" {
+		return nil, errors.New("surface kind browser: this program was built without the browser adapter (import github.com/askctl/askctl/surface/browser)")
+	}
+	return nil, fmt.Errorf("surface kind %q: want one of %s", s.Kind, strings.Join(Kinds, ", "))
+}
+
+// NewAPI is a surface that starts sessions through the reference bridge's
+// HTTP API at s.API (the browser adapter's, and the socket adapters'
+// way).
+func NewAPI(s Spec, token Token) Surface {
+	return newHTTPSurface(Spec{URL: s.API, Slow: s.Slow, Limits: s.Limits}, token)
+}
+
+// Client is the reference bridge's API client at s.API with the token as it
+// is now.
+func Client(s Spec, token Token) (*bridgeapi.Client, error) {
+	return newHTTPSurface(Spec{URL: s.API, Slow: s.Slow, Limits: s.Limits}, token).client()
 }
 
 var errClosed = errors.New("connection closed")

@@ -1,4 +1,4 @@
-package harness
+package browser
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/askctl/askctl/surface"
 )
 
 // A wait on the page that a context ended says which one: the step's own
@@ -63,7 +65,7 @@ func TestAdoptTellsAReconnectOnlyWhatIsPending(t *testing.T) {
 	spare := func() *browserConn {
 		now := time.Now()
 		return &browserConn{
-			s: &browserSurface{spec: SurfaceSpec{Browser: &BrowserSpec{}}},
+			s: &browserSurface{spec: surface.Spec{Browser: &surface.BrowserSpec{}}},
 			last: map[string]browserRequest{
 				"q_ended":   {ID: "q_ended", Session: "s_1", Ended: "answered", seen: now.Add(-2 * time.Second)},
 				"q_pending": {ID: "q_pending", Session: "s_1", seen: now.Add(-time.Second)},
@@ -80,7 +82,7 @@ func TestAdoptTellsAReconnectOnlyWhatIsPending(t *testing.T) {
 	} {
 		c := spare()
 		var got []string
-		c.adopt("s_1", tc.again, func(e SurfaceEvent) { got = append(got, e.Type+" "+e.QuestionID) })
+		c.adopt("s_1", tc.again, func(e surface.Event) { got = append(got, e.Type+" "+e.QuestionID) })
 		if g := strings.Join(got, ", "); g != tc.want {
 			t.Errorf("again=%v: told %q, want %q", tc.again, g, tc.want)
 		}

@@ -1,4 +1,4 @@
-package harness
+package surface
 
 import (
 	"bufio"
@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/askctl/askctl/internal/clip"
+	"github.com/askctl/askctl/internal/proc"
 )
 
 // The exec adapter runs a command the bridge's author ships — a test channel
@@ -68,7 +69,7 @@ type execSurface struct {
 	nextCon int
 	replied bool // a reply has come: the adapter is up
 	waiting map[int]chan execReply
-	sinks   map[string]func(SurfaceEvent)
+	sinks   map[string]func(Event)
 	dead    error
 	done    chan struct{}
 }
@@ -102,7 +103,7 @@ const (
 	EnvExecReconnectLimit = "ASKCTL_LIMIT_RECONNECT"
 )
 
-func startExecSurface(s SurfaceSpec) (*execSurface, error) {
+func startExecSurface(s Spec) (*execSurface, error) {
 	cmd := exec.Command(s.Command, s.Args...)
 	cmd.Env = os.Environ()
 	for k, v := range s.Env {
@@ -116,7 +117,7 @@ func startExecSurface(s SurfaceSpec) (*execSurface, error) {
 		slow = 1
 	}
 	cmd.Env = append(cmd.Env, EnvExecSlow+"="+strconv.FormatFloat(slow, 'f', -1, 64),
-		EnvExecOpLimit+"="+s.op().String(), EnvExecStartLimit+"="+s.start().String(), EnvExecReconnectLimit+"="+s.reconnect().String())
+		EnvExecOpLimit+"="+s.OpLimit().String(), EnvExecStartLimit+"="+s.StartLimit().String(), EnvExecReconnectLimit+"="+s.ReconnectLimit().String())
 	if s.SharedLink {
 		cmd.Env = append(cmd.Env, EnvExecSharedLink+"=1")
 	}
@@ -128,12 +129,12 @@ func startExecSurface(s SurfaceSpec) (*execSurface, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &execSurface{reply: s.op(), first: s.start(), reconn: s.reconnect(), cmd: cmd, stdin: stdin, stderr: &tailBuffer{max: 8 << 10}, waiting: map[int]chan execReply{},
-		sinks: map[string]func(SurfaceEvent){}, done: make(chan struct{})}
+	e := &execSurface{reply: s.OpLimit(), first: s.StartLimit(), reconn: s.ReconnectLimit(), cmd: cmd, stdin: stdin, stderr: &tailBuffer{max: 8 << 10}, waiting: map[int]chan execReply{},
+		sinks: map[string]func(Event){}, done: make(chan struct{})}
 	cmd.Stderr = e.stderr
 	// Its own process group, so Close ends whatever it started; and Wait
 	// does not wait for children holding its output open.
-	setProcessGroup(cmd)
+	proc.SetGroup(cmd)
 	cmd.WaitDelay = 2 * time.Second
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting the exec surface %s: %w", s.Command, err)
@@ -157,7 +158,7 @@ func (e *execSurface) read(r io.Reader) {
 			break
 		}
 		if rep.Event != nil {
-			var ev SurfaceEvent
+			var ev Event
 			if err := json.Unmarshal(rep.Event, &ev); err != nil {
 				fail = fmt.Errorf("exec surface stdout line %d: event: %v", line, err)
 				break
@@ -201,10 +202,10 @@ func (e *execSurface) read(r io.Reader) {
 		delete(e.waiting, id)
 	}
 	sinks := e.sinks
-	e.sinks = map[string]func(SurfaceEvent){}
+	e.sinks = map[string]func(Event){}
 	e.mu.Unlock()
 	for conn, sink := range sinks {
-		sink(SurfaceEvent{T: time.Now(), Conn: conn, Type: SurfClosed, Reason: fail.Error()})
+		sink(Event{T: time.Now(), Conn: conn, Type: EventClosed, Reason: fail.Error()})
 	}
 	close(e.done)
 }
@@ -291,7 +292,7 @@ func (e *execSurface) Start(ctx context.Context, prompt string) (string, error) 
 	return rep.Session, nil
 }
 
-func (e *execSurface) Open(ctx context.Context, session string, sink func(SurfaceEvent)) (Conn, error) {
+func (e *execSurface) Open(ctx context.Context, session string, sink func(Event)) (Conn, error) {
 	e.mu.Lock()
 	e.nextCon++
 	conn := "c" + strconv.Itoa(e.nextCon)
@@ -329,14 +330,14 @@ func (e *execSurface) Close() error {
 	select {
 	case <-e.done:
 	case <-time.After(3 * time.Second):
-		killGroup(e.cmd)
+		proc.KillGroup(e.cmd)
 		_ = e.cmd.Process.Kill()
 		select {
 		case <-e.done:
 		case <-time.After(5 * time.Second): // WaitDelay has ended Wait by now
 		}
 	}
-	killGroup(e.cmd)
+	proc.KillGroup(e.cmd)
 	return nil
 }
 
@@ -377,17 +378,11 @@ func (c *execConn) Permit(ctx context.Context, id string, allow bool, reason str
 	return err
 }
 
-// prober is a Conn that can be asked whether it has an operation before
-// anything depends on it.
-type prober interface {
-	probe(ctx context.Context, op string) error
-}
-
-// probe asks the adapter whether it has op: {"op":OP,"conn":C,"probe":true}
+// Probe asks the adapter whether it has op: {"op":OP,"conn":C,"probe":true}
 // with no other field. An *Unsupported when it replies unsupported; any
 // other reply (an adapter that knows nothing of probes tries the operation,
 // which its bridge refuses) is read as having it.
-func (c *execConn) probe(ctx context.Context, op string) error {
+func (c *execConn) Probe(ctx context.Context, op string) error {
 	_, err := c.e.call(ctx, map[string]any{"op": op, "conn": c.conn, "probe": true})
 	var un *Unsupported
 	if errors.As(err, &un) {

@@ -1,4 +1,4 @@
-package harness
+package surface
 
 import (
 	"context"
@@ -38,15 +38,15 @@ func TestSocketReconnectLimit(t *testing.T) {
 	}))
 	defer srv.Close()
 	defer close(release)
-	spec := SurfaceSpec{Kind: "ws", URL: "ws" + strings.TrimPrefix(srv.URL, "http"), API: srv.URL,
+	spec := Spec{Kind: "ws", URL: "ws" + strings.TrimPrefix(srv.URL, "http"), API: srv.URL,
 		Limits: Limits{Start: Duration(30 * time.Second), Reconnect: Duration(100 * time.Millisecond)}}
 	s := newSocketSurface(spec, func() (string, error) { return "", nil })
-	first, err := s.Open(context.Background(), "s1", func(SurfaceEvent) {})
+	first, err := s.Open(context.Background(), "s1", func(Event) {})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer first.Close()
-	again, err := s.Open(context.Background(), "s1", func(SurfaceEvent) {})
+	again, err := s.Open(context.Background(), "s1", func(Event) {})
 	if err == nil {
 		again.Close()
 		t.Fatal("a reconnect the server took 3 s to accept was waited for: limits.reconnect is 100ms")

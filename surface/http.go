@@ -1,4 +1,4 @@
-package harness
+package surface
 
 import (
 	"context"
@@ -24,8 +24,8 @@ type httpSurface struct {
 	resumeWindow time.Duration // limits.reconnect
 }
 
-func newHTTPSurface(s SurfaceSpec, token func() (string, error)) *httpSurface {
-	return &httpSurface{url: strings.TrimRight(s.URL, "/"), token: token, http: &http.Client{Timeout: s.op()}, resumeWindow: s.reconnect()}
+func newHTTPSurface(s Spec, token func() (string, error)) *httpSurface {
+	return &httpSurface{url: strings.TrimRight(s.URL, "/"), token: token, http: &http.Client{Timeout: s.OpLimit()}, resumeWindow: s.ReconnectLimit()}
 }
 
 // client is the API client with the token as it is now.
@@ -46,14 +46,14 @@ func (h *httpSurface) Start(ctx context.Context, prompt string) (string, error) 
 	}
 	s, err := c.StartSession(ctx, bridgeapi.StartOptions{Prompt: prompt})
 	if err != nil {
-		return "", rejection(err)
+		return "", Rejection(err)
 	}
 	return s.ID, nil
 }
 
 func (h *httpSurface) Close() error { return nil }
 
-func (h *httpSurface) Open(ctx context.Context, session string, sink func(SurfaceEvent)) (Conn, error) {
+func (h *httpSurface) Open(ctx context.Context, session string, sink func(Event)) (Conn, error) {
 	api, err := h.client()
 	if err != nil {
 		return nil, err
@@ -69,7 +69,7 @@ func (h *httpSurface) Open(ctx context.Context, session string, sink func(Surfac
 		var err error
 		// wentDown: the stream ended by itself (the bridge stopped or the
 		// network failed), and the connection says so, and says when it
-		// is back (SurfOther events, which no check reads; watch prints
+		// is back (EventOther events, which no check reads; watch prints
 		// them).
 		wentDown := false
 		for {
@@ -97,7 +97,7 @@ func (h *httpSurface) Open(ctx context.Context, session string, sink func(Surfac
 				}
 				if wentDown {
 					wentDown = false
-					sink(SurfaceEvent{T: time.Now(), Type: SurfOther, Session: session, Reason: "the bridge is back: its events go on from where they stopped"})
+					sink(Event{T: time.Now(), Type: EventOther, Session: session, Reason: "the bridge is back: its events go on from where they stopped"})
 				}
 				c.signalResumed(nil)
 			}, func(e bridgeapi.Event) error {
@@ -126,7 +126,7 @@ func (h *httpSurface) Open(ctx context.Context, session string, sink func(Surfac
 			}
 			if !wentDown {
 				wentDown = true
-				sink(SurfaceEvent{T: time.Now(), Type: SurfOther, Session: session, Reason: fmt.Sprintf("the bridge is down (%v); waiting up to %v for it to come back", err, c.window)})
+				sink(Event{T: time.Now(), Type: EventOther, Session: session, Reason: fmt.Sprintf("the bridge is down (%v); waiting up to %v for it to come back", err, c.window)})
 			}
 			if !c.resume(cctx) {
 				break
@@ -136,7 +136,7 @@ func (h *httpSurface) Open(ctx context.Context, session string, sink func(Surfac
 			// the log.
 		}
 		if cctx.Err() == nil {
-			sink(SurfaceEvent{T: time.Now(), Type: SurfClosed, Session: session, Reason: fmt.Sprint(err)})
+			sink(Event{T: time.Now(), Type: EventClosed, Session: session, Reason: fmt.Sprint(err)})
 		}
 	}()
 	// Open returns once the bridge has accepted the stream, so no event
@@ -146,7 +146,7 @@ func (h *httpSurface) Open(ctx context.Context, session string, sink func(Surfac
 		if err != nil {
 			cancel()
 			<-c.done
-			return nil, rejection(err)
+			return nil, Rejection(err)
 		}
 	case <-ctx.Done():
 		cancel()
@@ -247,11 +247,11 @@ func (c *httpConn) Resume(ctx context.Context) error {
 	}
 	select {
 	case err := <-c.resumed:
-		return rejection(err)
+		return Rejection(err)
 	case <-c.done:
 		select {
 		case err := <-c.resumed:
-			return rejection(err)
+			return Rejection(err)
 		default:
 			return errClosed
 		}
@@ -307,7 +307,7 @@ func (c *httpConn) resume(ctx context.Context) bool {
 func (c *httpConn) Pending(ctx context.Context) ([]Pending, error) {
 	qs, err := c.c.Pending(ctx, c.session)
 	if err != nil {
-		return nil, rejection(err)
+		return nil, Rejection(err)
 	}
 	out := make([]Pending, 0, len(qs))
 	for _, q := range qs {
@@ -328,7 +328,7 @@ func (c *httpConn) Answer(ctx context.Context, qid string, answers map[string][]
 	}
 	r, err := c.c.AnswerIn(ctx, c.session, qid, in)
 	if err != nil {
-		return Ack{}, rejection(err)
+		return Ack{}, Rejection(err)
 	}
 	if r.Held {
 		return Ack{Status: bridgeapi.AckHeld, Missing: r.Missing}, nil
@@ -342,16 +342,16 @@ func (c *httpConn) Answer(ctx context.Context, qid string, answers map[string][]
 
 func (c *httpConn) Skip(ctx context.Context, qid, reason string) error {
 	_, err := c.c.SkipIn(ctx, c.session, qid, reason, false)
-	return rejection(err)
+	return Rejection(err)
 }
 
 func (c *httpConn) SkipInterrupt(ctx context.Context, qid, reason string) error {
 	_, err := c.c.SkipIn(ctx, c.session, qid, reason, true)
-	return rejection(err)
+	return Rejection(err)
 }
 
 func (c *httpConn) SendRaw(ctx context.Context, qid string, raw []byte) error {
-	return rejection(c.c.AnswerRaw(ctx, c.session, qid, raw))
+	return Rejection(c.c.AnswerRaw(ctx, c.session, qid, raw))
 }
 
 func (c *httpConn) Close() error {
@@ -362,8 +362,9 @@ func (c *httpConn) Close() error {
 	return nil
 }
 
-// rejection turns the bridge client's error responses into *Rejected.
-func rejection(err error) error {
+// Rejection is err as a surface tells it: the reference bridge's refusal
+// (a *bridgeapi.RemoteError) as a *Rejected, anything else as it is.
+func Rejection(err error) error {
 	var re *bridgeapi.RemoteError
 	if errors.As(err, &re) {
 		return &Rejected{Code: re.Code, Message: re.APIError.Error}
@@ -373,27 +374,27 @@ func rejection(err error) error {
 
 // fromBridgeEvent maps the reference bridge's events (ws and SSE share
 // them) to surface events.
-func fromBridgeEvent(e bridgeapi.Event) SurfaceEvent {
+func fromBridgeEvent(e bridgeapi.Event) Event {
 	raw, _ := json.Marshal(e)
-	se := SurfaceEvent{T: time.Now(), At: e.Time, QuestionID: e.QuestionID, Session: e.SessionID, Questions: e.Questions, Raw: raw, Reason: e.Reason,
+	se := Event{T: time.Now(), At: e.Time, QuestionID: e.QuestionID, Session: e.SessionID, Questions: e.Questions, Raw: raw, Reason: e.Reason,
 		Answers: e.Answers, Timeout: e.TimeoutSeconds, Status: e.Status, By: e.Rule, Seq: e.Seq}
 	switch e.Type {
 	case bridgeapi.EventQuestion:
-		se.Type = SurfQuestion
+		se.Type = EventQuestion
 	case bridgeapi.EventTimeout:
-		se.Type, se.Reason = SurfExpired, e.Error
+		se.Type, se.Reason = EventExpired, e.Error
 	case bridgeapi.EventAnswered:
-		se.Type = SurfAnswered
+		se.Type = EventAnswered
 	case bridgeapi.EventHeld:
-		se.Type = SurfHeld
+		se.Type = EventHeld
 	case bridgeapi.EventSkipped:
-		se.Type = SurfSkipped
+		se.Type = EventSkipped
 	case bridgeapi.EventWithdrawn:
-		se.Type = SurfWithdrawn
+		se.Type = EventWithdrawn
 	case bridgeapi.EventResumed:
-		se.Type = SurfResumed
+		se.Type = EventResumed
 	case bridgeapi.EventStatus:
-		se.Type, se.Waiting, se.Exit = SurfStatus, e.WaitingForUser, e.ExitCode
+		se.Type, se.Waiting, se.Exit = EventStatus, e.WaitingForUser, e.ExitCode
 		if e.Detail != "" {
 			se.Reason = e.Detail
 		}
@@ -401,7 +402,7 @@ func fromBridgeEvent(e bridgeapi.Event) SurfaceEvent {
 			se.PendingID = *e.PendingQuestionID
 		}
 	default:
-		se.Type = SurfOther
+		se.Type = EventOther
 	}
 	return se
 }

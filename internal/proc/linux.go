@@ -1,4 +1,4 @@
-package harness
+package proc
 
 import (
 	"bytes"
@@ -7,16 +7,16 @@ import (
 	"syscall"
 )
 
-// dieWithParent has the kernel kill a process askctl started (a bridge, an
+// DieWithParent has the kernel kill a process askctl started (a bridge, an
 // exec surface) when askctl itself dies, however it dies: a run killed by
 // a deadline or kill -9 leaves no bridge running, though each is in a
 // process group of its own.
-func dieWithParent(a *syscall.SysProcAttr) { a.Pdeathsig = syscall.SIGKILL }
+func DieWithParent(a *syscall.SysProcAttr) { a.Pdeathsig = syscall.SIGKILL }
 
-// procStart is when process pid started (clock ticks after boot), which
+// Started is when process pid started (clock ticks after boot), which
 // tells it from a later process given the same pid; ok is false when
 // there is no such process.
-func procStart(pid int) (start uint64, ok bool) {
+func Started(pid int) (start uint64, ok bool) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, false
@@ -36,10 +36,10 @@ func procStart(pid int) (start uint64, ok bool) {
 	return start, err == nil
 }
 
-// killAgent kills the agent pid that started at start, with its process
+// KillAgent kills the agent pid that started at start, with its process
 // group when it leads one, if it is still that process.
-func killAgent(pid int, start uint64) {
-	if now, ok := procStart(pid); !ok || now != start {
+func KillAgent(pid int, start uint64) {
+	if now, ok := Started(pid); !ok || now != start {
 		return // gone, or another process now
 	}
 	if pgid, err := syscall.Getpgid(pid); err == nil && pgid == pid {

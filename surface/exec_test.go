@@ -1,4 +1,4 @@
-package harness
+package surface
 
 import (
 	"context"
@@ -21,7 +21,7 @@ func TestExecSurfaceFailures(t *testing.T) {
 		{"no session", `read line; echo '{"id":1}'`, "names no session"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := NewSurface(SurfaceSpec{Kind: "exec", Command: "sh", Args: []string{"-c", tc.script}})
+			s, err := New(Spec{Kind: "exec", Command: "sh", Args: []string{"-c", tc.script}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -46,15 +46,15 @@ func TestExecSurfaceFailures(t *testing.T) {
 func TestExecSurfaceLimits(t *testing.T) {
 	// Replies to its first request (open) at once; never to the next ones.
 	script := `read line; echo '{"id":1}'; while read line; do :; done`
-	spec := SurfaceSpec{Kind: "exec", Command: "sh", Args: []string{"-c", script},
+	spec := Spec{Kind: "exec", Command: "sh", Args: []string{"-c", script},
 		Limits: Limits{Start: Duration(600 * time.Millisecond), Op: Duration(200 * time.Millisecond)}}
-	s, err := NewSurface(spec)
+	s, err := New(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	ctx := context.Background()
-	c, err := s.Open(ctx, "s1", func(SurfaceEvent) {})
+	c, err := s.Open(ctx, "s1", func(Event) {})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestExecSurfaceLimits(t *testing.T) {
 // factor and the limits it is held to, scaled.
 func TestExecSurfaceToldItsLimits(t *testing.T) {
 	script := `read line; echo "{\"id\":1,\"session\":\"$ASKCTL_SLOW $ASKCTL_LIMIT_OP $ASKCTL_LIMIT_START $ASKCTL_LIMIT_RECONNECT$ASKCTL_SHARED_LINK\"}"`
-	s, err := NewSurface(SurfaceSpec{Kind: "exec", Command: "sh", Args: []string{"-c", script}, Slow: 2, Limits: Limits{Op: Duration(3 * time.Second)}, SharedLink: true})
+	s, err := New(Spec{Kind: "exec", Command: "sh", Args: []string{"-c", script}, Slow: 2, Limits: Limits{Op: Duration(3 * time.Second)}, SharedLink: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,18 +98,18 @@ func TestExecPermitProbe(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			// It opens the connection, then answers the probe.
 			script := `read line; echo '{"id":1}'; read line; case "$line" in *'"probe":true'*) echo '` + tc.reply + `';; esac; while read line; do :; done`
-			s, err := NewSurface(SurfaceSpec{Kind: "exec", Command: "sh", Args: []string{"-c", script}})
+			s, err := New(Spec{Kind: "exec", Command: "sh", Args: []string{"-c", script}})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer s.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			c, err := s.Open(ctx, "s1", func(SurfaceEvent) {})
+			c, err := s.Open(ctx, "s1", func(Event) {})
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = c.(prober).probe(ctx, "permit")
+			err = c.(Prober).Probe(ctx, "permit")
 			var un *Unsupported
 			if got := errors.As(err, &un); got != tc.unsupported || ctx.Err() != nil {
 				t.Errorf("probe = %v, want unsupported %v", err, tc.unsupported)

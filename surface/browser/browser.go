@@ -1,4 +1,7 @@
-package harness
+// Package browser is the browser surface: it registers the kind "browser"
+// with package surface, so only the programs that import it link a
+// browser driver.
+package browser
 
 import (
 	"context"
@@ -15,6 +18,7 @@ import (
 
 	"github.com/askctl/askctl/internal/chromium"
 	"github.com/askctl/askctl/protocol"
+	"github.com/askctl/askctl/surface"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 )
@@ -28,76 +32,18 @@ import (
 // through the HTTP API (surface.api), as the socket adapters do; each Conn
 // is a tab.
 
+func init() {
+	surface.Register("browser", func(s surface.Spec, token surface.Token) (surface.Surface, error) {
+		return newBrowserSurface(s, token), nil
+	})
+}
+
 //go:embed browser.js
 var browserDriver string
 
-// BrowserSpec is the browser surface's part of a profile (surface.browser).
-type BrowserSpec struct {
-	// Login "api" logs the browser in first: POST {api}/api/login with the
-	// token, then open the one-time link it returns (the reference page).
-	// "" opens the page as it is.
-	Login string `json:"login,omitempty"`
-	// Chromium is the browser; default ASKCTL_CHROMIUM, else chromium on
-	// PATH. Flags are more of its command-line flags.
-	Chromium string     `json:"chromium,omitempty"`
-	Flags    []string   `json:"chromium_flags,omitempty"`
-	Map      BrowserMap `json:"map"`
-}
-
-// BrowserMap says where a web UI shows what. Names are regexps matched
-// against accessible names.
-type BrowserMap struct {
-	Request       string            `json:"request"`                // CSS: one request (1-4 questions answered together)
-	ID            string            `json:"id"`                     // the request's attribute that holds the question id
-	State         string            `json:"state"`                  // the request's attribute that holds its state
-	States        map[string]string `json:"states"`                 // state → pending, sending, answered, skipped, expired, withdrawn, taken, late, error, gone
-	Ended         string            `json:"ended,omitempty"`        // the request's attribute that says how it ended (answered, skipped, expired, withdrawn)
-	AskedAt       string            `json:"asked_at,omitempty"`     // the request's attribute with the bridge's time of the question (RFC 3339), if the page keeps it
-	EndedAt       string            `json:"ended_at,omitempty"`     // … and of its end
-	SessionAttr   string            `json:"session_attr,omitempty"` // the request's attribute that holds its session id
-	QuestionRoles []string          `json:"question_roles"`         // ARIA roles of one question within a request
-	Text          string            `json:"text"`                   // CSS within a question: its text
-	Header        string            `json:"header,omitempty"`       // CSS within a question: its header chip
-	Status        string            `json:"status,omitempty"`       // CSS within a request: what the page says about it
-	Send          string            `json:"send"`                   // the button that sends the answers
-	Skip          string            `json:"skip,omitempty"`         // the button that skips
-	Reason        string            `json:"reason,omitempty"`       // the field for a skip's reason
-	Other         string            `json:"other,omitempty"`        // the choice for one's own words
-	Ready         string            `json:"ready"`                  // "SELECTOR@ATTRIBUTE", set (anew) once the page has the bridge's replay
-	Taken         string            `json:"taken,omitempty"`        // CSS that matches once another tab took the session over
-	Sessions      string            `json:"sessions,omitempty"`     // CSS of a session entry (data-session, data-status, data-waiting, data-pending)
-}
-
-// browserStates are the states a map may name.
-var browserStates = map[string]bool{"pending": true, "sending": true, "answered": true, "skipped": true, "expired": true, "withdrawn": true, "taken": true, "late": true, "error": true, "gone": true}
-
-func (s *BrowserSpec) check(errAt func(field, format string, args ...any) error) error {
-	m := s.Map
-	for _, f := range []struct{ field, v string }{{"request", m.Request}, {"id", m.ID}, {"state", m.State}, {"text", m.Text}, {"send", m.Send}, {"ready", m.Ready}} {
-		if f.v == "" {
-			return errAt("surface.browser.map."+f.field, "missing")
-		}
-	}
-	if len(m.QuestionRoles) == 0 {
-		return errAt("surface.browser.map.question_roles", "missing: the ARIA roles of one question (e.g. radiogroup, group)")
-	}
-	if !strings.Contains(m.Ready, "@") {
-		return errAt("surface.browser.map.ready", "want SELECTOR@ATTRIBUTE, got %q", m.Ready)
-	}
-	for k, v := range m.States {
-		if !browserStates[v] {
-			return errAt("surface.browser.map.states."+k, "want one of pending, sending, answered, skipped, expired, withdrawn, taken, late, error, gone; got %q", v)
-		}
-	}
-	if s.Login != "" && s.Login != "api" {
-		return errAt("surface.browser.login", `want "api" or nothing, got %q`, s.Login)
-	}
-	return nil
-}
-
 type browserSurface struct {
-	spec  SurfaceSpec
-	api   *httpSurface
+	spec  surface.Spec
+	api   surface.Surface
 	token func() (string, error)
 
 	mu        sync.Mutex
@@ -115,14 +61,14 @@ type browserSurface struct {
 	opened map[string]bool
 }
 
-func newBrowserSurface(s SurfaceSpec, token func() (string, error)) *browserSurface {
-	return &browserSurface{spec: s, token: token, api: newHTTPSurface(SurfaceSpec{URL: s.API, Slow: s.Slow, Limits: s.Limits}, token), tabs: map[*browserConn]bool{}, opened: map[string]bool{}}
+func newBrowserSurface(s surface.Spec, token func() (string, error)) *browserSurface {
+	return &browserSurface{spec: s, token: token, api: surface.NewAPI(s, token), tabs: map[*browserConn]bool{}, opened: map[string]bool{}}
 }
 
-// warm starts the browser, logs it in and opens a tab at the page, before
+// Warm starts the browser, logs it in and opens a tab at the page, before
 // the first session: a question asked as a session starts is then seen
-// (NewEnv calls it).
-func (s *browserSurface) warm(ctx context.Context) error {
+// (surface.Warmer).
+func (s *browserSurface) Warm(ctx context.Context) error {
 	s.prepareSpare()
 	s.mu.Lock()
 	done := s.spareDone
@@ -176,7 +122,7 @@ func (s *browserSurface) browser(ctx context.Context) (context.Context, error) {
 		if err != nil {
 			return nil, fmt.Errorf("the browser surface: %w (or surface.browser.chromium)", err)
 		}
-		if s.shared, err = acquireBrowser(path, s.spec.Browser.Flags, s.spec.start()); err != nil {
+		if s.shared, err = acquireBrowser(path, s.spec.Browser.Flags, s.spec.StartLimit()); err != nil {
 			return nil, err
 		}
 	}
@@ -282,20 +228,20 @@ func first(ctx context.Context, limit time.Duration) error {
 // login opens a one-time login link in a tab of its own and waits until the
 // page has the key.
 func (s *browserSurface) login(ctx context.Context, root context.Context) error {
-	c, err := s.api.client()
+	c, err := surface.Client(s.spec, s.token)
 	if err != nil {
 		return err
 	}
 	link, _, err := c.LoginURL(ctx)
 	if err != nil {
-		return fmt.Errorf("logging the browser in: %w", rejection(err))
+		return fmt.Errorf("logging the browser in: %w", surface.Rejection(err))
 	}
 	tab, tcancel := chromedp.NewContext(root)
 	defer tcancel()
-	if err := first(tab, s.spec.start()); err != nil {
+	if err := first(tab, s.spec.StartLimit()); err != nil {
 		return fmt.Errorf("logging the browser in: %w", err)
 	}
-	lctx, cancel := context.WithTimeout(tab, s.spec.start())
+	lctx, cancel := context.WithTimeout(tab, s.spec.StartLimit())
 	defer cancel()
 	if err := chromedp.Do(lctx, chromedp.Navigate(link)); err != nil {
 		return fmt.Errorf("logging the browser in: %w", err)
@@ -310,7 +256,7 @@ func (s *browserSurface) login(ctx context.Context, root context.Context) error 
 		}
 		select {
 		case <-lctx.Done():
-			return fmt.Errorf("logging the browser in: the login page did not go on to the page within %v", s.spec.start())
+			return fmt.Errorf("logging the browser in: the login page did not go on to the page within %v", s.spec.StartLimit())
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
@@ -321,7 +267,7 @@ func (s *browserSurface) login(ctx context.Context, root context.Context) error 
 // one is a change of the address's fragment where the profile's URL puts
 // the session there (the reference page does), not a page load: a question
 // asked as the session starts is seen before it is gone.
-func (s *browserSurface) Open(ctx context.Context, session string, sink func(SurfaceEvent)) (Conn, error) {
+func (s *browserSurface) Open(ctx context.Context, session string, sink func(surface.Event)) (surface.Conn, error) {
 	if _, err := s.browser(ctx); err != nil {
 		return nil, err
 	}
@@ -386,7 +332,7 @@ func (s *browserSurface) prepareSpare() {
 	s.mu.Unlock()
 	go func() {
 		defer close(done)
-		ctx, cancel := context.WithTimeout(context.Background(), s.spec.start())
+		ctx, cancel := context.WithTimeout(context.Background(), s.spec.StartLimit())
 		defer cancel()
 		var c *browserConn
 		_, err := s.browser(ctx)
@@ -407,7 +353,7 @@ func (s *browserSurface) prepareSpare() {
 
 // newTab opens a tab at target, with the driver in every document it
 // loads, and waits until the page has the bridge's replay.
-func (s *browserSurface) newTab(ctx context.Context, target, session string, sink func(SurfaceEvent)) (*browserConn, error) {
+func (s *browserSurface) newTab(ctx context.Context, target, session string, sink func(surface.Event)) (*browserConn, error) {
 	s.mu.Lock()
 	shared := s.shared
 	s.mu.Unlock()
@@ -415,7 +361,7 @@ func (s *browserSurface) newTab(ctx context.Context, target, session string, sin
 		return nil, errors.New("the browser surface is closed")
 	}
 	tab, cancel := chromedp.NewContext(shared.root)
-	if err := first(tab, s.spec.start()); err != nil {
+	if err := first(tab, s.spec.StartLimit()); err != nil {
 		cancel()
 		return nil, fmt.Errorf("opening a tab: %w", err)
 	}
@@ -425,7 +371,7 @@ func (s *browserSurface) newTab(ctx context.Context, target, session string, sin
 	s.mu.Unlock()
 	m, _ := json.Marshal(s.spec.Browser.Map)
 	script := "window.__askctlMap = " + string(m) + ";\n" + browserDriver
-	octx, ocancel := context.WithTimeout(tab, s.spec.start())
+	octx, ocancel := context.WithTimeout(tab, s.spec.StartLimit())
 	defer ocancel()
 	stop := context.AfterFunc(ctx, ocancel)
 	defer stop()
@@ -441,10 +387,10 @@ func (s *browserSurface) newTab(ctx context.Context, target, session string, sin
 		chromedp.Navigate(target))
 	if err == nil {
 		if err = c.await(octx, func() bool { return c.ready != "" }); err != nil {
-			err = fmt.Errorf("the page did not hear the bridge's replay: %w", stopped(ctx, tab, s.spec.start(), err))
+			err = fmt.Errorf("the page did not hear the bridge's replay: %w", stopped(ctx, tab, s.spec.StartLimit(), err))
 		}
 	} else {
-		err = stopped(ctx, tab, s.spec.start(), err)
+		err = stopped(ctx, tab, s.spec.StartLimit(), err)
 	}
 	if err != nil {
 		_ = c.Close()
@@ -458,7 +404,7 @@ func (s *browserSurface) newTab(ctx context.Context, target, session string, sin
 // the agent withdrew at once was seen then, and is not replayed later).
 // Again (the session had a tab before: a reconnect), what had ended is
 // kept from the person, as a page loaded now would not show it.
-func (c *browserConn) adopt(session string, again bool, sink func(SurfaceEvent)) {
+func (c *browserConn) adopt(session string, again bool, sink func(surface.Event)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.session, c.sink = session, sink
@@ -483,7 +429,7 @@ func (c *browserConn) adopt(session string, again bool, sink func(SurfaceEvent))
 
 // switchTo points a ready tab at another session's page (a change of the
 // fragment), and waits for that page's replay.
-func (c *browserConn) switchTo(ctx context.Context, target, session string, again bool, sink func(SurfaceEvent)) error {
+func (c *browserConn) switchTo(ctx context.Context, target, session string, again bool, sink func(surface.Event)) error {
 	c.mu.Lock()
 	c.url = target
 	before := c.ready
@@ -491,9 +437,9 @@ func (c *browserConn) switchTo(ctx context.Context, target, session string, agai
 	c.adopt(session, again, sink)
 	// A session's page opened again is a person reconnecting: its replay
 	// comes within the profile's limits.reconnect.
-	limit := c.s.spec.op()
+	limit := c.s.spec.OpLimit()
 	if again {
-		limit = c.s.spec.reconnect()
+		limit = c.s.spec.ReconnectLimit()
 	}
 	actx, cancel := c.boundBy(ctx, limit)
 	defer cancel()
@@ -537,7 +483,7 @@ type browserConn struct {
 	cancel  func()
 	url     string
 	session string
-	sink    func(SurfaceEvent)
+	sink    func(surface.Event)
 
 	mu      sync.Mutex
 	seq     int64
@@ -602,7 +548,7 @@ func (c *browserConn) onSnapshot(data string) {
 	now := time.Now()
 	sink := c.sink
 	if sink == nil {
-		sink = func(SurfaceEvent) {} // a spare tab: nobody listens yet
+		sink = func(surface.Event) {} // a spare tab: nobody listens yet
 	}
 	for _, r := range snap.Requests {
 		if !c.mine(r) {
@@ -635,11 +581,11 @@ func (c *browserConn) onSnapshot(data string) {
 		if prev, ok := c.status[s.ID]; !ok || prev != s {
 			c.status[s.ID] = s
 			w := s.Waiting
-			sink(SurfaceEvent{T: now, Type: SurfStatus, Session: s.ID, Status: s.Status, Waiting: &w, PendingID: s.Pending})
+			sink(surface.Event{T: now, Type: surface.EventStatus, Session: s.ID, Status: s.Status, Waiting: &w, PendingID: s.Pending})
 		}
 	}
 	if snap.Taken && !c.taken {
-		sink(SurfaceEvent{T: now, Type: SurfTaken, Session: c.session})
+		sink(surface.Event{T: now, Type: surface.EventTaken, Session: c.session})
 	}
 	c.taken, c.ready = snap.Taken, snap.Ready
 	close(c.changed)
@@ -665,7 +611,7 @@ func (c *browserConn) order0(last map[string]browserRequest) []string {
 // bound is a context of the tab (chromedp runs actions on its own
 // context) that ends at the op limit, or when ctx does.
 func (c *browserConn) bound(ctx context.Context) (context.Context, context.CancelFunc) {
-	return c.boundBy(ctx, c.s.spec.op())
+	return c.boundBy(ctx, c.s.spec.OpLimit())
 }
 
 // boundBy is bound with another limit.
@@ -693,7 +639,7 @@ func stopped(ctx, tab context.Context, limit time.Duration, err error) error {
 	return fmt.Errorf("not within %v", limit)
 }
 
-// bridgeTime is a time the bridge gave (SurfaceEvent.At: when the bridge
+// bridgeTime is a time the bridge gave (surface.Event.At: when the bridge
 // says it happened), or zero.
 func bridgeTime(s string) time.Time {
 	t, _ := time.Parse(time.RFC3339Nano, s)
@@ -709,14 +655,14 @@ func pageTime(ms int64, def time.Time) time.Time {
 	return time.UnixMilli(ms)
 }
 
-func (r browserRequest) shownEvent() SurfaceEvent {
-	return SurfaceEvent{T: r.seen, At: bridgeTime(r.AskedAt), Type: SurfQuestion, QuestionID: r.ID, Session: r.Session, Questions: r.qs}
+func (r browserRequest) shownEvent() surface.Event {
+	return surface.Event{T: r.seen, At: bridgeTime(r.AskedAt), Type: surface.EventQuestion, QuestionID: r.ID, Session: r.Session, Questions: r.qs}
 }
 
 // endedEvent is the event for how r ended, if the map names it.
-func (c *browserConn) endedEvent(r browserRequest) (SurfaceEvent, bool) {
-	typ := map[string]string{"answered": SurfAnswered, "skipped": SurfSkipped, "expired": SurfExpired, "withdrawn": SurfWithdrawn}[c.kind(r.Ended)]
-	return SurfaceEvent{T: r.endedAt, At: bridgeTime(r.EndedAt), Type: typ, QuestionID: r.ID, Session: r.Session, Reason: r.Status}, typ != ""
+func (c *browserConn) endedEvent(r browserRequest) (surface.Event, bool) {
+	typ := map[string]string{"answered": surface.EventAnswered, "skipped": surface.EventSkipped, "expired": surface.EventExpired, "withdrawn": surface.EventWithdrawn}[c.kind(r.Ended)]
+	return surface.Event{T: r.endedAt, At: bridgeTime(r.EndedAt), Type: typ, QuestionID: r.ID, Session: r.Session, Reason: r.Status}, typ != ""
 }
 
 // questions reads a request's questions off the page. A read that fails
@@ -724,7 +670,7 @@ func (c *browserConn) endedEvent(r browserRequest) (SurfaceEvent, bool) {
 // few times within the op limit, before it reports what it found: a
 // request always shows at least one question.
 func (c *browserConn) questions(qid string) []protocol.Question {
-	ctx, cancel := context.WithTimeout(c.tab, c.s.spec.op())
+	ctx, cancel := context.WithTimeout(c.tab, c.s.spec.OpLimit())
 	defer cancel()
 	var qs []protocol.Question
 	for try := 0; try < 5 && ctx.Err() == nil; try++ {
@@ -760,7 +706,7 @@ func (c *browserConn) await(ctx context.Context, cond func() bool) error {
 	}
 }
 
-func (c *browserConn) Pending(ctx context.Context) ([]Pending, error) {
+func (c *browserConn) Pending(ctx context.Context) ([]surface.Pending, error) {
 	c.mu.Lock()
 	var ids []string
 	for _, id := range c.order {
@@ -769,15 +715,15 @@ func (c *browserConn) Pending(ctx context.Context) ([]Pending, error) {
 		}
 	}
 	c.mu.Unlock()
-	out := []Pending{}
+	out := []surface.Pending{}
 	for _, id := range ids {
-		out = append(out, Pending{QuestionID: id, Session: c.session, Questions: c.questions(id)})
+		out = append(out, surface.Pending{QuestionID: id, Session: c.session, Questions: c.questions(id)})
 	}
 	return out, nil
 }
 
 func (c *browserConn) Sync(ctx context.Context) error {
-	sctx, cancel := context.WithTimeout(ctx, c.s.spec.op())
+	sctx, cancel := context.WithTimeout(ctx, c.s.spec.OpLimit())
 	defer cancel()
 	return c.await(sctx, func() bool { return c.ready != "" })
 }
@@ -792,7 +738,7 @@ func (c *browserConn) act(ctx context.Context, op, qid, call string) (string, st
 	c.mu.Unlock()
 	res, err := chromedp.Run(actx, chromedp.Evaluate[string](`JSON.stringify(`+call+`)`))
 	if err != nil {
-		return "", "", fmt.Errorf("%s in the browser: %w", op, stopped(ctx, c.tab, c.s.spec.op(), err))
+		return "", "", fmt.Errorf("%s in the browser: %w", op, stopped(ctx, c.tab, c.s.spec.OpLimit(), err))
 	}
 	var r struct {
 		OK          bool   `json:"ok"`
@@ -803,9 +749,9 @@ func (c *browserConn) act(ctx context.Context, op, qid, call string) (string, st
 	_ = json.Unmarshal([]byte(res), &r)
 	switch {
 	case r.Unsupported != "":
-		return "", "", &Unsupported{Op: r.Unsupported, Message: r.Error}
+		return "", "", &surface.Unsupported{Op: r.Unsupported, Message: r.Error}
 	case !r.OK:
-		return "", "", &Rejected{Code: r.Code, Message: r.Error}
+		return "", "", &surface.Rejected{Code: r.Code, Message: r.Error}
 	}
 	var k, status string
 	err = c.await(actx, func() bool {
@@ -814,21 +760,21 @@ func (c *browserConn) act(ctx context.Context, op, qid, call string) (string, st
 		return c.seq > from && k != "pending" && k != "sending"
 	})
 	if err != nil {
-		return "", "", fmt.Errorf("%s in the browser: the page did not settle question %s (it says %q): %w", op, qid, status, stopped(ctx, c.tab, c.s.spec.op(), err))
+		return "", "", fmt.Errorf("%s in the browser: the page did not settle question %s (it says %q): %w", op, qid, status, stopped(ctx, c.tab, c.s.spec.OpLimit(), err))
 	}
 	return k, status, nil
 }
 
-func (c *browserConn) Answer(ctx context.Context, qid string, answers map[string][]string) (Ack, error) {
+func (c *browserConn) Answer(ctx context.Context, qid string, answers map[string][]string) (surface.Ack, error) {
 	a, _ := json.Marshal(answers)
 	k, status, err := c.act(ctx, "answer", qid, fmt.Sprintf(`window.__askctl.answer(%q, %s)`, qid, a))
 	if err == nil {
 		err = settled(k, status)
 	}
 	if err != nil {
-		return Ack{}, err
+		return surface.Ack{}, err
 	}
-	return Ack{Status: k}, nil
+	return surface.Ack{Status: k}, nil
 }
 
 func (c *browserConn) Skip(ctx context.Context, qid, reason string) error {
@@ -850,15 +796,15 @@ func settled(kind, status string) error {
 	case "answered", "skipped":
 		return nil
 	case "taken":
-		return &Rejected{Code: "session_taken", Message: status}
+		return &surface.Rejected{Code: "session_taken", Message: status}
 	case "error":
-		return &Rejected{Code: "invalid", Message: status}
+		return &surface.Rejected{Code: "invalid", Message: status}
 	}
-	return &Rejected{Code: "resolved", Message: status}
+	return &surface.Rejected{Code: "resolved", Message: status}
 }
 
 func (c *browserConn) SendRaw(context.Context, string, []byte) error {
-	return &Unsupported{Op: "raw message", Message: "a person on a web page sends only what its controls send"}
+	return &surface.Unsupported{Op: "raw message", Message: "a person on a web page sends only what its controls send"}
 }
 
 func (c *browserConn) Close() error {
@@ -877,7 +823,7 @@ func (c *browserConn) Close() error {
 	sink := c.sink
 	c.mu.Unlock()
 	if sink != nil {
-		sink(SurfaceEvent{T: time.Now(), Type: SurfClosed, Session: c.session, Reason: "the tab was closed"})
+		sink(surface.Event{T: time.Now(), Type: surface.EventClosed, Session: c.session, Reason: "the tab was closed"})
 	}
 	return nil
 }

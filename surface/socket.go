@@ -1,4 +1,4 @@
-package harness
+package surface
 
 import (
 	"context"
@@ -23,7 +23,7 @@ import (
 // what they send as ask_user_ack or error messages.
 
 type socketSurface struct {
-	spec  SurfaceSpec
+	spec  Spec
 	kind  string
 	url   string
 	token func() (string, error)
@@ -33,8 +33,8 @@ type socketSurface struct {
 	opened map[string]bool // sessions a connection was opened to
 }
 
-func newSocketSurface(s SurfaceSpec, token func() (string, error)) *socketSurface {
-	return &socketSurface{spec: s, kind: s.Kind, url: s.URL, token: token, api: newHTTPSurface(SurfaceSpec{URL: s.API, Slow: s.Slow, Limits: s.Limits}, token)}
+func newSocketSurface(s Spec, token func() (string, error)) *socketSurface {
+	return &socketSurface{spec: s, kind: s.Kind, url: s.URL, token: token, api: newHTTPSurface(Spec{URL: s.API, Slow: s.Slow, Limits: s.Limits}, token)}
 }
 
 func (s *socketSurface) Kind() string { return s.kind }
@@ -45,7 +45,7 @@ func (s *socketSurface) Start(ctx context.Context, prompt string) (string, error
 
 func (s *socketSurface) Close() error { return nil }
 
-func (s *socketSurface) Open(ctx context.Context, session string, sink func(SurfaceEvent)) (Conn, error) {
+func (s *socketSurface) Open(ctx context.Context, session string, sink func(Event)) (Conn, error) {
 	u, err := url.Parse(s.url)
 	if err != nil {
 		return nil, fmt.Errorf("surface url: %w", err)
@@ -66,10 +66,10 @@ func (s *socketSurface) Open(ctx context.Context, session string, sink func(Surf
 	// A session's second connection is a person reconnecting (or taking
 	// over): within the profile's limits.reconnect; the first, within
 	// limits.start, as the surface may still be coming up.
-	limit := s.spec.start()
+	limit := s.spec.StartLimit()
 	s.mu.Lock()
 	if session != "" && s.opened[session] {
-		limit = s.spec.reconnect()
+		limit = s.spec.ReconnectLimit()
 	}
 	if s.opened == nil {
 		s.opened = map[string]bool{}
@@ -96,7 +96,7 @@ type socketConn struct {
 	s       *socketSurface
 	ws      *websocket.Conn
 	session string
-	sink    func(SurfaceEvent)
+	sink    func(Event)
 	replies chan json.RawMessage
 	reqMu   sync.Mutex // one message awaiting its reply at a time
 	done    chan struct{}
@@ -111,7 +111,7 @@ func (c *socketConn) read() {
 	for {
 		_, data, err := c.ws.Read(context.Background())
 		if err != nil {
-			c.sink(SurfaceEvent{T: time.Now(), Type: SurfClosed, Session: c.session, Reason: err.Error()})
+			c.sink(Event{T: time.Now(), Type: EventClosed, Session: c.session, Reason: err.Error()})
 			return
 		}
 		var head struct {
@@ -124,11 +124,11 @@ func (c *socketConn) read() {
 			select {
 			case c.replies <- json.RawMessage(data):
 			default: // nobody waits: an unsolicited error, shown as an event
-				c.sink(SurfaceEvent{T: time.Now(), Type: SurfOther, QuestionID: head.QuestionID, Reason: head.Error, Raw: data})
+				c.sink(Event{T: time.Now(), Type: EventOther, QuestionID: head.QuestionID, Reason: head.Error, Raw: data})
 			}
 			continue
 		}
-		var e SurfaceEvent
+		var e Event
 		if c.s.kind == "control-ws" {
 			e = controlToEvent(data)
 		} else {
@@ -138,7 +138,7 @@ func (c *socketConn) read() {
 			}
 			e = fromBridgeEvent(be)
 			if head.Type == bridgeapi.MsgSessionTaken {
-				e.Type = SurfTaken
+				e.Type = EventTaken
 			}
 		}
 		e.T, e.Raw = time.Now(), json.RawMessage(data)
@@ -151,50 +151,50 @@ func (c *socketConn) read() {
 }
 
 // controlToEvent reads the control surface's messages.
-func controlToEvent(data []byte) SurfaceEvent {
+func controlToEvent(data []byte) Event {
 	var m bridgeapi.ControlMessage
 	if json.Unmarshal(data, &m) != nil {
-		return SurfaceEvent{Type: SurfOther}
+		return Event{Type: EventOther}
 	}
 	switch m.Type {
 	case protocol.TypeControlRequest:
 		if m.Request == nil || m.Request.ToolName != protocol.ToolAskUserQuestion {
-			return SurfaceEvent{Type: SurfOther, QuestionID: m.RequestID}
+			return Event{Type: EventOther, QuestionID: m.RequestID}
 		}
-		return SurfaceEvent{Type: SurfQuestion, QuestionID: m.RequestID, Session: m.SessionID, Questions: m.Request.Input.Questions}
+		return Event{Type: EventQuestion, QuestionID: m.RequestID, Session: m.SessionID, Questions: m.Request.Input.Questions}
 	case protocol.TypeControlCancelRequest:
-		t := SurfWithdrawn
+		t := EventWithdrawn
 		switch m.Status {
 		case bridgeapi.QuestionExpired:
-			t = SurfExpired
+			t = EventExpired
 		case bridgeapi.QuestionAnswered:
-			t = SurfAnswered
+			t = EventAnswered
 		case bridgeapi.QuestionSkipped:
-			t = SurfSkipped
+			t = EventSkipped
 		}
-		return SurfaceEvent{Type: t, QuestionID: m.RequestID, Reason: m.Reason, At: m.Time, By: m.Rule}
+		return Event{Type: t, QuestionID: m.RequestID, Reason: m.Reason, At: m.Time, By: m.Rule}
 	case bridgeapi.MsgSessionTaken:
-		return SurfaceEvent{Type: SurfTaken, Session: m.SessionID}
+		return Event{Type: EventTaken, Session: m.SessionID}
 	case bridgeapi.EventStatus:
 		var be bridgeapi.Event
 		_ = json.Unmarshal(data, &be)
 		return fromBridgeEvent(be)
 	}
-	return SurfaceEvent{Type: SurfOther, QuestionID: m.RequestID}
+	return Event{Type: EventOther, QuestionID: m.RequestID}
 }
 
 // track keeps what this connection shows: questions come, and go when they
 // end.
-func (c *socketConn) track(e SurfaceEvent) {
+func (c *socketConn) track(e Event) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch e.Type {
-	case SurfQuestion:
+	case EventQuestion:
 		if _, ok := c.shown[e.QuestionID]; !ok {
 			c.order = append(c.order, e.QuestionID)
 		}
 		c.shown[e.QuestionID] = Pending{QuestionID: e.QuestionID, Session: e.Session, Questions: e.Questions, TimeoutSeconds: e.Timeout, CreatedAt: e.At}
-	case SurfExpired, SurfAnswered, SurfSkipped, SurfWithdrawn, SurfResumed:
+	case EventExpired, EventAnswered, EventSkipped, EventWithdrawn, EventResumed:
 		delete(c.shown, e.QuestionID)
 	}
 }
@@ -224,7 +224,7 @@ func (c *socketConn) roundTrip(ctx context.Context, qid string, msg []byte) (bri
 			drained = true
 		}
 	}
-	wctx, cancel := context.WithTimeout(ctx, c.s.spec.op())
+	wctx, cancel := context.WithTimeout(ctx, c.s.spec.OpLimit())
 	defer cancel()
 	if err := c.ws.Write(wctx, websocket.MessageText, msg); err != nil {
 		return bridgeapi.WSReply{}, fmt.Errorf("sending: %w", err)
@@ -244,7 +244,7 @@ func (c *socketConn) roundTrip(ctx context.Context, qid string, msg []byte) (bri
 		case <-c.done:
 			return bridgeapi.WSReply{}, errClosed
 		case <-wctx.Done():
-			return bridgeapi.WSReply{}, fmt.Errorf("no reply from the bridge within %v (the profile's limits.op)", c.s.spec.op())
+			return bridgeapi.WSReply{}, fmt.Errorf("no reply from the bridge within %v (the profile's limits.op)", c.s.spec.OpLimit())
 		}
 	}
 }
@@ -297,7 +297,7 @@ func (c *socketConn) Skip(ctx context.Context, qid, reason string) error {
 // an unknown message is given a moment (2s, times the slow factor), then
 // taken as it is.
 func (c *socketConn) Sync(ctx context.Context) error {
-	sctx, cancel := context.WithTimeout(ctx, c.s.spec.scaled(2*time.Second))
+	sctx, cancel := context.WithTimeout(ctx, c.s.spec.Scaled(2*time.Second))
 	defer cancel()
 	_, err := c.roundTrip(sctx, "", []byte(`{"type":"askctl_sync"}`))
 	var rj *Rejected
