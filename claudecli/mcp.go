@@ -1,6 +1,7 @@
 package claudecli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -100,4 +101,31 @@ func ParseMCPConfig(values []string) ([]MCPServer, error) {
 		}
 	}
 	return out, nil
+}
+
+// MCPTool is one tool an MCP server lists.
+type MCPTool struct {
+	Name  string `json:"name"`
+	Title string `json:"title,omitempty"`
+}
+
+// MCPDialer connects the CLI's way to the MCP servers of --mcp-config: in
+// process (claudecli/mcpclient, the official SDK) or through fakeclaude's
+// helper program (fakeclaude/mcplink). env is added to a stdio server's
+// environment and dir is its directory.
+type MCPDialer interface {
+	Dial(ctx context.Context, srv MCPServer, env map[string]string, dir string) (MCPConn, error)
+}
+
+// MCPConn is a connected MCP server.
+type MCPConn interface {
+	// Protocol is the MCP version the server answered initialize with.
+	Protocol() string
+	// Tools lists the server's tools (tools/list), in its order.
+	Tools(ctx context.Context) ([]MCPTool, error)
+	// Call makes a tools/call with the arguments and _meta, and returns the
+	// CallToolResult as JSON. A done ctx ends the wait and cancels the call.
+	Call(ctx context.Context, tool string, args any, meta map[string]any) (json.RawMessage, error)
+	// Close ends the session; a stdio server is stopped.
+	Close() error
 }

@@ -838,10 +838,11 @@ func cmdRace(ts *testscript.TestScript, neg bool, args []string) {
 	ctx, cancel := waitCtx(ts, 15*time.Second)
 	defer cancel()
 	// The two answers go on two connections where the surface has a view
-	// of every session besides the session's own (ws, control-ws), so the
-	// bridge gets them at once; over http they are two requests at once.
+	// of every session besides the session's own (a surface.Overseer), so
+	// the bridge gets them at once; otherwise (http) they are two requests
+	// at once.
 	conns := []string{"main", "main"}
-	if k := e.Surface.Kind(); k == "ws" || k == "control-ws" {
+	if _, ok := e.Surface.(surface.Overseer); ok {
 		if err := e.OpenAll(ctx, alias, "race"); err != nil {
 			fail(ts, "opening a second connection for the race: %v", err)
 		}

@@ -11,8 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/askctl/askctl/fakeclaude/mcplink"
-
 	"github.com/askctl/askctl/claudecli"
 	"github.com/askctl/askctl/fakeclaude/fakeapi"
 	"github.com/askctl/askctl/internal/clip"
@@ -83,7 +81,7 @@ type Options struct {
 	// program fakeclaude-mcp (mcplink.Helper), started only when a session
 	// has servers. A program that links the MCP SDK anyway passes
 	// mcpclient.Dialer{}.
-	MCP mcplink.Dialer
+	MCP claudecli.MCPDialer
 	// Release is the CLI release to play; nil plays the newest learned.
 	Release *claudecli.Release
 }

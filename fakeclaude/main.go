@@ -12,7 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/askctl/askctl/fakeclaude/mcplink"
 	"github.com/askctl/askctl/internal/agentlink"
 
 	"github.com/askctl/askctl/claudecli"
@@ -111,7 +110,7 @@ func Main() { MainWith(nil) }
 // MainWith is Main with mcp as the MCP client (nil: the helper program). A
 // program that links the MCP SDK anyway (askctl, a test binary) passes
 // mcpclient.Dialer{} and needs no helper.
-func MainWith(mcp mcplink.Dialer) {
+func MainWith(mcp claudecli.MCPDialer) {
 	// A session is one agent's I/O, waiting on pipes: one processor serves
 	// it, and spares the threads and the idle spinning of more (about a
 	// fifth of a session's CPU, BenchmarkSessionSubprocess). GOMAXPROCS in
@@ -133,7 +132,7 @@ func Command(args []string, getenv func(string) string, stdin io.Reader, stdout,
 
 // CommandWith is Command with mcp as the MCP client (nil: the helper
 // program).
-func CommandWith(mcp mcplink.Dialer, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
+func CommandWith(mcp claudecli.MCPDialer, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
 	flags, err := ParseArgs(args)
 	if err != nil {
 		fmt.Fprintf(stderr, "fakeclaude: %v\n", err)

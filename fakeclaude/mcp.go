@@ -34,8 +34,8 @@ import (
 // mcpConn is one configured server and how connecting to it went.
 type mcpConn struct {
 	cfg     claudecli.MCPServer
-	session mcplink.Conn
-	tools   map[string]*mcplink.Tool
+	session claudecli.MCPConn
+	tools   map[string]*claudecli.MCPTool
 	order   []string // tool names as listed
 	err     error    // why it failed
 }
@@ -49,7 +49,7 @@ func (c *mcpConn) status() string {
 
 // mcpClients are the session's servers.
 type mcpClients struct {
-	dialer mcplink.Dialer
+	dialer claudecli.MCPDialer
 	conns  []*mcpConn
 	ready  chan struct{} // closed when every server connected or failed
 	cancel func()        // ends connection attempts still under way
@@ -96,7 +96,7 @@ func msEnv(getenv func(string) string, name string, def time.Duration) time.Dura
 	return def
 }
 
-func (c *mcpConn) connect(ctx context.Context, d mcplink.Dialer, cwd string) {
+func (c *mcpConn) connect(ctx context.Context, d claudecli.MCPDialer, cwd string) {
 	cs, err := d.Dial(ctx, c.cfg, nil, cwd)
 	if err != nil {
 		c.err = err
@@ -108,7 +108,7 @@ func (c *mcpConn) connect(ctx context.Context, d mcplink.Dialer, cwd string) {
 		c.err = fmt.Errorf("tools/list: %w", err)
 		return
 	}
-	c.tools = map[string]*mcplink.Tool{}
+	c.tools = map[string]*claudecli.MCPTool{}
 	for i, tl := range tools {
 		c.tools[tl.Name] = &tools[i]
 		c.order = append(c.order, tl.Name)
@@ -215,7 +215,7 @@ func (f *fake) mcpTools() []string {
 }
 
 // mcpTool finds a configured, connected server's tool.
-func (f *fake) mcpTool(server, tool string) (*mcpConn, *mcplink.Tool) {
+func (f *fake) mcpTool(server, tool string) (*mcpConn, *claudecli.MCPTool) {
 	if f.mcp == nil {
 		return nil, nil
 	}
@@ -231,7 +231,7 @@ func (f *fake) mcpTool(server, tool string) (*mcpConn, *mcplink.Tool) {
 
 // toolUseMeta is an assistant message's tool_use_meta for an MCP tool call:
 // the display name, and the server and tool when the tool exists.
-func toolUseMeta(id string, call *scenarios.MCPCall, t *mcplink.Tool) []obj {
+func toolUseMeta(id string, call *scenarios.MCPCall, t *claudecli.MCPTool) []obj {
 	m := obj{{"id", id}, {"display_name", displayName(call.ToolOrDefault(), t)}}
 	if t != nil {
 		m = append(m, kv{"server_display_name", call.Server}, kv{"tool_name", t.Name})
@@ -241,7 +241,7 @@ func toolUseMeta(id string, call *scenarios.MCPCall, t *mcplink.Tool) []obj {
 
 // displayName is the tool's title, or its name in words ("ask_user" → "Ask
 // User"), as the CLI shows it.
-func displayName(name string, t *mcplink.Tool) string {
+func displayName(name string, t *claudecli.MCPTool) string {
 	if t != nil && t.Title != "" {
 		return t.Title
 	}

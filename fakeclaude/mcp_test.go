@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/askctl/askctl/claudecli"
 	"github.com/askctl/askctl/claudecli/mcpclient"
 	"github.com/askctl/askctl/fakeclaude"
 	"github.com/askctl/askctl/fakeclaude/mcplink"
@@ -176,18 +177,18 @@ func TestPrintModeMCPStdio(t *testing.T) {
 // forEachClient runs test with fakeclaude's MCP client in process and
 // through the helper program (the test binary as fakeclaude-mcp), as
 // fakeclaude runs it.
-func forEachClient(t *testing.T, test func(*testing.T, func() mcplink.Dialer)) {
+func forEachClient(t *testing.T, test func(*testing.T, func() claudecli.MCPDialer)) {
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Run("in-process", func(t *testing.T) { test(t, func() mcplink.Dialer { return mcpclient.Dialer{} }) })
+	t.Run("in-process", func(t *testing.T) { test(t, func() claudecli.MCPDialer { return mcpclient.Dialer{} }) })
 	t.Run("helper", func(t *testing.T) {
-		test(t, func() mcplink.Dialer { return &mcplink.Helper{Path: self, Env: []string{envMCPHelper + "=1"}} })
+		test(t, func() claudecli.MCPDialer { return &mcplink.Helper{Path: self, Env: []string{envMCPHelper + "=1"}} })
 	})
 }
 
-func testPrintModeMCPStdio(t *testing.T, client func() mcplink.Dialer) {
+func testPrintModeMCPStdio(t *testing.T, client func() claudecli.MCPDialer) {
 	sc := builtin(t, "mcp-ask-single")
 	r := runPrint(t, sc, []string{"-p", "Ask me how to format.", "--output-format", "stream-json", "--verbose", "--mcp-config", mcpConfig(t, "askctl", "ok"), "--allowedTools", allowAsk}, "", fakeclaude.Options{MCP: client()})
 	if r.out.Code != 0 {
@@ -249,7 +250,7 @@ func TestPrintModeMCPFailures(t *testing.T) {
 	forEachClient(t, testPrintModeMCPFailures)
 }
 
-func testPrintModeMCPFailures(t *testing.T, client func() mcplink.Dialer) {
+func testPrintModeMCPFailures(t *testing.T, client func() claudecli.MCPDialer) {
 	base := []string{"-p", "Ask me.", "--output-format", "stream-json", "--verbose"}
 	tests := []struct {
 		name, scenario string
@@ -349,7 +350,7 @@ func TestMCPServerStoppedWhenTheSessionEnds(t *testing.T) {
 	forEachClient(t, testMCPServerStopped)
 }
 
-func testMCPServerStopped(t *testing.T, client func() mcplink.Dialer) {
+func testMCPServerStopped(t *testing.T, client func() claudecli.MCPDialer) {
 	pidfile := filepath.Join(t.TempDir(), "pid")
 	t.Setenv("FAKECLAUDE_TEST_MCP_PIDFILE", pidfile)
 	sc := builtin(t, "ask-single")

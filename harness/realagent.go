@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -19,9 +18,8 @@ import (
 
 	"github.com/askctl/askctl/claudecli"
 	"github.com/askctl/askctl/fakeclaude"
-	"github.com/askctl/askctl/fakeclaude/fakeapi"
+	"github.com/askctl/askctl/internal/agent"
 	"github.com/askctl/askctl/internal/agentlink"
-	"github.com/askctl/askctl/internal/httpserve"
 	"github.com/askctl/askctl/protocol"
 	"github.com/askctl/askctl/scenarios"
 	"github.com/askctl/askctl/transcript"
@@ -126,21 +124,17 @@ func RealShim(args []string, getenv func(string) string, stdin io.Reader, stdout
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return fail("%v", err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return fail("%v", err)
-	}
-	srv := httpserve.New(fakeapi.New(sc, rec))
-	go srv.Serve(ln)
-	defer srv.Close()
-
 	cliArgs := append([]string(nil), args...)
 	if resume == "" && flags.SessionID == "" && !flags.Continue {
 		cliArgs = append(cliArgs, "--session-id="+session)
 	}
+	c, err := agent.RealCommand(claude, cliArgs, cwd, home, sc, rec)
+	if err != nil {
+		return fail("%v", err)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer stop()
-	p, err := claudecli.Launch(ctx, claudecli.Command{Path: claude, Args: cliArgs, Env: claudecli.RealEnv("http://"+ln.Addr().String(), home), Dir: cwd, DieWithLauncher: true})
+	p, err := claudecli.Launch(ctx, c)
 	if err != nil {
 		return fail("%v", err)
 	}

@@ -11,7 +11,7 @@ import (
 // fake agent, fake model API, events hub, harness or browser driver; the
 // harness links no browser driver (only the programs that import
 // surface/browser do) and no reference bridge; nothing below the suite
-// links the suite.
+// links the suite; the CLI's facts link no fake CLI.
 func TestWhatEachLayerLinks(t *testing.T) {
 	const mod = "github.com/askctl/askctl/"
 	for _, tc := range []struct {
@@ -21,6 +21,8 @@ func TestWhatEachLayerLinks(t *testing.T) {
 		{"surface", []string{mod + "fakeclaude", mod + "internal/events", mod + "harness", mod + "bridge", mod + "conformance", mod + "internal/agent", "github.com/chromedp/"}},
 		{"harness", []string{"github.com/chromedp/", mod + "bridge", mod + "conformance", mod + "surface/browser"}},
 		{"surface/browser", []string{mod + "fakeclaude", mod + "internal/events", mod + "harness", mod + "bridge", mod + "conformance"}},
+		// The facts about the real CLI are below the fake that plays it.
+		{"claudecli/mcpclient", []string{mod + "fakeclaude"}},
 	} {
 		out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", mod+tc.pkg).CombinedOutput()
 		if err != nil {

@@ -33,6 +33,10 @@ type socketSurface struct {
 	opened map[string]bool // sessions a connection was opened to
 }
 
+// OverseesSessions: a connection with no session hears every session
+// (Overseer).
+func (s *socketSurface) OverseesSessions() {}
+
 func newSocketSurface(s Spec, token func() (string, error)) *socketSurface {
 	return &socketSurface{spec: s, kind: s.Kind, url: s.URL, token: token, api: newHTTPSurface(Spec{URL: s.API, Slow: s.Slow, Limits: s.Limits}, token)}
 }

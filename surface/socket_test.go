@@ -55,3 +55,19 @@ func TestSocketReconnectLimit(t *testing.T) {
 		t.Fatalf("the reconnect never reached the server: %v", err)
 	}
 }
+
+// TestOverseers: the socket surfaces' connection with no session hears
+// every session (the race case answers on two connections there); http's
+// event stream is one session's.
+func TestOverseers(t *testing.T) {
+	for kind, want := range map[string]bool{"ws": true, "control-ws": true, "http": false} {
+		s, err := New(Spec{Kind: kind, URL: "ws://127.0.0.1:1", API: "http://127.0.0.1:1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := s.(Overseer); ok != want {
+			t.Errorf("%s: an Overseer is %v, want %v", kind, ok, want)
+		}
+		s.Close()
+	}
+}

@@ -89,6 +89,15 @@ type Resumer interface {
 	Resume(ctx context.Context) error
 }
 
+// Overseer is a Surface whose connection opened with no session (Open with
+// session "") hears every session as it happens, besides each session's
+// own connections: two people, each with a connection of their own, can
+// act on one question at once.
+type Overseer interface {
+	Surface
+	OverseesSessions()
+}
+
 // Warmer is a Surface that can get ready before the first session (a
 // browser started, logged in, a tab open at the page), so that a question
 // asked as a session starts is seen: the harness warms it within the

@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/askctl/askctl/claudecli"
-	"github.com/askctl/askctl/fakeclaude/mcplink"
 	"github.com/askctl/askctl/internal/clip"
 	"github.com/askctl/askctl/protocol"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -141,13 +140,13 @@ func HeaderClient(headers map[string]string) *http.Client {
 	return &http.Client{Transport: headerTransport{headers: headers, base: http.DefaultTransport}}
 }
 
-// Dialer is fakeclaude's MCP client in process (mcplink.Dialer): each
+// Dialer is fakeclaude's MCP client in process (claudecli.MCPDialer): each
 // server connected with Connect. The helper program fakeclaude-mcp serves
 // it to a fakeclaude that links no SDK.
 type Dialer struct{}
 
 // Dial connects to srv as the CLI does (Connect).
-func (Dialer) Dial(ctx context.Context, srv claudecli.MCPServer, env map[string]string, dir string) (mcplink.Conn, error) {
+func (Dialer) Dial(ctx context.Context, srv claudecli.MCPServer, env map[string]string, dir string) (claudecli.MCPConn, error) {
 	cs, err := Connect(ctx, srv, env, dir)
 	if err != nil {
 		return nil, err
@@ -159,14 +158,14 @@ type sdkConn struct{ cs *mcp.ClientSession }
 
 func (c sdkConn) Protocol() string { return c.cs.InitializeResult().ProtocolVersion }
 
-func (c sdkConn) Tools(ctx context.Context) ([]mcplink.Tool, error) {
+func (c sdkConn) Tools(ctx context.Context) ([]claudecli.MCPTool, error) {
 	res, err := c.cs.ListTools(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
-	tools := make([]mcplink.Tool, 0, len(res.Tools))
+	tools := make([]claudecli.MCPTool, 0, len(res.Tools))
 	for _, t := range res.Tools {
-		tools = append(tools, mcplink.Tool{Name: t.Name, Title: t.Title})
+		tools = append(tools, claudecli.MCPTool{Name: t.Name, Title: t.Title})
 	}
 	return tools, nil
 }

@@ -36,7 +36,7 @@ func FindHelper() (string, error) {
 	return "", fmt.Errorf("MCP servers need %s next to fakeclaude or on PATH (go install github.com/askctl/askctl/cmd/%s, or make build)", HelperName, HelperName)
 }
 
-// Helper is a Dialer that reaches servers through the helper program,
+// Helper is a claudecli.MCPDialer that reaches servers through the helper program,
 // started on the first Dial. Close ends it.
 type Helper struct {
 	// Path is the helper program; empty: FindHelper.
@@ -176,7 +176,7 @@ func (h *Helper) send(req request) error {
 }
 
 // Dial connects to srv through the helper.
-func (h *Helper) Dial(ctx context.Context, srv claudecli.MCPServer, env map[string]string, dir string) (Conn, error) {
+func (h *Helper) Dial(ctx context.Context, srv claudecli.MCPServer, env map[string]string, dir string) (claudecli.MCPConn, error) {
 	r, err := h.do(ctx, request{Op: opDial, Server: &wireServer{Name: srv.Name, MCPServer: srv}, Env: env, Dir: dir})
 	if err != nil {
 		return nil, err
@@ -210,7 +210,7 @@ type helperConn struct {
 
 func (c *helperConn) Protocol() string { return c.protocol }
 
-func (c *helperConn) Tools(ctx context.Context) ([]Tool, error) {
+func (c *helperConn) Tools(ctx context.Context) ([]claudecli.MCPTool, error) {
 	r, err := c.h.do(ctx, request{Op: opTools, Conn: c.id})
 	return r.Tools, err
 }

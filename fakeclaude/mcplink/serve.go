@@ -8,13 +8,15 @@ import (
 	"io"
 	"sync"
 	"time"
+
+	"github.com/askctl/askctl/claudecli"
 )
 
 // Serve is the helper: it answers requests from r on w with d's
 // connections until r ends, then closes every connection (each within
 // closeWait) and returns. Requests are served concurrently.
-func Serve(ctx context.Context, d Dialer, r io.Reader, w io.Writer) error {
-	s := &server{d: d, w: json.NewEncoder(w), conns: map[int64]Conn{}, ops: map[int64]context.CancelFunc{}}
+func Serve(ctx context.Context, d claudecli.MCPDialer, r io.Reader, w io.Writer) error {
+	s := &server{d: d, w: json.NewEncoder(w), conns: map[int64]claudecli.MCPConn{}, ops: map[int64]context.CancelFunc{}}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -65,12 +67,12 @@ func Serve(ctx context.Context, d Dialer, r io.Reader, w io.Writer) error {
 const closeWait = 5 * time.Second
 
 type server struct {
-	d     Dialer
+	d     claudecli.MCPDialer
 	wmu   sync.Mutex
 	w     *json.Encoder
 	mu    sync.Mutex
 	next  int64
-	conns map[int64]Conn
+	conns map[int64]claudecli.MCPConn
 	ops   map[int64]context.CancelFunc
 }
 
@@ -80,7 +82,7 @@ func (s *server) reply(r response) {
 	_ = s.w.Encode(r) // a reader that is gone ends the helper by its input
 }
 
-func (s *server) conn(id int64) Conn {
+func (s *server) conn(id int64) claudecli.MCPConn {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.conns[id]
@@ -156,7 +158,7 @@ func (s *server) serve(ctx context.Context, req request) response {
 func (s *server) closeAll() {
 	s.mu.Lock()
 	conns := s.conns
-	s.conns = map[int64]Conn{}
+	s.conns = map[int64]claudecli.MCPConn{}
 	s.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, c := range conns {

@@ -15,15 +15,17 @@ import (
 
 type fakeDialer struct{}
 
-func (fakeDialer) Dial(ctx context.Context, srv claudecli.MCPServer, env map[string]string, dir string) (Conn, error) {
+func (fakeDialer) Dial(ctx context.Context, srv claudecli.MCPServer, env map[string]string, dir string) (claudecli.MCPConn, error) {
 	return fakeConn{}, nil
 }
 
 type fakeConn struct{}
 
-func (fakeConn) Protocol() string                      { return "2025-11-25" }
-func (fakeConn) Tools(context.Context) ([]Tool, error) { return []Tool{{Name: "ask_user"}}, nil }
-func (fakeConn) Close() error                          { return nil }
+func (fakeConn) Protocol() string { return "2025-11-25" }
+func (fakeConn) Tools(context.Context) ([]claudecli.MCPTool, error) {
+	return []claudecli.MCPTool{{Name: "ask_user"}}, nil
+}
+func (fakeConn) Close() error { return nil }
 func (fakeConn) Call(ctx context.Context, tool string, args any, meta map[string]any) (json.RawMessage, error) {
 	if tool == "block" {
 		<-ctx.Done()

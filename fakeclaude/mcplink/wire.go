@@ -51,12 +51,12 @@ type request struct {
 }
 
 type response struct {
-	ID       int64           `json:"id"`
-	Error    string          `json:"error,omitempty"`
-	Conn     int64           `json:"conn,omitempty"`
-	Protocol string          `json:"protocol,omitempty"`
-	Tools    []Tool          `json:"tools,omitempty"`
-	Result   json.RawMessage `json:"result,omitempty"`
+	ID       int64               `json:"id"`
+	Error    string              `json:"error,omitempty"`
+	Conn     int64               `json:"conn,omitempty"`
+	Protocol string              `json:"protocol,omitempty"`
+	Tools    []claudecli.MCPTool `json:"tools,omitempty"`
+	Result   json.RawMessage     `json:"result,omitempty"`
 }
 
 // maxLine bounds one line of the protocol (a tool result can be large).

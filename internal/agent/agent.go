@@ -179,24 +179,41 @@ func (r Real) Start(ctx context.Context, sc *scenarios.Scenario, opts Options) (
 	if err != nil {
 		return nil, err
 	}
-	c := claudecli.Command{Path: r.Claude, Args: opts.Args, Dir: dir, ConfigDir: filepath.Join(dir, ".claude"), Cleanup: []func(){cleanup}, DieWithLauncher: true}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		cleanup()
-		return nil, err
-	}
 	model := sc
 	if fl, err := claudecli.ParseArgs(opts.Args); err == nil && fl.Resumes() {
 		// The resumed CLI sends the whole conversation: the first turns
 		// again, then the resumed ones.
 		model = sc.Conversation()
 	}
-	srv := httpserve.New(fakeapi.New(model, opts.Log))
-	go srv.Serve(ln)
-	c.Cleanup = append(c.Cleanup, func() { srv.Close() })
-	c.Env = claudecli.RealEnv("http://"+ln.Addr().String(), dir)
-	if c.Args == nil {
-		c.Args = claudecli.SDKArgs
+	args := opts.Args
+	if args == nil {
+		args = claudecli.SDKArgs
 	}
+	c, err := RealCommand(r.Claude, args, dir, dir, model, opts.Log)
+	if err != nil {
+		cleanup()
+		return nil, err
+	}
+	c.ConfigDir = filepath.Join(dir, ".claude")
+	c.Cleanup = append([]func(){cleanup}, c.Cleanup...)
 	return claudecli.Launch(ctx, c)
+}
+
+// RealCommand serves model's turns (the fake model API) on a loopback port
+// and returns the command that runs the real CLI claude with args against
+// it, offline, in dir, with home as its HOME, dying with its launcher. The
+// command's Cleanup stops the server: Launch it, or run its Cleanup. log
+// receives the API's records.
+//
+// Both ways askctl runs the real CLI start it so: an agent of askctl's own
+// (Real), and the shim a bridge under test spawns as its claude.
+func RealCommand(claude string, args []string, dir, home string, model *scenarios.Scenario, log transcript.Sink) (claudecli.Command, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return claudecli.Command{}, err
+	}
+	srv := httpserve.New(fakeapi.New(model, log))
+	go srv.Serve(ln)
+	return claudecli.Command{Path: claude, Args: args, Dir: dir, Env: claudecli.RealEnv("http://"+ln.Addr().String(), home),
+		Cleanup: []func(){func() { srv.Close() }}, DieWithLauncher: true}, nil
 }
