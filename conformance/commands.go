@@ -614,7 +614,7 @@ func tooLate(ts *testscript.TestScript, neg bool, err error, s *harness.Session,
 	if timeout <= 0 || !ok {
 		return
 	}
-	if late := time.Since(at); late >= timeout*3/4 && harness.TimedOut.MatchString(rj.Message) {
+	if late := time.Since(at); late >= timeout*3/4 && harness.TimedOut(rj.Message) {
 		why := fmt.Sprintf("too late to judge: %s was sent %v after the agent asked, and the declared timeout is %v, so the bridge timing it out may be right (%v); the case could not keep its schedule: on a busy machine, --slow gives the suite's own waits more time", what, late.Round(time.Millisecond), timeout, err)
 		endRow(ts, Skip, why) // a row is skipped alone
 		if c := ts.Value(keyCfg).(*Config); c.unsupported != nil {
@@ -644,7 +644,7 @@ func timedOutMeanwhile(ts *testscript.TestScript, s *harness.Session, qid string
 	}
 	res := gjson.ParseBytes(r.Result)
 	took := r.T.Sub(at)
-	if res.Get("behavior").String() != "deny" || !harness.TimedOut.MatchString(res.Get("message").String()) || took < timeout*3/4 {
+	if res.Get("behavior").String() != "deny" || !harness.TimedOut(res.Get("message").String()) || took < timeout*3/4 {
 		return
 	}
 	why := fmt.Sprintf("too late to judge: question %s timed out (the agent got the deny %q %v after the ask; the declared timeout is %v) while the case watched that nothing answered it; the case could not keep its schedule: on a busy machine, --slow gives the bridge's timeout and the suite's waits more time", qid, clip.String(res.Get("message").String(), 120), took.Round(time.Millisecond), timeout)
@@ -842,7 +842,7 @@ func cmdRace(ts *testscript.TestScript, neg bool, args []string) {
 	// the bridge gets them at once; otherwise (http) they are two requests
 	// at once.
 	conns := []string{"main", "main"}
-	if _, ok := e.Surface.(surface.Overseer); ok {
+	if _, ok := e.Surface().(surface.Overseer); ok {
 		if err := e.OpenAll(ctx, alias, "race"); err != nil {
 			fail(ts, "opening a second connection for the race: %v", err)
 		}
@@ -1026,8 +1026,8 @@ func cmdPending(ts *testscript.TestScript, neg bool, args []string) {
 	if len(ps) != n || (n > 0 && qid != "" && !found) {
 		why := ""
 		e.Read(func(st *harness.State) {
-			if ss := st.Sessions[args[0]]; ss != nil && n > 0 && !found {
-				for _, ev := range ss.Surface {
+			if ss := st.Session(args[0]); ss != nil && n > 0 && !found {
+				for _, ev := range ss.Events() {
 					if ev.QuestionID == qid && ev.Type == surface.EventExpired {
 						why = fmt.Sprintf(" (it expired first: the bridge's declared timeout, %s, ran out; a busy machine may need a longer one)", ts.Getenv("TIMEOUT"))
 					}

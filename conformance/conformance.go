@@ -184,7 +184,7 @@ func Setup(p *testscript.Params, cfg Config) error {
 		if ok {
 			switch kind {
 			case "cap":
-				if !slices.Contains(harness.CapabilityNames, arg) {
+				if !slices.Contains(harness.CapabilityNames(), arg) {
 					return false, fmt.Errorf("unknown capability %q", arg)
 				}
 				return cfg.Profile.Capabilities.Has(arg), nil

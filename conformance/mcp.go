@@ -68,7 +68,7 @@ func cmdMCPList(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: mcp-list")
 	}
 	e := envOf(ts)
-	spec := e.Bridge.Profile.MCP
+	spec := e.Bridge().Profile().MCP
 	if spec == nil {
 		ts.Fatalf("mcp-list: the profile has no mcp section")
 	}
@@ -87,7 +87,7 @@ func cmdMCPList(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	ctx, cancel := waitCtx(ts, 20*time.Second)
 	defer cancel()
-	cs, err := mcpclient.Connect(ctx, *srv, spec.Env, e.Bridge.Vars["WORK"])
+	cs, err := mcpclient.Connect(ctx, *srv, spec.Env, e.Bridge().Var("WORK"))
 	if err != nil {
 		fail(ts, "connecting to MCP server %s as the CLI does: %v", spec.Server, err)
 	}

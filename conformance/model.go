@@ -807,7 +807,7 @@ func (m *xModel) expired(s *xSession) {
 	m.requirement("SDK-TIMEOUT")
 	m.emit("await -timeout $TIMEOUT_WAIT %s answered", s.alias)
 	m.emit("response %s behavior deny", s.alias)
-	m.emit("response %s message %s", s.alias, quote("~"+harness.TimedOut.String()))
+	m.emit("response %s message %s", s.alias, quote("~"+harness.TimedOutPattern))
 	if s.live() && s.req().seen {
 		m.emit("await -conn %s %s surface expired", s.conn, s.alias)
 	}

@@ -57,8 +57,8 @@ type Options struct {
 // profile without start), the claude shim it spawns, and the live events of
 // its agents.
 type Bridge struct {
-	Profile *Profile // with every ${NAME} expanded
-	Vars    map[string]string
+	profile *Profile // with every ${NAME} expanded
+	vars    map[string]string
 
 	opts Options
 	hub  *events.Hub
@@ -71,6 +71,13 @@ type Bridge struct {
 	exitErr error
 	logPath string
 }
+
+// Profile is the bridge's profile, with every ${NAME} expanded.
+func (b *Bridge) Profile() *Profile { return b.profile }
+
+// Var is the value of the harness's variable name (WORK, STATE, PORT,
+// CLAUDE, …: VarNames) for this bridge.
+func (b *Bridge) Var(name string) string { return b.vars[name] }
 
 // StartBridge sets up the work directory, the events hub and the claude
 // shim, and starts the bridge of p (when p has start) and waits until it
@@ -123,9 +130,9 @@ func StartBridge(ctx context.Context, p *Profile, opts Options) (*Bridge, error)
 		hub.Close()
 		return nil, err
 	}
-	b.Vars = map[string]string{"WORK": work, "STATE": state, "PORT": strconv.Itoa(port), "CLAUDE": shim,
+	b.vars = map[string]string{"WORK": work, "STATE": state, "PORT": strconv.Itoa(port), "CLAUDE": shim,
 		"CLAUDE_DIR": shimDir, "ASKCTL": opts.Askctl, "PROFILE_DIR": p.Dir, "TIMEOUT": p.Capabilities.Timeout.D().String()}
-	b.Profile = p.Expanded(b.Vars)
+	b.profile = p.Expanded(b.vars)
 	if err := b.start(ctx); err != nil {
 		b.Close()
 		return nil, err
@@ -186,7 +193,7 @@ func freePort() (int, error) {
 
 // start starts the bridge process and waits until it is ready.
 func (b *Bridge) start(ctx context.Context) error {
-	st := b.Profile.Start
+	st := b.profile.Start
 	if st == nil {
 		return nil
 	}
@@ -199,11 +206,11 @@ func (b *Bridge) start(ctx context.Context) error {
 	for k, v := range st.Env {
 		env = append(env, k+"="+v)
 	}
-	switch c := b.Profile.Claude; {
+	switch c := b.profile.Claude; {
 	case c == "path":
-		env = append(env, "PATH="+b.Vars["CLAUDE_DIR"]+string(os.PathListSeparator)+os.Getenv("PATH"))
+		env = append(env, "PATH="+b.vars["CLAUDE_DIR"]+string(os.PathListSeparator)+os.Getenv("PATH"))
 	case strings.HasPrefix(c, "env:"):
-		env = append(env, strings.TrimPrefix(c, "env:")+"="+b.Vars["CLAUDE"])
+		env = append(env, strings.TrimPrefix(c, "env:")+"="+b.vars["CLAUDE"])
 	}
 	cmd.Env = env
 	log, err := os.OpenFile(b.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -215,7 +222,7 @@ func (b *Bridge) start(ctx context.Context) error {
 	proc.SetGroup(cmd)
 	if err := cmd.Start(); err != nil {
 		log.Close()
-		return fmt.Errorf("running %s (from %s): %w", st.Command, b.Profile.File, err)
+		return fmt.Errorf("running %s (from %s): %w", st.Command, b.profile.File, err)
 	}
 	exited := make(chan struct{})
 	b.mu.Lock()
@@ -237,11 +244,11 @@ func (b *Bridge) start(ctx context.Context) error {
 // waitReady polls the readiness check until it passes, the bridge exits,
 // or the ready timeout (ready.timeout, else limits.start, else 15s) passes.
 func (b *Bridge) waitReady(ctx context.Context, exited <-chan struct{}) error {
-	r := b.Profile.Ready
+	r := b.profile.Ready
 	if r.URL == "" && r.TCP == "" {
 		return nil
 	}
-	timeout := cmp.Or(r.Timeout.D(), b.Profile.Limits.Start.D(), surface.DefaultStartLimit)
+	timeout := cmp.Or(r.Timeout.D(), b.profile.Limits.Start.D(), surface.DefaultStartLimit)
 	timeout = surface.Scale(timeout, b.opts.Slow)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -326,7 +333,7 @@ func (b *Bridge) Stop(kill bool) error {
 // Restart stops the bridge (killing it when kill) and starts it again, on
 // the same port and state directory.
 func (b *Bridge) Restart(ctx context.Context, kill bool) error {
-	if b.Profile.Start == nil {
+	if b.profile.Start == nil {
 		return errors.New("the profile has no start: the harness cannot restart the bridge")
 	}
 	if err := b.Stop(kill); err != nil {

@@ -14,8 +14,8 @@ import (
 // Env is one run against a bridge: the bridge, its surface, and everything
 // its agents and surfaces have said, as State for expectations.
 type Env struct {
-	Bridge  *Bridge
-	Surface surface.Surface
+	bridge *Bridge
+	surf   surface.Surface
 
 	mu      sync.Mutex
 	st      State
@@ -42,8 +42,8 @@ func NewEnv(ctx context.Context, p *Profile, opts Options) (*Env, error) {
 	if err != nil {
 		return nil, &SetupError{Op: "starting the bridge", Err: err}
 	}
-	spec := b.Profile.Surface
-	spec.Slow, spec.Limits = opts.Slow, b.Profile.Limits
+	spec := b.profile.Surface
+	spec.Slow, spec.Limits = opts.Slow, b.profile.Limits
 	s, err := surface.New(spec)
 	if err != nil {
 		b.Close()
@@ -62,11 +62,18 @@ func NewEnv(ctx context.Context, p *Profile, opts Options) (*Env, error) {
 			return nil, &SetupError{Op: "opening the surface", Err: err}
 		}
 	}
-	e := &Env{Bridge: b, Surface: s, changed: make(chan struct{}),
-		st: State{Sessions: map[string]*SessionState{}, byAgent: map[string]*SessionState{}}}
+	e := &Env{bridge: b, surf: s, changed: make(chan struct{}),
+		st: State{sessions: map[string]*SessionState{}, byAgent: map[string]*SessionState{}}}
 	e.cancel = b.Subscribe(transcript.Func(e.onRecord))
 	return e, nil
 }
+
+// Bridge is the bridge under test.
+func (e *Env) Bridge() *Bridge { return e.bridge }
+
+// Surface is the bridge's surface, as the person reaches it: what it can do
+// beyond surface.Surface is told by the interfaces it implements.
+func (e *Env) Surface() surface.Surface { return e.surf }
 
 // Close disconnects every connection, stops the surface and the bridge.
 func (e *Env) Close() error {
@@ -77,8 +84,8 @@ func (e *Env) Close() error {
 	}
 	e.closed = true
 	var conns []surface.Conn
-	for _, s := range e.st.Sessions {
-		for _, c := range s.conns {
+	for _, d := range e.st.drivers {
+		for _, c := range d.conns {
 			conns = append(conns, c)
 		}
 	}
@@ -86,8 +93,8 @@ func (e *Env) Close() error {
 	for _, c := range conns {
 		_ = c.Close()
 	}
-	_ = e.Surface.Close()
-	err := e.Bridge.Close()
+	_ = e.surf.Close()
+	err := e.bridge.Close()
 	e.cancel()
 	return err
 }
@@ -103,7 +110,7 @@ func (e *Env) onRecord(r transcript.Record) error {
 	if s := e.st.byAgent[r.Session]; s != nil {
 		s.add(r)
 	} else {
-		e.st.Stray = append(e.st.Stray, r)
+		e.st.stray = append(e.st.stray, r)
 	}
 	e.changedLocked()
 	return nil
@@ -112,7 +119,7 @@ func (e *Env) onRecord(r transcript.Record) error {
 func (e *Env) session(alias string) (*SessionState, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	s := e.st.Sessions[alias]
+	s := e.st.sessions[alias]
 	if s == nil {
 		return nil, fmt.Errorf("no session %q: start it first", alias)
 	}
@@ -148,20 +155,20 @@ func (e *Env) StartDetached(ctx context.Context, alias string, sc *scenarios.Sce
 	if err != nil {
 		return err
 	}
-	id, err := e.Surface.Start(ctx, prompt)
+	id, err := e.surf.Start(ctx, prompt)
 	if err != nil {
 		forget()
-		return &SetupError{Op: fmt.Sprintf("starting session %s through the %s surface", alias, e.Surface.Kind()), Err: err}
+		return &SetupError{Op: fmt.Sprintf("starting session %s through the %s surface", alias, e.surf.Kind()), Err: err}
 	}
 	e.mu.Lock()
-	s.ID = id
+	s.id = id
 	e.mu.Unlock()
 	select {
 	case <-sl.claimed:
-	case <-time.After(e.Bridge.opts.ClaimTimeout):
+	case <-time.After(e.bridge.opts.ClaimTimeout):
 		forget()
 		return &SetupError{Op: "starting session " + alias, Err: fmt.Errorf("the bridge started session %s (%s), but no agent asked the harness what to play within %v: the bridge spawned no claude, or not the harness's shim (${CLAUDE}) — is the profile's \"claude\" (%q) how this bridge finds its CLI? The bridge's log:\n%s",
-			alias, id, e.Bridge.opts.ClaimTimeout, e.Bridge.Profile.Claude, e.Bridge.LogTail(15))}
+			alias, id, e.bridge.opts.ClaimTimeout, e.bridge.profile.Claude, e.bridge.LogTail(15))}
 	case <-ctx.Done():
 		forget()
 		return ctx.Err()
@@ -174,28 +181,28 @@ func (e *Env) StartDetached(ctx context.Context, alias string, sc *scenarios.Sce
 // session opened.
 func (e *Env) expectAgent(alias string, sc *scenarios.Scenario, agentTimeout time.Duration, mcp bool) (*SessionState, *slot, func(), error) {
 	e.mu.Lock()
-	if e.st.Sessions[alias] != nil {
+	if e.st.sessions[alias] != nil {
 		e.mu.Unlock()
 		return nil, nil, nil, fmt.Errorf("session %q exists", alias)
 	}
 	e.mu.Unlock()
 	sl := &slot{alias: alias, name: sc.Name, scenario: string(sc.Source), timeout: agentTimeout}
-	d := e.Bridge.dir
+	d := e.bridge.dir
 	if err := d.expect(sl); err != nil {
 		return nil, nil, nil, err
 	}
 	s := newSessionState(alias, sl.agentID, sc, mcp)
 	e.mu.Lock()
-	e.st.Sessions[alias] = s
+	e.st.sessions[alias] = s
 	e.st.byAgent[sl.agentID] = s
 	e.mu.Unlock()
 	forget := func() {
 		d.abandon(sl)
 		e.mu.Lock()
-		delete(e.st.Sessions, alias)
+		delete(e.st.sessions, alias)
 		delete(e.st.byAgent, sl.agentID)
-		conns := s.conns
-		s.conns = map[string]surface.Conn{}
+		conns := e.st.driver(alias).conns
+		delete(e.st.drivers, alias)
 		e.mu.Unlock()
 		for _, c := range conns {
 			_ = c.Close()
@@ -222,23 +229,24 @@ func (e *Env) open(ctx context.Context, alias, conn string, all bool) error {
 		return err
 	}
 	e.mu.Lock()
-	if s.conns[conn] != nil {
+	d := e.st.driver(alias)
+	if d.conns[conn] != nil {
 		e.mu.Unlock()
 		return fmt.Errorf("session %s: connection %s is open", alias, conn)
 	}
 	// A name used before starts afresh: the old connection's events keep
 	// a name of their own.
-	s.gen[conn]++
-	if s.gen[conn] > 1 {
-		old := fmt.Sprintf("%s#%d", conn, s.gen[conn]-1)
-		for i := range s.Surface {
-			if s.Surface[i].Conn == conn {
-				s.Surface[i].Conn = old
+	d.gen[conn]++
+	if d.gen[conn] > 1 {
+		old := fmt.Sprintf("%s#%d", conn, d.gen[conn]-1)
+		for i := range s.told {
+			if s.told[i].Conn == conn {
+				s.told[i].Conn = old
 			}
 		}
-		delete(s.consumed, conn)
+		delete(d.consumed, conn)
 	}
-	id := s.ID
+	id := s.id
 	if all {
 		id = ""
 	} else if id == "" {
@@ -246,13 +254,13 @@ func (e *Env) open(ctx context.Context, alias, conn string, all bool) error {
 		return fmt.Errorf("session %s: the bridge's session is not known yet (a route MCP session is known by its first question: await it first)", alias)
 	}
 	e.mu.Unlock()
-	c, err := e.Surface.Open(ctx, id, func(ev surface.Event) {
+	c, err := e.surf.Open(ctx, id, func(ev surface.Event) {
 		if all && ev.Session != "" {
 			e.mu.Lock()
-			if s.MCP && s.ID == "" && s.mcpQuestion(ev) && !e.st.bound(ev.Session) {
-				s.ID = ev.Session // the session the bridge made for the agent's MCP server
+			if s.mcp && s.id == "" && s.mcpQuestion(ev) && !e.st.bound(ev.Session) {
+				s.id = ev.Session // the session the bridge made for the agent's MCP server
 			}
-			mine := ev.Session == s.ID
+			mine := ev.Session == s.id
 			e.mu.Unlock()
 			if !mine {
 				return // another session's, on the dashboard
@@ -264,7 +272,7 @@ func (e *Env) open(ctx context.Context, alias, conn string, all bool) error {
 		return fmt.Errorf("session %s: opening connection %s: %w", alias, conn, err)
 	}
 	e.mu.Lock()
-	s.conns[conn] = c
+	e.st.driver(alias).conns[conn] = c
 	e.mu.Unlock()
 	return nil
 }
@@ -284,8 +292,9 @@ func (e *Env) Disconnect(alias, conn string) error {
 		return err
 	}
 	e.mu.Lock()
-	c := s.conns[conn]
-	delete(s.conns, conn)
+	d := e.st.driver(s.alias)
+	c := d.conns[conn]
+	delete(d.conns, conn)
 	e.mu.Unlock()
 	if c == nil {
 		return fmt.Errorf("session %s has no connection %s", alias, conn)
@@ -300,7 +309,7 @@ func (e *Env) conn(alias, conn string) (*SessionState, surface.Conn, error) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	c := s.conns[conn]
+	c := e.st.driver(alias).conns[conn]
 	if c == nil {
 		return nil, nil, fmt.Errorf("session %s has no open connection %s", alias, conn)
 	}
@@ -442,10 +451,10 @@ func (e *Env) Pending(ctx context.Context, alias, conn string) ([]surface.Pendin
 func (e *Env) Restart(ctx context.Context, kill bool) error {
 	e.mu.Lock()
 	var conns []surface.Conn
-	for _, s := range e.st.Sessions {
-		for name, c := range s.conns {
+	for _, d := range e.st.drivers {
+		for name, c := range d.conns {
 			conns = append(conns, c)
-			delete(s.conns, name)
+			delete(d.conns, name)
 		}
 	}
 	e.mu.Unlock()
@@ -453,9 +462,9 @@ func (e *Env) Restart(ctx context.Context, kill bool) error {
 		_ = c.Close()
 	}
 	e.mu.Lock()
-	e.st.Restarts = append(e.st.Restarts, time.Now())
+	e.st.restarts = append(e.st.restarts, time.Now())
 	e.mu.Unlock()
-	if err := e.Bridge.Restart(ctx, kill); err != nil {
+	if err := e.bridge.Restart(ctx, kill); err != nil {
 		return &SetupError{Op: "restarting the bridge", Err: err}
 	}
 	return nil
@@ -479,7 +488,7 @@ func (e *Env) Await(ctx context.Context, exp Expectation) error {
 		select {
 		case <-ch:
 		case <-time.After(100 * time.Millisecond): // expectations that depend on time
-		case <-e.Bridge.Exited():
+		case <-e.bridge.Exited():
 			// The bridge is gone: look once more, then fail.
 			e.mu.Lock()
 			v, _ = exp.Check(&e.st)
@@ -487,7 +496,7 @@ func (e *Env) Await(ctx context.Context, exp Expectation) error {
 			if v == Met {
 				return nil
 			}
-			return fmt.Errorf("the bridge exited (%v)\n  (so this can no longer happen: %s); its log:\n%s", e.Bridge.ExitErr(), exp.Description, e.Bridge.LogTail(10))
+			return fmt.Errorf("the bridge exited (%v)\n  (so this can no longer happen: %s); its log:\n%s", e.bridge.ExitErr(), exp.Description, e.bridge.LogTail(10))
 		case <-ctx.Done():
 			return fmt.Errorf("the following condition was not met in time:\n  %s", exp.Description)
 		}

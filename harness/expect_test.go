@@ -15,13 +15,13 @@ import (
 
 // newTestEnv is an Env with state only: no bridge, no surface.
 func newTestEnv() *Env {
-	return &Env{Bridge: &Bridge{}, changed: make(chan struct{}), st: State{Sessions: map[string]*SessionState{}, byAgent: map[string]*SessionState{}}}
+	return &Env{bridge: &Bridge{}, changed: make(chan struct{}), st: State{sessions: map[string]*SessionState{}, byAgent: map[string]*SessionState{}}}
 }
 
 func TestAwaitVerdicts(t *testing.T) {
 	e := newTestEnv()
 	s := newSessionState("s1", "a1", nil, false)
-	e.st.Sessions["s1"], e.st.byAgent["a1"] = s, s
+	e.st.sessions["s1"], e.st.byAgent["a1"] = s, s
 
 	// Met as soon as the record comes.
 	done := make(chan error, 1)
@@ -63,7 +63,7 @@ func TestAwaitVerdicts(t *testing.T) {
 	go func() {
 		time.Sleep(20 * time.Millisecond)
 		e.mu.Lock()
-		s.Surface = append(s.Surface, surface.Event{Type: surface.EventExpired, QuestionID: "q_1"})
+		s.told = append(s.told, surface.Event{Type: surface.EventExpired, QuestionID: "q_1"})
 		e.changedLocked()
 		e.mu.Unlock()
 	}()
@@ -89,7 +89,7 @@ func TestCheckAwaitsTheAgentsVerdict(t *testing.T) {
 	for i := 0; i < 200; i++ {
 		e := newTestEnv()
 		s := newSessionState("s1", "a1", nil, false)
-		e.st.Sessions["s1"], e.st.byAgent["a1"] = s, s
+		e.st.sessions["s1"], e.st.byAgent["a1"] = s, s
 		e.onRecord(transcript.Record{Session: "a1", Dir: transcript.FromCLI, Msg: []byte(`{"type":"control_request","request_id":"r1","request":{"subtype":"can_use_tool","tool_name":"AskUserQuestion","tool_use_id":"tu1","input":{"questions":[]}}}`)})
 		e.onRecord(transcript.Record{Session: "a1", Dir: transcript.ToCLI, Msg: []byte(`{"type":"control_response","response":{"subtype":"success","request_id":"r1","response":{"behavior":"allow","updatedInput":{}}}}`)})
 		go func() {
@@ -114,7 +114,7 @@ func TestCheckAwaitsTheAgentsVerdict(t *testing.T) {
 func TestRecordsAreTypedOnArrival(t *testing.T) {
 	e := newTestEnv()
 	s := newSessionState("s1", "a1", nil, false)
-	e.st.Sessions["s1"], e.st.byAgent["a1"] = s, s
+	e.st.sessions["s1"], e.st.byAgent["a1"] = s, s
 	for _, r := range []transcript.Record{
 		{Dir: transcript.FromCLI, Msg: []byte(`{"type":"control_request","request_id":"r1","request":{"subtype":"can_use_tool","tool_name":"AskUserQuestion","tool_use_id":"tu1","input":{"questions":[{"question":"Q?"}]}}}`)},
 		{Dir: transcript.FromCLI, Msg: []byte(`{"type":"control_request","request_id":"r2","request":{"subtype":"can_use_tool","tool_name":"Bash","tool_use_id":"tu2","input":{}}}`)},
@@ -127,11 +127,11 @@ func TestRecordsAreTypedOnArrival(t *testing.T) {
 		r.Session = "a1"
 		e.onRecord(r)
 	}
-	if len(s.Requests) != 1 || s.Requests[0].ID != "r1" || len(s.Requests[0].Responses) != 1 || !s.Requests[0].Verdict || ResultText(s.Requests[0].ToolResult) != "User has answered" {
-		t.Errorf("requests: %+v", s.Requests)
+	if len(s.requests) != 1 || s.requests[0].ID != "r1" || len(s.requests[0].Responses) != 1 || !s.requests[0].Verdict || ResultText(s.requests[0].ToolResult) != "User has answered" {
+		t.Errorf("requests: %+v", s.requests)
 	}
-	if s.Turns != 2 || !s.Resumed || s.ResumedTurns != 1 {
-		t.Errorf("turns %d, resumed %v with %d turns", s.Turns, s.Resumed, s.ResumedTurns)
+	if s.turns != 2 || !s.resumed || s.resumedTurns != 1 {
+		t.Errorf("turns %d, resumed %v with %d turns", s.turns, s.resumed, s.resumedTurns)
 	}
 	if v, _ := Verdicts("s1").Check(&e.st); v != Met {
 		t.Errorf("Verdicts: %v", v)
@@ -150,8 +150,8 @@ func TestScenarioAnswers(t *testing.T) {
 	}
 	e := newTestEnv()
 	s := newSessionState("s1", "a1", sc, false)
-	s.Questions = []string{"q_1", "q_2"}
-	e.st.Sessions["s1"], e.st.byAgent["a1"] = s, s
+	s.questions = []string{"q_1", "q_2"}
+	e.st.sessions["s1"], e.st.byAgent["a1"] = s, s
 	h := e.Session("s1")
 	if got, err := h.ScenarioAnswers("q_1"); err != nil || len(got["A?"]) != 1 || got["A?"][0] != "y" {
 		t.Errorf("q_1: %v, %v", got, err)
@@ -171,10 +171,10 @@ func TestScenarioAnswers(t *testing.T) {
 func TestVerdictsWaitForTakenAnswers(t *testing.T) {
 	e := newTestEnv()
 	s := newSessionState("s1", "a1", nil, false)
-	e.st.Sessions["s1"], e.st.byAgent["a1"] = s, s
+	e.st.sessions["s1"], e.st.byAgent["a1"] = s, s
 	e.onRecord(transcript.Record{Session: "a1", Dir: transcript.FromCLI, Msg: []byte(`{"type":"control_request","request_id":"r1","request":{"subtype":"can_use_tool","tool_name":"AskUserQuestion","input":{"questions":[]}}}`)})
 	e.mu.Lock()
-	s.Questions = append(s.Questions, "q_1")
+	s.questions = append(s.questions, "q_1")
 	s.answered["q_1"] = time.Now()
 	e.mu.Unlock()
 
@@ -195,10 +195,10 @@ func TestVerdictsWaitForTakenAnswers(t *testing.T) {
 
 	// An agent that exits without the answer: Check says so.
 	s2 := newSessionState("s2", "a2", nil, false)
-	e.st.Sessions["s2"], e.st.byAgent["a2"] = s2, s2
+	e.st.sessions["s2"], e.st.byAgent["a2"] = s2, s2
 	e.onRecord(transcript.Record{Session: "a2", Dir: transcript.FromCLI, Msg: []byte(`{"type":"control_request","request_id":"r2","request":{"subtype":"can_use_tool","tool_name":"AskUserQuestion","input":{"questions":[]}}}`)})
 	e.mu.Lock()
-	s2.Questions = append(s2.Questions, "q_2")
+	s2.questions = append(s2.questions, "q_2")
 	s2.answered["q_2"] = time.Now()
 	e.mu.Unlock()
 	code := 0
@@ -227,7 +227,7 @@ func TestNewQuestionAnsweredBehindSurfaces(t *testing.T) {
 	e := newTestEnv()
 	for _, a := range []string{"s1", "s2", "s3"} {
 		s := newSessionState(a, "a"+a[1:], nil, false)
-		e.st.Sessions[a], e.st.byAgent["a"+a[1:]] = s, s
+		e.st.sessions[a], e.st.byAgent["a"+a[1:]] = s, s
 	}
 
 	// s1: answered by the bridge itself; the agent finds it wrong and exits 4.
@@ -253,8 +253,8 @@ func TestNewQuestionAnsweredBehindSurfaces(t *testing.T) {
 	exit(e, "a2", 1)
 	ask(e, "a3", "r3")
 	e.mu.Lock()
-	e.st.Sessions["s3"].Questions = append(e.st.Sessions["s3"].Questions, "q_3")
-	e.st.Sessions["s3"].answered["q_3"] = time.Now()
+	e.st.sessions["s3"].questions = append(e.st.sessions["s3"].questions, "q_3")
+	e.st.sessions["s3"].answered["q_3"] = time.Now()
 	e.mu.Unlock()
 	respond(e, "a3", "r3")
 	exit(e, "a3", 0)
@@ -286,8 +286,8 @@ func (plainConn) Close() error                                  { return nil }
 func TestPermitUnsupportedAtOnce(t *testing.T) {
 	e := newTestEnv()
 	s := newSessionState("s1", "a1", nil, false)
-	s.conns["main"] = plainConn{}
-	e.st.Sessions["s1"], e.st.byAgent["a1"] = s, s
+	e.st.driver("s1").conns["main"] = plainConn{}
+	e.st.sessions["s1"], e.st.byAgent["a1"] = s, s
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	_, err := e.Session("s1").Permit(ctx, "main", true, "")
@@ -302,7 +302,7 @@ func TestPermitUnsupportedAtOnce(t *testing.T) {
 func TestAllowedFailsOnExpiry(t *testing.T) {
 	e := newTestEnv()
 	s := newSessionState("s1", "a1", nil, false)
-	e.st.Sessions["s1"], e.st.byAgent["a1"] = s, s
+	e.st.sessions["s1"], e.st.byAgent["a1"] = s, s
 	e.onRecord(transcript.Record{Session: "a1", Dir: transcript.FromCLI, Msg: []byte(`{"type":"control_request","request_id":"r1","request":{"subtype":"can_use_tool","tool_name":"AskUserQuestion","input":{"questions":[]}}}`)})
 	e.onSurface(s, "main", surface.Event{Type: surface.EventQuestion, QuestionID: "q_1", T: time.Now()})
 	e.onRecord(transcript.Record{Session: "a1", Dir: transcript.ToCLI, Msg: []byte(`{"type":"control_response","response":{"subtype":"success","request_id":"r1","response":{"behavior":"deny","message":"The user did not answer within 2s: the question timed out."}}}`)})

@@ -19,7 +19,7 @@ import (
 // it, the connection closed), so a failure is immediate, not a timeout.
 
 func exited(s *SessionState) (Verdict, string) {
-	if s.Exit != nil {
+	if s.exit != nil {
 		return Unmeetable, s.exitText()
 	}
 	return Unmet, ""
@@ -28,11 +28,11 @@ func exited(s *SessionState) (Verdict, string) {
 // exitText says how the agent ended: its status, what it reported wrong,
 // and the end of its stderr where known.
 func (s *SessionState) exitText() string {
-	why := fmt.Sprintf("the agent of session %s exited with status %d", s.Alias, *s.Exit)
-	if f := s.LatestFailures(); len(f) > 0 {
+	why := fmt.Sprintf("the agent of session %s exited with status %d", s.alias, *s.exit)
+	if f := s.latestFailures(); len(f) > 0 {
 		why += "; it reported: " + strings.Join(f, "; ")
 	}
-	if e := strings.TrimSpace(s.ExitStderr); e != "" {
+	if e := strings.TrimSpace(s.exitStderr); e != "" {
 		lines := strings.Split(e, "\n")
 		lines = lines[max(0, len(lines)-5):]
 		why += "; its stderr ended: " + strings.Join(lines, " | ")
@@ -42,7 +42,7 @@ func (s *SessionState) exitText() string {
 
 // closed says whether connection conn has closed, and why.
 func (s *SessionState) closed(conn string) (string, bool) {
-	for _, ev := range s.Surface {
+	for _, ev := range s.told {
 		if ev.Conn == conn && ev.Type == surface.EventClosed {
 			return "the connection closed: " + ev.Reason, true
 		}
@@ -54,7 +54,7 @@ func (s *SessionState) closed(conn string) (string, bool) {
 // no such session.
 func onSession(alias, desc string, check func(*SessionState) (Verdict, string)) Expectation {
 	return Expectation{Description: desc, Check: func(st *State) (Verdict, string) {
-		s := st.Sessions[alias]
+		s := st.sessions[alias]
 		if s == nil {
 			return Unmeetable, fmt.Sprintf("no session %q", alias)
 		}
@@ -65,8 +65,9 @@ func onSession(alias, desc string, check func(*SessionState) (Verdict, string)) 
 // NewQuestion is met when connection conn of alias's session shows a
 // question it has not consumed (Session.AwaitQuestion consumes it).
 func NewQuestion(alias, conn string) Expectation {
-	return onSession(alias, fmt.Sprintf("connection %s of session %s shows a new question", conn, alias), func(s *SessionState) (Verdict, string) {
-		if _, ok := s.nextQuestion(conn); ok {
+	var consumed map[string]bool // the questions conn's waits took, read with the state
+	e := onSession(alias, fmt.Sprintf("connection %s of session %s shows a new question", conn, alias), func(s *SessionState) (Verdict, string) {
+		if _, ok := s.nextQuestion(conn, consumed); ok {
 			return Met, ""
 		}
 		if why, closed := s.closed(conn); closed {
@@ -75,10 +76,10 @@ func NewQuestion(alias, conn string) Expectation {
 		// Not unmeetable when the agent exits: a bridge that persists
 		// questions still shows one whose agent died with it. An MCP
 		// call's question lives only while the call does.
-		if s.MCP && s.Exit != nil {
-			why := fmt.Sprintf("the agent of session %s exited with status %d before a question showed", alias, *s.Exit)
-			if len(s.Failures) > 0 {
-				why += ": " + strings.Join(s.Failures, "; ")
+		if s.mcp && s.exit != nil {
+			why := fmt.Sprintf("the agent of session %s exited with status %d before a question showed", alias, *s.exit)
+			if len(s.failures) > 0 {
+				why += ": " + strings.Join(s.failures, "; ")
 			}
 			return Unmeetable, why
 		}
@@ -87,6 +88,15 @@ func NewQuestion(alias, conn string) Expectation {
 		}
 		return Unmet, ""
 	})
+	check := e.Check
+	e.Check = func(st *State) (Verdict, string) {
+		consumed = nil
+		if d := st.drivers[alias]; d != nil {
+			consumed = d.consumed[conn]
+		}
+		return check(st)
+	}
+	return e
 }
 
 // answeredBehindSurfaces reports, once the agent has exited, that nothing
@@ -96,11 +106,11 @@ func NewQuestion(alias, conn string) Expectation {
 // still show a question whose agent died waiting, or withdrew it as it
 // died; not one the agent got a response to. why says what the agent got, and what it said of it.
 func (s *SessionState) answeredBehindSurfaces() (why string, ok bool) {
-	if s.Exit == nil || len(s.Requests) == 0 || len(s.answered) > 0 {
+	if s.exit == nil || len(s.requests) == 0 || len(s.answered) > 0 {
 		return "", false
 	}
 	var got []string
-	for i, r := range s.Requests {
+	for i, r := range s.requests {
 		if len(r.Responses) == 0 {
 			// It died waiting (or withdrew it as it died): a bridge that
 			// keeps questions may show it yet.
@@ -109,8 +119,8 @@ func (s *SessionState) answeredBehindSurfaces() (why string, ok bool) {
 		resp := r.Responses[0]
 		got = append(got, fmt.Sprintf("request %d (%s) got %s %v after the ask", i+1, r.ID, responseSummary(resp.Result, resp.Msg), resp.T.Sub(r.T).Round(time.Millisecond)))
 	}
-	why = fmt.Sprintf("no surface can show it: the agent of session %s was answered where no surface answered, and exited with status %d. ", s.Alias, *s.Exit) + strings.Join(got, "; ")
-	if f := s.Failures[s.failuresFrom:]; len(f) > 0 {
+	why = fmt.Sprintf("no surface can show it: the agent of session %s was answered where no surface answered, and exited with status %d. ", s.alias, *s.exit) + strings.Join(got, "; ")
+	if f := s.failures[s.failuresFrom:]; len(f) > 0 {
 		why += ". The agent said: " + strings.Join(f, "; ")
 	}
 	return why, true
@@ -155,7 +165,7 @@ func SurfaceSawTimes(alias, conn, typ, qid string, n int) Expectation {
 	}
 	return onSession(alias, what, func(s *SessionState) (Verdict, string) {
 		seen := 0
-		for _, ev := range s.Surface {
+		for _, ev := range s.told {
 			if (conn == "" || ev.Conn == conn) && ev.Type == typ && (qid == "" || ev.QuestionID == qid || (ev.QuestionID == "" && typ == surface.EventTaken)) {
 				seen++
 			}
@@ -174,12 +184,12 @@ func SurfaceSawTimes(alias, conn, typ, qid string, n int) Expectation {
 func SurfaceSawWhileAlive(alias, conn, typ, qid string) Expectation {
 	return onSession(alias, fmt.Sprintf("session %s's surface is told %s for question %s while its agent still runs", alias, typ, qid), func(s *SessionState) (Verdict, string) {
 		var exitT time.Time
-		for _, r := range s.Agent {
+		for _, r := range s.agent {
 			if r.Event == "exit" {
 				exitT = r.T
 			}
 		}
-		for _, ev := range s.Surface {
+		for _, ev := range s.told {
 			if (conn == "" || ev.Conn == conn) && ev.Type == typ && ev.QuestionID == qid {
 				at := ev.At
 				if at.IsZero() {
@@ -207,7 +217,7 @@ func SurfaceSawWhileAlive(alias, conn, typ, qid string) Expectation {
 // session waits for the user on question qid.
 func WaitingFor(alias, conn, qid string) Expectation {
 	return onSession(alias, fmt.Sprintf("connection %s of session %s is told the session waits for the user on question %s", conn, alias, qid), func(s *SessionState) (Verdict, string) {
-		for _, ev := range s.Surface {
+		for _, ev := range s.told {
 			if ev.Conn == conn && ev.Type == surface.EventStatus && ev.Waiting != nil && *ev.Waiting && ev.PendingID == qid {
 				return Met, ""
 			}
@@ -221,7 +231,7 @@ func WaitingFor(alias, conn, qid string) Expectation {
 // after qid was settled.
 func NotWaitingFor(alias, conn, qid string) Expectation {
 	return onSession(alias, fmt.Sprintf("connection %s of session %s is told the session no longer waits on question %s", conn, alias, qid), func(s *SessionState) (Verdict, string) {
-		for _, ev := range s.Surface {
+		for _, ev := range s.told {
 			if ev.Conn == conn && ev.Type == surface.EventStatus && ev.Waiting != nil && (!*ev.Waiting || ev.PendingID != "" && ev.PendingID != qid) {
 				return Met, ""
 			}
@@ -236,7 +246,7 @@ func NotWaitingFor(alias, conn, qid string) Expectation {
 func Repeated(alias, conn string) Expectation {
 	return onSession(alias, fmt.Sprintf("connection %s of session %s is told an event twice (the same id)", conn, alias), func(s *SessionState) (Verdict, string) {
 		seen := map[int64]bool{}
-		for _, ev := range s.Surface {
+		for _, ev := range s.told {
 			if ev.Conn != conn || ev.Seq <= 0 {
 				continue
 			}
@@ -253,7 +263,7 @@ func Repeated(alias, conn string) Expectation {
 // least n control_responses for the request behind question qid.
 func Responses(alias, qid string, n int) Expectation {
 	return onSession(alias, fmt.Sprintf("the agent of session %s receives %d control_response(s) for question %s", alias, n, qid), func(s *SessionState) (Verdict, string) {
-		if req, ok := s.RequestOf(qid); ok && len(req.Responses) >= n {
+		if req, ok := s.requestOf(qid); ok && len(req.Responses) >= n {
 			return Met, ""
 		}
 		return exited(s)
@@ -266,7 +276,7 @@ func Responses(alias, qid string, n int) Expectation {
 // it on its own ("Permission request cancelled"), which is no answer.
 func Allowed(alias, qid string) Expectation {
 	return onSession(alias, fmt.Sprintf("the agent of session %s receives an allow (an answer) for question %s", alias, qid), func(s *SessionState) (Verdict, string) {
-		if req, ok := s.RequestOf(qid); ok {
+		if req, ok := s.requestOf(qid); ok {
 			for _, r := range req.Responses {
 				if gjson.GetBytes(r.Result, "behavior").String() == protocol.BehaviorAllow {
 					return Met, ""
@@ -284,7 +294,7 @@ func Allowed(alias, qid string) Expectation {
 
 // surfaceSaw reports whether any connection was told typ of question qid.
 func (s *SessionState) surfaceSaw(typ, qid string) bool {
-	for _, ev := range s.Surface {
+	for _, ev := range s.told {
 		if ev.Type == typ && ev.QuestionID == qid {
 			return true
 		}
@@ -297,7 +307,7 @@ func (s *SessionState) surfaceSaw(typ, qid string) bool {
 // returned).
 func ToolResulted(alias, qid string) Expectation {
 	return onSession(alias, fmt.Sprintf("the agent of session %s writes the tool_result of question %s", alias, qid), func(s *SessionState) (Verdict, string) {
-		if req, ok := s.RequestOf(qid); ok && req.ToolResult != nil {
+		if req, ok := s.requestOf(qid); ok && req.ToolResult != nil {
 			return Met, ""
 		}
 		return exited(s)
@@ -310,7 +320,7 @@ func ToolResulted(alias, qid string) Expectation {
 // agent's last word, not a race with it.
 func Verdicts(alias string) Expectation {
 	return onSession(alias, fmt.Sprintf("the agent of session %s has received every answer the bridge took, and reacted to each", alias), func(s *SessionState) (Verdict, string) {
-		for _, req := range s.Requests {
+		for _, req := range s.requests {
 			if len(req.Responses) > 0 && !req.Verdict {
 				return Unmet, ""
 			}
@@ -318,7 +328,7 @@ func Verdicts(alias string) Expectation {
 		// An answer the bridge took is on its way to the agent: the
 		// verdict is not in until it arrives (or the agent has exited,
 		// and Check says it never came).
-		if len(undelivered(s)) > 0 && s.Exit == nil {
+		if len(undelivered(s)) > 0 && s.exit == nil {
 			return Unmet, ""
 		}
 		return Met, ""
@@ -330,16 +340,16 @@ func Verdicts(alias string) Expectation {
 // control_response (route sdk), no tool_result (route mcp). A resumed
 // session's answer reaches the new agent as its prompt, not as a reply.
 func undelivered(s *SessionState) []string {
-	if s.Resumed {
+	if s.resumed {
 		return nil
 	}
 	var out []string
 	for qid := range s.answered {
-		req, ok := s.RequestOf(qid)
+		req, ok := s.requestOf(qid)
 		if !ok {
 			continue
 		}
-		if (s.MCP && !req.Verdict) || (!s.MCP && len(req.Responses) == 0) {
+		if (s.mcp && !req.Verdict) || (!s.mcp && len(req.Responses) == 0) {
 			out = append(out, qid)
 		}
 	}
@@ -350,7 +360,7 @@ func undelivered(s *SessionState) []string {
 // Asked is met when the agent of alias's session has sent n requests.
 func Asked(alias string, n int) Expectation {
 	return onSession(alias, fmt.Sprintf("the agent of session %s asks %d question(s)", alias, n), func(s *SessionState) (Verdict, string) {
-		if len(s.Requests) >= n {
+		if len(s.requests) >= n {
 			return Met, ""
 		}
 		return exited(s)
@@ -361,7 +371,7 @@ func Asked(alias string, n int) Expectation {
 // (written n results).
 func Turns(alias string, n int) Expectation {
 	return onSession(alias, fmt.Sprintf("the agent of session %s ends turn %d", alias, n), func(s *SessionState) (Verdict, string) {
-		if s.Turns >= n {
+		if s.turns >= n {
 			return Met, ""
 		}
 		return exited(s)
@@ -372,7 +382,7 @@ func Turns(alias string, n int) Expectation {
 // has ended a turn.
 func Resumed(alias string) Expectation {
 	return onSession(alias, fmt.Sprintf("the agent of session %s is resumed (--resume) and ends a turn", alias), func(s *SessionState) (Verdict, string) {
-		if s.Resumed && s.ResumedTurns > 0 {
+		if s.resumed && s.resumedTurns > 0 {
 			return Met, ""
 		}
 		return Unmet, ""
@@ -387,12 +397,12 @@ func Exited(alias string, code int) Expectation {
 		d += fmt.Sprintf(" with status %d", code)
 	}
 	return onSession(alias, d, func(s *SessionState) (Verdict, string) {
-		if s.Exit == nil {
+		if s.exit == nil {
 			return Unmet, ""
 		}
-		if code < 0 || *s.Exit == code {
+		if code < 0 || *s.exit == code {
 			return Met, ""
 		}
-		return Unmeetable, fmt.Sprintf("it exited with status %d", *s.Exit)
+		return Unmeetable, fmt.Sprintf("it exited with status %d", *s.exit)
 	})
 }

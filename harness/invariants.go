@@ -23,8 +23,14 @@ type Violation struct {
 
 func (v Violation) String() string { return v.Requirement + ": " + v.Text }
 
-// TimedOut is how a deny says it timed out (SDK-TIMEOUT's wording rule).
-var TimedOut = regexp.MustCompile(`(?i)tim(e|ed) ?out|expired|no response|did not respond`)
+// TimedOutPattern is how a deny says it timed out (SDK-TIMEOUT's wording
+// rule), as a regular expression.
+const TimedOutPattern = `(?i)tim(e|ed) ?out|expired|no response|did not respond`
+
+var timedOut = regexp.MustCompile(TimedOutPattern)
+
+// TimedOut reports whether a deny's message says it timed out.
+func TimedOut(message string) bool { return timedOut.MatchString(message) }
 
 // Invariants checks the rules that must hold at every moment of every
 // session, whatever the person and the agent did: the safety half of the
@@ -56,18 +62,18 @@ func (e *Env) Invariants(aliases ...string) []Violation {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if len(aliases) == 0 {
-		for a := range e.st.Sessions {
+		for a := range e.st.sessions {
 			aliases = append(aliases, a)
 		}
 	}
 	sort.Strings(aliases)
 	var timeout time.Duration
-	if e.Bridge != nil && e.Bridge.Profile != nil {
-		timeout = e.Bridge.Profile.Capabilities.Timeout.D()
+	if e.bridge != nil && e.bridge.profile != nil {
+		timeout = e.bridge.profile.Capabilities.Timeout.D()
 	}
 	var out []Violation
 	for _, a := range aliases {
-		s := e.st.Sessions[a]
+		s := e.st.sessions[a]
 		if s == nil {
 			continue
 		}
@@ -78,7 +84,7 @@ func (e *Env) Invariants(aliases ...string) []Violation {
 }
 
 func (st *State) restartedSince(t time.Time) bool {
-	for _, r := range st.Restarts {
+	for _, r := range st.restarts {
 		if r.After(t) {
 			return true
 		}
@@ -88,8 +94,8 @@ func (st *State) restartedSince(t time.Time) bool {
 
 // questionOf is the question id the surfaces showed for the i-th request.
 func (s *SessionState) questionOf(i int) string {
-	if i < len(s.Questions) {
-		return s.Questions[i]
+	if i < len(s.questions) {
+		return s.questions[i]
 	}
 	return "?"
 }
@@ -97,12 +103,12 @@ func (s *SessionState) questionOf(i int) string {
 func (st *State) requestViolations(s *SessionState, timeout time.Duration) []Violation {
 	var out []Violation
 	add := func(req, format string, args ...any) {
-		out = append(out, Violation{Requirement: req, Session: s.Alias, Text: fmt.Sprintf("session %s: ", s.Alias) + fmt.Sprintf(format, args...)})
+		out = append(out, Violation{Requirement: req, Session: s.alias, Text: fmt.Sprintf("session %s: ", s.alias) + fmt.Sprintf(format, args...)})
 	}
-	if s.MCP {
+	if s.mcp {
 		return nil // a tool call's result is checked by its case (tool-result)
 	}
-	for i, req := range s.Requests {
+	for i, req := range s.requests {
 		what := fmt.Sprintf("request %s (question %s)", req.ID, s.questionOf(i))
 		if n := len(req.Responses); n > 1 {
 			add("SDK-LATE-ANSWER", "the agent received %d control_responses for %s: exactly one per request", n, what)
@@ -169,7 +175,7 @@ func (st *State) requestViolations(s *SessionState, timeout time.Duration) []Vio
 		if took > timeout+time.Second {
 			add("SDK-TIMEOUT", "the response to %s came %v after the ask, past the declared timeout %v + 1 s: the deadline runs from the ask", what, took.Round(time.Millisecond), timeout)
 		}
-		if res.Get("behavior").String() == "deny" && TimedOut.MatchString(res.Get("message").String()) && took < timeout*3/4 && !st.personActed(s, i, r.T) {
+		if res.Get("behavior").String() == "deny" && TimedOut(res.Get("message").String()) && took < timeout*3/4 && !st.personActed(s, i, r.T) {
 			add("SDK-TIMEOUT", "%s was denied as timed out %v after the ask, before the declared timeout %v: the deadline runs from the ask", what, took.Round(time.Millisecond), timeout)
 		}
 	}
@@ -188,15 +194,15 @@ var terminal = map[string]bool{surface.EventAnswered: true, surface.EventSkipped
 func (st *State) surfaceViolations(s *SessionState) []Violation {
 	var out []Violation
 	add := func(req, format string, args ...any) {
-		out = append(out, Violation{Requirement: req, Session: s.Alias, Text: fmt.Sprintf("session %s: ", s.Alias) + fmt.Sprintf(format, args...)})
+		out = append(out, Violation{Requirement: req, Session: s.alias, Text: fmt.Sprintf("session %s: ", s.alias) + fmt.Sprintf(format, args...)})
 	}
 	others := map[string]string{} // question id → the alias of the other session that showed it
-	for _, o := range st.Sessions {
+	for _, o := range st.sessions {
 		if o == s {
 			continue
 		}
-		for _, q := range o.Questions {
-			others[q] = o.Alias
+		for _, q := range o.questions {
+			others[q] = o.alias
 		}
 	}
 	type key struct{ conn, typ, qid string }
@@ -210,12 +216,12 @@ func (st *State) surfaceViolations(s *SessionState) []Violation {
 		reported[k] = true
 		return true
 	}
-	for _, ev := range s.Surface {
+	for _, ev := range s.told {
 		c := ev.Conn
 		switch {
-		case ev.Session != "" && s.ID != "" && ev.Session != s.ID:
+		case ev.Session != "" && s.id != "" && ev.Session != s.id:
 			if once("iso-s " + c + ev.Session) {
-				add("SDK-ISOLATION", "connection %s was told %s of session %s, which is not its session (%s)", c, describe(ev), ev.Session, s.ID)
+				add("SDK-ISOLATION", "connection %s was told %s of session %s, which is not its session (%s)", c, describe(ev), ev.Session, s.id)
 			}
 		case ev.QuestionID != "" && others[ev.QuestionID] != "":
 			if once("iso-q " + c + ev.QuestionID) {

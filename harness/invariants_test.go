@@ -74,10 +74,10 @@ func TestInvariants(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := newTestEnv()
-			e.Bridge.Profile = &Profile{Capabilities: Capabilities{Timeout: surface.Duration(2 * time.Second)}}
+			e.bridge.profile = &Profile{Capabilities: Capabilities{Timeout: surface.Duration(2 * time.Second)}}
 			s := newSessionState("s1", "a1", nil, false)
-			s.ID = "s_1"
-			e.st.Sessions["s1"], e.st.byAgent["a1"] = s, s
+			s.id = "s_1"
+			e.st.sessions["s1"], e.st.byAgent["a1"] = s, s
 			for _, r := range c.records {
 				r.Session = "a1"
 				e.onRecord(r)
@@ -87,8 +87,8 @@ func TestInvariants(t *testing.T) {
 			}
 			if c.other != nil {
 				o := newSessionState("s2", "a2", nil, false)
-				o.ID = "s_2"
-				e.st.Sessions["s2"], e.st.byAgent["a2"] = o, o
+				o.id = "s_2"
+				e.st.sessions["s2"], e.st.byAgent["a2"] = o, o
 				for _, ev := range c.other {
 					o.show(ev)
 				}
@@ -110,10 +110,10 @@ func TestInvariants(t *testing.T) {
 	// After a restart the timing rules do not apply: the agent died with
 	// the bridge, and a late answer resumes it.
 	e := newTestEnv()
-	e.Bridge.Profile = &Profile{Capabilities: Capabilities{Timeout: surface.Duration(2 * time.Second)}}
+	e.bridge.profile = &Profile{Capabilities: Capabilities{Timeout: surface.Duration(2 * time.Second)}}
 	s := newSessionState("s1", "a1", nil, false)
-	e.st.Sessions["s1"], e.st.byAgent["a1"] = s, s
-	e.st.Restarts = []time.Time{at(1000)}
+	e.st.sessions["s1"], e.st.byAgent["a1"] = s, s
+	e.st.restarts = []time.Time{at(1000)}
 	for _, r := range []transcript.Record{ask("r1", 0), respond("r1", 5000, good)} {
 		r.Session = "a1"
 		e.onRecord(r)

@@ -22,14 +22,14 @@ func (e *Env) Latencies() []Latency {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var out []Latency
-	for _, s := range e.st.List() {
-		reqs := s.Requests
-		for i, qid := range s.Questions {
+	for _, s := range e.st.list() {
+		reqs := s.requests
+		for i, qid := range s.questions {
 			if i >= len(reqs) {
 				break
 			}
-			l := Latency{Session: s.Alias, Question: qid}
-			for _, ev := range s.Surface {
+			l := Latency{Session: s.alias, Question: qid}
+			for _, ev := range s.told {
 				if ev.Type == surface.EventQuestion && ev.QuestionID == qid {
 					l.Deliver = ev.T.Sub(reqs[i].T)
 					break

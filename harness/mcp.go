@@ -26,7 +26,7 @@ import (
 // stream-json --verbose --mcp-config CONFIG --allowedTools TOOL`, and
 // connection "main" watches every session of the surface for its question.
 func (e *Env) StartMCP(ctx context.Context, alias string, sc *scenarios.Scenario, agentTimeout time.Duration) error {
-	spec := e.Bridge.Profile.MCP
+	spec := e.bridge.profile.MCP
 	if spec == nil {
 		return fmt.Errorf("the profile says nothing of how the CLI reaches the bridge's MCP server (\"mcp\": {\"config\": …})")
 	}
@@ -46,14 +46,14 @@ func (e *Env) StartMCP(ctx context.Context, alias string, sc *scenarios.Scenario
 		forget()
 		return err
 	}
-	cmd := exec.Command(e.Bridge.Vars["CLAUDE"], agent.PrintArgs(sc, string(spec.Config))...)
-	cmd.Dir = filepath.Join(e.Bridge.opts.Work, "state")
+	cmd := exec.Command(e.bridge.vars["CLAUDE"], agent.PrintArgs(sc, string(spec.Config))...)
+	cmd.Dir = filepath.Join(e.bridge.opts.Work, "state")
 	cmd.Env = os.Environ()
 	for k, v := range spec.Env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	cmd.Stdout = io.Discard // its lines reach the harness over the events connection
-	logf, err := os.OpenFile(filepath.Join(e.Bridge.opts.Work, "mcp-agents.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logf, err := os.OpenFile(filepath.Join(e.bridge.opts.Work, "mcp-agents.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err == nil {
 		cmd.Stderr = logf
 		defer logf.Close()
@@ -63,15 +63,15 @@ func (e *Env) StartMCP(ctx context.Context, alias string, sc *scenarios.Scenario
 		forget()
 		return fmt.Errorf("starting the agent of session %s: %w", alias, err)
 	}
-	e.Bridge.mu.Lock()
-	e.Bridge.all = append(e.Bridge.all, cmd) // killed with the bridge's processes at Close
-	e.Bridge.mu.Unlock()
+	e.bridge.mu.Lock()
+	e.bridge.all = append(e.bridge.all, cmd) // killed with the bridge's processes at Close
+	e.bridge.mu.Unlock()
 	go func() { _ = cmd.Wait() }()
 	select {
 	case <-sl.claimed:
-	case <-time.After(e.Bridge.opts.ClaimTimeout):
+	case <-time.After(e.bridge.opts.ClaimTimeout):
 		forget()
-		return &SetupError{Op: "starting session " + alias, Err: fmt.Errorf("its agent did not ask the harness what to play within %v", e.Bridge.opts.ClaimTimeout)}
+		return &SetupError{Op: "starting session " + alias, Err: fmt.Errorf("its agent did not ask the harness what to play within %v", e.bridge.opts.ClaimTimeout)}
 	case <-ctx.Done():
 		forget()
 		return ctx.Err()
@@ -85,7 +85,7 @@ func (s *SessionState) mcpQuestion(ev surface.Event) bool {
 	if ev.Type != surface.EventQuestion || len(ev.Questions) == 0 {
 		return false
 	}
-	for _, st := range s.Scenario.Steps {
+	for _, st := range s.scenario.Steps {
 		if st.Kind == scenarios.KindMCP && len(st.Questions) == 1 && st.Questions[0].Question == ev.Questions[0].Question {
 			return true
 		}

@@ -131,7 +131,9 @@ func (c Capabilities) Has(name string) bool {
 }
 
 // CapabilityNames are the capabilities a profile can declare.
-var CapabilityNames = []string{"sdk", "mcp", "timeout", "reconnect", "takeover", "persist", "permissions"}
+func CapabilityNames() []string {
+	return []string{"sdk", "mcp", "timeout", "reconnect", "takeover", "persist", "permissions"}
+}
 
 // Policy is what the bridge claims to do where the requirements leave it a
 // choice.
@@ -295,9 +297,9 @@ func (p *Profile) check() error {
 			return p.errAt("capabilities.takeover", "a surface with one shared link for all sessions has no second connection to take a session over: leave takeover out")
 		}
 	case "":
-		return p.errAt("surface.kind", "missing: want one of %s", strings.Join(surface.Kinds, ", "))
+		return p.errAt("surface.kind", "missing: want one of %s", strings.Join(surface.Kinds(), ", "))
 	default:
-		return p.errAt("surface.kind", "want one of %s, got %q", strings.Join(surface.Kinds, ", "), s.Kind)
+		return p.errAt("surface.kind", "want one of %s, got %q", strings.Join(surface.Kinds(), ", "), s.Kind)
 	}
 	if s.SharedLink && s.Kind != "exec" {
 		return p.errAt("surface.shared_link", "only for an exec surface, whose adapter demultiplexes the link; a %s surface has a connection per session", s.Kind)
@@ -314,7 +316,7 @@ func (p *Profile) check() error {
 	// Every ${NAME} must be known now or when run: harness variables, or the
 	// environment.
 	known := map[string]bool{}
-	for _, v := range Vars {
+	for _, v := range VarNames() {
 		known[v] = true
 	}
 	var unknown []string
@@ -327,7 +329,7 @@ func (p *Profile) check() error {
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
 		i := bytes.Index(p.raw, []byte("${"+unknown[0]+"}"))
-		return fmt.Errorf("%s:%d: ${%s}: not a harness variable (%s) nor set in the environment", p.File, lineAt(p.raw, i), unknown[0], strings.Join(Vars, ", "))
+		return fmt.Errorf("%s:%d: ${%s}: not a harness variable (%s) nor set in the environment", p.File, lineAt(p.raw, i), unknown[0], strings.Join(VarNames(), ", "))
 	}
 	return nil
 }
@@ -364,11 +366,13 @@ func (p *Profile) checkMCP() error {
 	return nil
 }
 
-// Vars are the variables the harness defines for a profile. TIMEOUT is
+// VarNames are the variables the harness defines for a profile. TIMEOUT is
 // capabilities.timeout: a profile that starts its bridge with it (the
 // reference profiles: --timeout ${TIMEOUT}) lets --slow scale the bridge's
 // timeout with the rest (WithSlowTimeout).
-var Vars = []string{"WORK", "STATE", "PORT", "CLAUDE", "CLAUDE_DIR", "ASKCTL", "PROFILE_DIR", "TIMEOUT"}
+func VarNames() []string {
+	return []string{"WORK", "STATE", "PORT", "CLAUDE", "CLAUDE_DIR", "ASKCTL", "PROFILE_DIR", "TIMEOUT"}
+}
 
 // SetsTimeout reports whether the profile starts its bridge with the
 // declared timeout, ${TIMEOUT}: the harness then sets the bridge's timeout.

@@ -36,7 +36,7 @@ func (s *Session) Alias() string { return s.alias }
 func (s *Session) read(f func(*SessionState)) error {
 	var found bool
 	s.e.Read(func(st *State) {
-		if ss := st.Sessions[s.alias]; ss != nil {
+		if ss := st.sessions[s.alias]; ss != nil {
 			found = true
 			f(ss)
 		}
@@ -47,11 +47,17 @@ func (s *Session) read(f func(*SessionState)) error {
 	return nil
 }
 
+// readCur is read with the question the case works on (the driver's
+// current question).
+func (s *Session) readCur(f func(ss *SessionState, cur string)) error {
+	return s.read(func(ss *SessionState) { f(ss, s.e.st.driver(s.alias).current) })
+}
+
 // Current is the question the session works on: the last one awaited, ""
 // before any.
 func (s *Session) Current() string {
 	var q string
-	_ = s.read(func(ss *SessionState) { q = ss.current })
+	s.e.Read(func(st *State) { q = st.driver(s.alias).current })
 	return q
 }
 
@@ -59,7 +65,7 @@ func (s *Session) Current() string {
 // tool calls).
 func (s *Session) IsMCP() bool {
 	var mcp bool
-	_ = s.read(func(ss *SessionState) { mcp = ss.MCP })
+	_ = s.read(func(ss *SessionState) { mcp = ss.mcp })
 	return mcp
 }
 
@@ -88,19 +94,20 @@ func (s *Session) AwaitQuestion(ctx context.Context, conn string, same bool) (st
 	var qid, prev string
 	var n int
 	s.e.mu.Lock()
-	ss := s.e.st.Sessions[s.alias]
+	ss := s.e.st.sessions[s.alias]
 	ok := false
+	d := s.e.st.driver(s.alias)
 	if ss != nil {
-		qid, ok = ss.nextQuestion(conn)
-		prev = ss.current
+		qid, ok = ss.nextQuestion(conn, d.consumed[conn])
+		prev = d.current
 	}
 	if ok && (!same || qid == prev) {
-		if ss.consumed[conn] == nil {
-			ss.consumed[conn] = map[string]bool{}
+		if d.consumed[conn] == nil {
+			d.consumed[conn] = map[string]bool{}
 		}
-		ss.consumed[conn][qid] = true
-		ss.current = qid
-		n = slices.Index(ss.Questions, qid) + 1
+		d.consumed[conn][qid] = true
+		d.current = qid
+		n = slices.Index(ss.questions, qid) + 1
 		s.e.changedLocked()
 	}
 	s.e.mu.Unlock()
@@ -176,7 +183,7 @@ func (s *Session) Permit(ctx context.Context, conn string, allow bool, reason st
 	}
 	var id string
 	next := func(ss *SessionState) string {
-		for _, ev := range ss.Surface {
+		for _, ev := range ss.told {
 			if ev.Conn == conn && ev.Type == surface.EventPermission && ev.QuestionID != "" && !ss.permitted[ev.QuestionID] {
 				return ev.QuestionID
 			}
@@ -196,7 +203,7 @@ func (s *Session) Permit(ctx context.Context, conn string, allow bool, reason st
 		return "", err
 	}
 	s.e.mu.Lock()
-	if ss := s.e.st.Sessions[s.alias]; ss != nil {
+	if ss := s.e.st.sessions[s.alias]; ss != nil {
 		if id = next(ss); id != "" {
 			if ss.permitted == nil {
 				ss.permitted = map[string]bool{}
@@ -232,10 +239,10 @@ func (s *Session) closedAfterTakeover(conn string, err error) error {
 // askStep is the scenario's step behind question qid: the n-th question
 // the surfaces showed is the scenario's n-th ask (or mcp) step.
 func (ss *SessionState) askStep(qid string) *scenarios.Step {
-	idx := slices.Index(ss.Questions, qid)
+	idx := slices.Index(ss.questions, qid)
 	n := 0
-	for i := range ss.Scenario.Steps {
-		if st := &ss.Scenario.Steps[i]; st.Kind == scenarios.KindAsk || st.Kind == scenarios.KindMCP {
+	for i := range ss.scenario.Steps {
+		if st := &ss.scenario.Steps[i]; st.Kind == scenarios.KindAsk || st.Kind == scenarios.KindMCP {
 			if n == idx {
 				return st
 			}
@@ -259,9 +266,9 @@ func (s *Session) ScenarioAnswers(qid string) (map[string][]string, error) {
 		st := ss.askStep(qid)
 		switch {
 		case st == nil:
-			why = fmt.Errorf("question %s: no ask step of scenario %s matches it", qid, ss.Scenario.Name)
+			why = fmt.Errorf("question %s: no ask step of scenario %s matches it", qid, ss.scenario.Name)
 		case st.User == nil:
-			why = fmt.Errorf("step %d of scenario %s has no user part: give the answers", st.N, ss.Scenario.Name)
+			why = fmt.Errorf("step %d of scenario %s has no user part: give the answers", st.N, ss.scenario.Name)
 		default:
 			out = map[string][]string{}
 			for q, a := range st.User.Answers {
@@ -291,7 +298,7 @@ func (s *Session) SkipReason(qid, def string) string {
 func (s *Session) Shown() ([]protocol.Question, bool) {
 	var qs []protocol.Question
 	var ok bool
-	_ = s.read(func(ss *SessionState) { qs, ok = ss.shown("", ss.current) })
+	_ = s.readCur(func(ss *SessionState, cur string) { qs, ok = ss.shown("", cur) })
 	return qs, ok
 }
 
@@ -301,8 +308,8 @@ func (s *Session) Response() (Response, bool, error) {
 	var r Response
 	var req *Request
 	var ok bool
-	if err := s.read(func(ss *SessionState) {
-		if req, ok = ss.RequestOf(ss.current); ok && len(req.Responses) > 0 {
+	if err := s.readCur(func(ss *SessionState, cur string) {
+		if req, ok = ss.requestOf(cur); ok && len(req.Responses) > 0 {
 			r = req.Responses[0]
 		}
 	}); err != nil {
@@ -321,7 +328,7 @@ func (s *Session) AskedAt(qid string) (time.Time, bool) {
 	var ok bool
 	_ = s.read(func(ss *SessionState) {
 		var req *Request
-		if req, ok = ss.RequestOf(qid); ok {
+		if req, ok = ss.requestOf(qid); ok {
 			at = req.T
 		}
 	})
@@ -332,9 +339,9 @@ func (s *Session) AskedAt(qid string) (time.Time, bool) {
 func (s *Session) Request() (Request, bool) {
 	var out Request
 	var ok bool
-	_ = s.read(func(ss *SessionState) {
+	_ = s.readCur(func(ss *SessionState, cur string) {
 		var req *Request
-		if req, ok = ss.RequestOf(ss.current); ok {
+		if req, ok = ss.requestOf(cur); ok {
 			out = *req
 		}
 	})
@@ -351,7 +358,7 @@ func (s *Session) Delivered(conn string) error {
 	qid := s.Current()
 	if err := s.read(func(ss *SessionState) {
 		shown, _ = ss.shown(conn, qid)
-		if req, ok := ss.RequestOf(qid); ok {
+		if req, ok := ss.requestOf(qid); ok {
 			input = req.Input
 		}
 	}); err != nil {
@@ -424,7 +431,7 @@ func (s *Session) Problems(ctx context.Context) ([]Problem, error) {
 		for _, qid := range undelivered(ss) {
 			problems = append(problems, Problem{Text: fmt.Sprintf("the bridge took the answer to %s, and the agent exited without receiving it", qid)})
 		}
-		for _, req := range ss.Requests {
+		for _, req := range ss.requests {
 			if n := len(req.Responses); n > 1 {
 				problems = append(problems, Problem{Text: fmt.Sprintf("the agent received %d control_responses for request %s; exactly one is allowed", n, req.ID)})
 			}
@@ -438,9 +445,9 @@ func (s *Session) Problems(ctx context.Context) ([]Problem, error) {
 // differs tells (answerOwner): "" otherwise.
 func (s *Session) AnswerOwner() string {
 	var owner string
-	_ = s.read(func(ss *SessionState) {
-		if i := slices.Index(ss.Questions, ss.current); i >= 0 && i < len(ss.Requests) {
-			owner = answerOwner(ss.Requests[i], ss.sent[ss.current])
+	_ = s.readCur(func(ss *SessionState, cur string) {
+		if i := slices.Index(ss.questions, cur); i >= 0 && i < len(ss.requests) {
+			owner = answerOwner(ss.requests[i], ss.sent[cur])
 		}
 	})
 	return owner
@@ -457,8 +464,8 @@ func (s *Session) AnsweredUnshown() (why string, ok bool) {
 			return
 		}
 		ok = false
-		for i, r := range ss.Requests {
-			if i >= len(ss.Questions) && len(r.Responses) > 0 && gjson.GetBytes(r.Responses[0].Result, "behavior").String() == "allow" {
+		for i, r := range ss.requests {
+			if i >= len(ss.questions) && len(r.Responses) > 0 && gjson.GetBytes(r.Responses[0].Result, "behavior").String() == "allow" {
 				ok = true
 			}
 		}
@@ -470,7 +477,7 @@ func (s *Session) AnsweredUnshown() (why string, ok bool) {
 func (e *Env) Has(alias string) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.st.Sessions[alias] != nil
+	return e.st.sessions[alias] != nil
 }
 
 // ToolResult waits for the tool_result the agent wrote for the current
@@ -486,7 +493,7 @@ func (s *Session) ToolResult(ctx context.Context) (text string, isError bool, er
 	}
 	var block []byte
 	_ = s.read(func(ss *SessionState) {
-		if req, ok := ss.RequestOf(qid); ok {
+		if req, ok := ss.requestOf(qid); ok {
 			block = req.ToolResult
 		}
 	})

@@ -3,6 +3,7 @@ package harness
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -19,64 +20,87 @@ import (
 // State is what an Env has seen. Each record an agent writes and each event
 // a surface tells is turned into typed facts once, when it arrives
 // (requests, responses, turns, exits, failures, questions shown);
-// expectations read them with the Env locked and never write.
+// expectations read them with the Env locked, through read-only accessors
+// that return copies, and never write.
 type State struct {
-	Sessions map[string]*SessionState // by alias
+	sessions map[string]*SessionState // by alias
 	byAgent  map[string]*SessionState // by the agent's session id
-	Stray    []transcript.Record      // records of agents the harness did not start
-	// Restarts are when the harness restarted the bridge (Env.Restart).
-	Restarts []time.Time
+	stray    []transcript.Record      // records of agents the harness did not start
+	// restarts are when the harness restarted the bridge (Env.Restart).
+	restarts []time.Time
+	// drivers are the driver's, by alias, apart from what was seen.
+	drivers map[string]*driver
+}
+
+// driver is what the Env's driver keeps of one session: the questions
+// each connection's waits took, the one the case works on, and the
+// connections.
+type driver struct {
+	consumed map[string]map[string]bool // connection → the question ids its waits took
+	current  string                     // the question the case works on: the last one awaited
+	conns    map[string]surface.Conn
+	gen      map[string]int // connections opened under each name
+}
+
+// driver is alias's driver, made when first needed.
+func (st *State) driver(alias string) *driver {
+	d := st.drivers[alias]
+	if d == nil {
+		d = &driver{consumed: map[string]map[string]bool{}, conns: map[string]surface.Conn{}, gen: map[string]int{}}
+		if st.drivers == nil {
+			st.drivers = map[string]*driver{}
+		}
+		st.drivers[alias] = d
+	}
+	return d
 }
 
 // SessionState is what one session the harness started has seen: its
 // agent's records and what its surface connections showed, with the facts
-// read from them.
+// read from them. What the driver keeps (the question a case works on,
+// the connections) is not here: it is the Env's.
 type SessionState struct {
-	Alias    string
-	ID       string // the bridge's id
-	AgentID  string // the session id fakeclaude announces
-	Scenario *scenarios.Scenario
-	// MCP says the harness runs the agent in print mode against the bridge's
-	// MCP server (StartMCP); ID is learnt from the surface.
-	MCP bool
+	alias    string
+	id       string // the bridge's id
+	agentID  string // the session id fakeclaude announces
+	scenario *scenarios.Scenario
+	// mcp says the harness runs the agent in print mode against the bridge's
+	// MCP server (StartMCP); id is learnt from the surface.
+	mcp bool
 
-	Agent   []transcript.Record // every record, as it came (for summaries)
-	Surface []surface.Event
+	agent []transcript.Record // every record, as it came (for summaries)
+	told  []surface.Event     // what the surfaces told of it, in order
 
-	// Requests are the agent's AskUserQuestion can_use_tool requests, in
+	// requests are the agent's AskUserQuestion can_use_tool requests, in
 	// order; in a route MCP session, its ask_user tool calls.
-	Requests []*Request
-	// Turns counts the results the agent wrote (turns ended).
-	Turns int
-	// Exit is the agent's exit status, once it exited (the latest agent
+	requests []*Request
+	// turns counts the results the agent wrote (turns ended).
+	turns int
+	// exit is the agent's exit status, once it exited (the latest agent
 	// process, for a resumed session).
-	Exit *int
-	// ExitStderr is the end of what the agent wrote on stderr, where its
+	exit *int
+	// exitStderr is the end of what the agent wrote on stderr, where its
 	// exit record says (the real CLI's, through the shim).
-	ExitStderr string
-	// Failures are what the agents reported wrong: protocol errors and
-	// broken expectations, of every process; LatestFailures, of the latest.
-	Failures []string
-	// Resumed: the latest agent process was started with --resume, and
-	// ResumedTurns counts the turns it ended.
-	Resumed      bool
-	ResumedTurns int
-	// Questions are the question ids the surfaces showed, in order of
+	exitStderr string
+	// failures are what the agents reported wrong: protocol errors and
+	// broken expectations, of every process; latestFailures, of the latest.
+	failures []string
+	// resumed: the latest agent process was started with --resume, and
+	// resumedTurns counts the turns it ended.
+	resumed      bool
+	resumedTurns int
+	// questions are the question ids the surfaces showed, in order of
 	// first appearance; the n-th is the agent's n-th request.
-	Questions []string
+	questions []string
 
-	failuresFrom int                  // Failures of the latest process start here
-	failureSteps []int                // the scenario step of each of Failures, 0 for none
-	byReq        map[string]*Request  // Requests by request id
-	byToolUse    map[string]*Request  // Requests by tool_use id
-	answered     map[string]time.Time // question id → when the harness first answered it
-	consumed     map[string]map[string]bool
+	failuresFrom int                            // failures of the latest process start here
+	failureSteps []int                          // the scenario step of each of failures, 0 for none
+	byReq        map[string]*Request            // requests by request id
+	byToolUse    map[string]*Request            // requests by tool_use id
+	answered     map[string]time.Time           // question id → when the harness first answered it
 	permitted    map[string]bool                // permission prompts answered (Session.Permit)
 	skipped      map[string]bool                // questions the person skipped, the surface accepting it
 	sent         map[string]map[string][]string // question id → question text → the labels the person answered, the surface accepting them
-	current      string                         // the question the case works on: the last one awaited
-	conns        map[string]surface.Conn
-	gen          map[string]int // connections opened under each name
 }
 
 // Request is one request of the agent for the person, with what came of it.
@@ -107,22 +131,22 @@ type Response struct {
 }
 
 func newSessionState(alias, agentID string, sc *scenarios.Scenario, mcp bool) *SessionState {
-	return &SessionState{Alias: alias, AgentID: agentID, Scenario: sc, MCP: mcp, byReq: map[string]*Request{}, byToolUse: map[string]*Request{},
-		answered: map[string]time.Time{}, skipped: map[string]bool{}, sent: map[string]map[string][]string{}, consumed: map[string]map[string]bool{}, conns: map[string]surface.Conn{}, gen: map[string]int{}}
+	return &SessionState{alias: alias, agentID: agentID, scenario: sc, mcp: mcp, byReq: map[string]*Request{}, byToolUse: map[string]*Request{},
+		answered: map[string]time.Time{}, skipped: map[string]bool{}, sent: map[string]map[string][]string{}}
 }
 
 // add turns one record of the session's agent into facts.
 func (s *SessionState) add(r transcript.Record) {
-	s.Agent = append(s.Agent, r)
+	s.agent = append(s.agent, r)
 	switch {
 	case r.Event == events.EventHello:
 		// A new agent process (a resume).
-		s.Exit, s.failuresFrom = nil, len(s.Failures)
-		s.Resumed, s.ResumedTurns = gjson.GetBytes(r.Msg, "resume").String() != "", 0
+		s.exit, s.failuresFrom = nil, len(s.failures)
+		s.resumed, s.resumedTurns = gjson.GetBytes(r.Msg, "resume").String() != "", 0
 	case r.Event == transcript.EventExit && r.Code != nil:
 		c := *r.Code
-		s.Exit, s.ExitStderr = &c, r.Text
-		for _, req := range s.Requests {
+		s.exit, s.exitStderr = &c, r.Text
+		for _, req := range s.requests {
 			if len(req.Responses) > 0 {
 				req.Verdict = true
 			}
@@ -130,8 +154,8 @@ func (s *SessionState) add(r transcript.Record) {
 	case r.Event == transcript.EventError && r.Kind == "expectation":
 		// The agent's error for the broken expectation it just recorded,
 		// saying where ("stdin line 3: …"): one failure, not two.
-		if n := len(s.Failures); n > s.failuresFrom && s.failureSteps[n-1] == r.Step && strings.HasSuffix(r.Text, strings.TrimPrefix(s.Failures[n-1], "expectation: ")) {
-			s.Failures[n-1] = "expectation: " + r.Text
+		if n := len(s.failures); n > s.failuresFrom && s.failureSteps[n-1] == r.Step && strings.HasSuffix(r.Text, strings.TrimPrefix(s.failures[n-1], "expectation: ")) {
+			s.failures[n-1] = "expectation: " + r.Text
 			break
 		}
 		s.failed(r.Step, "expectation: "+r.Text)
@@ -151,9 +175,9 @@ func (s *SessionState) add(r transcript.Record) {
 // failed notes a failure; it is the agent's verdict on every request it
 // had a response for.
 func (s *SessionState) failed(step int, why string) {
-	s.Failures = append(s.Failures, why)
+	s.failures = append(s.failures, why)
 	s.failureSteps = append(s.failureSteps, step)
-	for _, req := range s.Requests {
+	for _, req := range s.requests {
 		if len(req.Responses) > 0 {
 			req.Verdict = true
 		}
@@ -164,7 +188,7 @@ func (s *SessionState) fromAgent(r transcript.Record) {
 	m := gjson.ParseBytes(r.Msg)
 	switch m.Get("type").String() {
 	case protocol.TypeControlRequest:
-		if !s.MCP && m.Get("request.subtype").String() == protocol.SubtypeCanUseTool && m.Get("request.tool_name").String() == protocol.ToolAskUserQuestion {
+		if !s.mcp && m.Get("request.subtype").String() == protocol.SubtypeCanUseTool && m.Get("request.tool_name").String() == protocol.ToolAskUserQuestion {
 			s.request(&Request{ID: m.Get("request_id").String(), ToolUseID: m.Get("request.tool_use_id").String(), T: r.T, Input: json.RawMessage(m.Get("request.input").Raw)})
 		}
 	case protocol.TypeControlCancelRequest:
@@ -172,7 +196,7 @@ func (s *SessionState) fromAgent(r transcript.Record) {
 			req.Cancelled = r.T
 		}
 	case protocol.TypeAssistant:
-		if !s.MCP {
+		if !s.mcp {
 			return
 		}
 		if b := m.Get(`message.content.#(type=="tool_use")`); strings.HasPrefix(b.Get("name").String(), "mcp__") {
@@ -188,15 +212,15 @@ func (s *SessionState) fromAgent(r transcript.Record) {
 			return true
 		})
 	case protocol.TypeResult:
-		s.Turns++
-		if s.Resumed {
-			s.ResumedTurns++
+		s.turns++
+		if s.resumed {
+			s.resumedTurns++
 		}
 	}
 }
 
 func (s *SessionState) request(req *Request) {
-	s.Requests = append(s.Requests, req)
+	s.requests = append(s.requests, req)
 	s.byReq[req.ID] = req
 	if req.ToolUseID != "" {
 		s.byToolUse[req.ToolUseID] = req
@@ -215,9 +239,9 @@ func (s *SessionState) toAgent(r transcript.Record) {
 
 // show files one surface event.
 func (s *SessionState) show(ev surface.Event) {
-	s.Surface = append(s.Surface, ev)
-	if ev.Type == surface.EventQuestion && ev.QuestionID != "" && !contains(s.Questions, ev.QuestionID) {
-		s.Questions = append(s.Questions, ev.QuestionID)
+	s.told = append(s.told, ev)
+	if ev.Type == surface.EventQuestion && ev.QuestionID != "" && !contains(s.questions, ev.QuestionID) {
+		s.questions = append(s.questions, ev.QuestionID)
 	}
 }
 
@@ -230,9 +254,9 @@ func contains(xs []string, x string) bool {
 	return false
 }
 
-// LatestFailures are the failures of the latest agent process (a resumed
+// latestFailures are the failures of the latest agent process (a resumed
 // session's first agent may have died with the bridge).
-func (s *SessionState) LatestFailures() []string { return s.Failures[s.failuresFrom:] }
+func (s *SessionState) latestFailures() []string { return s.failures[s.failuresFrom:] }
 
 // A Problem is one thing an agent reported wrong. Step, when not nil, is
 // the scenario step whose expectation the answer broke; Skipped, that the
@@ -307,21 +331,21 @@ func answerOwner(req *Request, sent map[string][]string) string {
 	return ""
 }
 
-// latestProblems are LatestFailures with their steps.
+// latestProblems are latestFailures with their steps.
 func (s *SessionState) latestProblems() []Problem {
 	var out []Problem
-	for i := s.failuresFrom; i < len(s.Failures); i++ {
-		p := Problem{Text: s.Failures[i]}
-		if n := s.failureSteps[i]; s.Scenario != nil && n >= 1 && n <= len(s.Scenario.Steps) {
-			p.Step = &s.Scenario.Steps[n-1]
-			for i, qid := range s.Questions {
+	for i := s.failuresFrom; i < len(s.failures); i++ {
+		p := Problem{Text: s.failures[i]}
+		if n := s.failureSteps[i]; s.scenario != nil && n >= 1 && n <= len(s.scenario.Steps) {
+			p.Step = &s.scenario.Steps[n-1]
+			for i, qid := range s.questions {
 				if s.askStep(qid) != p.Step {
 					continue
 				}
 				if s.skipped[qid] {
 					p.Skipped = true
-				} else if i < len(s.Requests) {
-					p.Owner = answerOwner(s.Requests[i], s.sent[qid])
+				} else if i < len(s.requests) {
+					p.Owner = answerOwner(s.requests[i], s.sent[qid])
 				}
 			}
 		}
@@ -330,15 +354,12 @@ func (s *SessionState) latestProblems() []Problem {
 	return out
 }
 
-// Current is the question the case works on: the last one awaited.
-func (s *SessionState) Current() string { return s.current }
-
-// RequestOf is the agent's request behind question qid: the n-th question
+// requestOf is the agent's request behind question qid: the n-th question
 // the surfaces showed is the agent's n-th request.
-func (s *SessionState) RequestOf(qid string) (*Request, bool) {
-	for i, id := range s.Questions {
-		if id == qid && i < len(s.Requests) {
-			return s.Requests[i], true
+func (s *SessionState) requestOf(qid string) (*Request, bool) {
+	for i, id := range s.questions {
+		if id == qid && i < len(s.requests) {
+			return s.requests[i], true
 		}
 	}
 	return nil, false
@@ -346,9 +367,9 @@ func (s *SessionState) RequestOf(qid string) (*Request, bool) {
 
 // nextQuestion is the first question connection conn shows that it has not
 // consumed.
-func (s *SessionState) nextQuestion(conn string) (string, bool) {
-	for _, ev := range s.Surface {
-		if ev.Conn == conn && ev.Type == surface.EventQuestion && !s.consumed[conn][ev.QuestionID] {
+func (s *SessionState) nextQuestion(conn string, consumed map[string]bool) (string, bool) {
+	for _, ev := range s.told {
+		if ev.Conn == conn && ev.Type == surface.EventQuestion && !consumed[ev.QuestionID] {
 			return ev.QuestionID, true
 		}
 	}
@@ -362,7 +383,7 @@ func (s *SessionState) nextQuestion(conn string) (string, bool) {
 func (s *SessionState) shown(conn, qid string) ([]protocol.Question, bool) {
 	var out []protocol.Question
 	seen := map[string]bool{}
-	for _, ev := range s.Surface {
+	for _, ev := range s.told {
 		if (conn == "" || ev.Conn == conn) && ev.Type == surface.EventQuestion && ev.QuestionID == qid {
 			for _, q := range ev.Questions {
 				if !seen[q.Question] {
@@ -377,7 +398,7 @@ func (s *SessionState) shown(conn, qid string) ([]protocol.Question, bool) {
 
 // taken reports whether connection conn was told of a takeover.
 func (s *SessionState) taken(conn string) bool {
-	for _, ev := range s.Surface {
+	for _, ev := range s.told {
 		if ev.Conn == conn && ev.Type == surface.EventTaken {
 			return true
 		}
@@ -389,10 +410,10 @@ func (s *SessionState) taken(conn string) bool {
 // agent's messages about questions and the surface events.
 func (s *SessionState) Summary() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "session %s (bridge id %s, agent %s, scenario %s)\n", s.Alias, s.ID, s.AgentID, s.Scenario.Name)
+	fmt.Fprintf(&b, "session %s (bridge id %s, agent %s, scenario %s)\n", s.alias, s.id, s.agentID, s.scenario.Name)
 	b.WriteString("  agent:\n")
 	n := 0
-	for _, r := range s.Agent {
+	for _, r := range s.agent {
 		line := ""
 		switch {
 		case r.IsWire():
@@ -416,29 +437,29 @@ func (s *SessionState) Summary() string {
 		b.WriteString("    (nothing)\n")
 	}
 	b.WriteString("  surface:\n")
-	if len(s.Surface) == 0 {
+	if len(s.told) == 0 {
 		b.WriteString("    (nothing)\n")
 	}
-	for _, ev := range s.Surface {
+	for _, ev := range s.told {
 		fmt.Fprintf(&b, "    [%s] %s %s %s\n", ev.Conn, ev.Type, ev.QuestionID, clip.String(ev.Reason, 200))
 	}
 	return b.String()
 }
 
-// List lists the sessions by alias.
-func (st *State) List() []*SessionState {
+// list lists the sessions by alias.
+func (st *State) list() []*SessionState {
 	var out []*SessionState
-	for _, s := range st.Sessions {
+	for _, s := range st.sessions {
 		out = append(out, s)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Alias < out[j].Alias })
+	sort.Slice(out, func(i, j int) bool { return out[i].alias < out[j].alias })
 	return out
 }
 
 // bound reports whether a session the harness started is bridge session id.
 func (st *State) bound(id string) bool {
-	for _, s := range st.Sessions {
-		if s.ID == id {
+	for _, s := range st.sessions {
+		if s.id == id {
 			return true
 		}
 	}
@@ -461,3 +482,65 @@ func ResultText(block json.RawMessage) string {
 	})
 	return strings.Join(texts, "\n")
 }
+
+// The read-only view of State, for an Expectation written outside the
+// package: each accessor returns a copy, so what a Check reads cannot
+// change what the Env saw.
+
+// Session is the state of the session started as alias, or nil.
+func (st *State) Session(alias string) *SessionState { return st.sessions[alias] }
+
+// Stray is the records of agents the harness did not start.
+func (st *State) Stray() []transcript.Record { return slices.Clone(st.stray) }
+
+// Restarts are when the harness restarted the bridge (Env.Restart).
+func (st *State) Restarts() []time.Time { return slices.Clone(st.restarts) }
+
+// Alias is the name the harness started the session under.
+func (s *SessionState) Alias() string { return s.alias }
+
+// ID is the bridge's id of the session ("" until the bridge said it).
+func (s *SessionState) ID() string { return s.id }
+
+// AgentID is the session id the agent announced.
+func (s *SessionState) AgentID() string { return s.agentID }
+
+// Scenario is the scenario the session's agent plays.
+func (s *SessionState) Scenario() *scenarios.Scenario { return s.scenario }
+
+// Records are the records its agents wrote, in order.
+func (s *SessionState) Records() []transcript.Record { return slices.Clone(s.agent) }
+
+// Events are what the surfaces told of the session, in order.
+func (s *SessionState) Events() []surface.Event { return slices.Clone(s.told) }
+
+// Requests are the agent's requests for the person (AskUserQuestion
+// can_use_tool requests, or ask_user tool calls), with what came of each.
+func (s *SessionState) Requests() []Request {
+	out := make([]Request, len(s.requests))
+	for i, r := range s.requests {
+		out[i] = *r
+		out[i].Responses = slices.Clone(r.Responses)
+	}
+	return out
+}
+
+// Questions are the question ids the surfaces showed, in order of first
+// appearance; the n-th is the agent's n-th request.
+func (s *SessionState) Questions() []string { return slices.Clone(s.questions) }
+
+// Turns counts the turns the agent ended (its results).
+func (s *SessionState) Turns() int { return s.turns }
+
+// Exit is the agent's exit status, once it exited (the latest agent
+// process, for a resumed session).
+func (s *SessionState) Exit() (int, bool) {
+	if s.exit == nil {
+		return 0, false
+	}
+	return *s.exit, true
+}
+
+// Failures are what the agents reported wrong: protocol errors and broken
+// expectations, of every process.
+func (s *SessionState) Failures() []string { return slices.Clone(s.failures) }

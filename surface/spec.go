@@ -116,7 +116,7 @@ func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Durat
 func (d Duration) D() time.Duration { return time.Duration(d) }
 
 // Kinds are the adapters the harness has.
-var Kinds = []string{"ws", "control-ws", "http", "exec", "browser"}
+func Kinds() []string { return []string{"ws", "control-ws", "http", "exec", "browser"} }
 
 // BrowserSpec is the browser surface's part of a profile (surface.browser).
 type BrowserSpec struct {

@@ -263,7 +263,7 @@ func New(s Spec) (Surface, error) {
 	if s.Kind == "browser" {
 		return nil, errors.New("surface kind browser: this program was built without the browser adapter (import github.com/askctl/askctl/surface/browser)")
 	}
-	return nil, fmt.Errorf("surface kind %q: want one of %s", s.Kind, strings.Join(Kinds, ", "))
+	return nil, fmt.Errorf("surface kind %q: want one of %s", s.Kind, strings.Join(Kinds(), ", "))
 }
 
 // NewAPI is a surface that starts sessions through the reference bridge's
