@@ -59,6 +59,7 @@ type Options struct {
 type Bridge struct {
 	profile *Profile // with every ${NAME} expanded
 	vars    map[string]string
+	port    int // ${PORT}, held for this bridge until Close
 
 	opts Options
 	hub  *events.Hub
@@ -125,8 +126,10 @@ func StartBridge(ctx context.Context, p *Profile, opts Options) (*Bridge, error)
 		hub.Close()
 		return nil, err
 	}
+	b.port = port
 	shim := filepath.Join(shimDir, "claude")
 	if err := writeShim(shim, opts, hub.Addr(), work); err != nil {
+		releasePort(port)
 		hub.Close()
 		return nil, err
 	}
@@ -182,13 +185,55 @@ func exportWords(env []string) string {
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
+// ports are the ports handed to bridges of this process that have not
+// closed: the kernel may give a port just closed to the next listener
+// that asks, and two bridges started at once (tests in parallel) must not
+// both be told to listen on it, or one's ready check may pass on the
+// other's server.
+var ports = struct {
+	sync.Mutex
+	held map[int]bool
+}{held: map[int]bool{}}
+
+// freePort is a loopback port free now, and not handed to another bridge
+// of this process that still runs.
 func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	return freePortFrom(func() (int, error) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		defer ln.Close()
+		return ln.Addr().(*net.TCPAddr).Port, nil
+	})
+}
+
+// freePortFrom is freePort with the kernel's choice of a port as next
+// gives it.
+func freePortFrom(next func() (int, error)) (int, error) {
+	for range 100 {
+		port, err := next()
+		if err != nil {
+			return 0, err
+		}
+		ports.Lock()
+		taken := ports.held[port]
+		if !taken {
+			ports.held[port] = true
+		}
+		ports.Unlock()
+		if !taken {
+			return port, nil
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	return 0, errors.New("no free loopback port that no other bridge of this process holds")
+}
+
+// releasePort hands port back.
+func releasePort(port int) {
+	ports.Lock()
+	delete(ports.held, port)
+	ports.Unlock()
 }
 
 // start starts the bridge process and waits until it is ready.
@@ -356,6 +401,7 @@ func (b *Bridge) Close() error {
 		proc.KillGroup(cmd) // what each bridge left running (a killed one's agents)
 	}
 	b.dir.killAgents() // agents in process groups of their own
+	releasePort(b.port)
 	return b.hub.Close()
 }
 

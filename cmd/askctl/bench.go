@@ -2,22 +2,17 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
-	"runtime"
-	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/askctl/askctl/bench"
 	"github.com/askctl/askctl/harness"
 	"github.com/askctl/askctl/internal/clip"
 	"github.com/askctl/askctl/scenarios"
-	"github.com/askctl/askctl/surface"
 	"github.com/urfave/cli/v3"
 )
 
@@ -111,55 +106,6 @@ would not start, 130 interrupted (what had finished is reported).`,
 	}
 }
 
-// benchResult is what one session came to.
-type benchResult struct {
-	alias   string
-	started time.Duration // since the run began
-	outcome string        // ok, error, wrong, lost
-	detail  string
-}
-
-// Outcomes of a bench session.
-const (
-	benchOK    = "ok"
-	benchError = "error" // it could not run: the bridge refused to start it, an operation failed
-	benchWrong = "wrong" // the agent got an answer it did not expect, or two
-	benchLost  = "lost"  // the agent asked, and the surface did not show it within the profile's op limit
-	// benchInterrupted: SIGINT (or SIGTERM) cut it short; no verdict.
-	benchInterrupted = "interrupted"
-)
-
-// BenchReport is askctl bench's result (--json).
-type BenchReport struct {
-	Bridge        string         `json:"bridge"`
-	Scenario      string         `json:"scenario"`
-	Concurrency   int            `json:"concurrency"`
-	Sessions      int            `json:"sessions"`
-	Outcomes      map[string]int `json:"outcomes"`
-	Seconds       float64        `json:"seconds"`
-	PerSecond     float64        `json:"sessions_per_second"`
-	ToSurface     Percentiles    `json:"question_to_surface"`
-	ToAgent       Percentiles    `json:"answer_to_agent"`
-	Failures      []string       `json:"failures,omitempty"` // the first few, one a session
-	Interrupted   bool           `json:"interrupted,omitempty"`
-	CPUs          int            `json:"cpus"`
-	questionTimes []plotPoint
-}
-
-// Percentiles of one latency, in milliseconds.
-type Percentiles struct {
-	N   int     `json:"n"`
-	P50 float64 `json:"p50_ms"`
-	P90 float64 `json:"p90_ms"`
-	P99 float64 `json:"p99_ms"`
-	Max float64 `json:"max_ms"`
-}
-
-func percentiles(ds []time.Duration) Percentiles {
-	ms := func(d time.Duration) float64 { return math.Round(float64(d)/1e4) / 100 }
-	return Percentiles{N: len(ds), P50: ms(harness.Percentile(ds, 50)), P90: ms(harness.Percentile(ds, 90)), P99: ms(harness.Percentile(ds, 99)), Max: ms(harness.Percentile(ds, 100))}
-}
-
 func runBench(ctx context.Context, o *benchOptions) error {
 	p, err := loadProfile(o.bridge)
 	if err != nil {
@@ -169,8 +115,8 @@ func runBench(ctx context.Context, o *benchOptions) error {
 	if err != nil {
 		return usageError{err}
 	}
-	if sc.Route != scenarios.RouteSDK {
-		return usagef("--scenario %s: route %q; askctl bench runs route sdk scenarios", o.scenario, sc.Route)
+	if err := bench.Playable(sc); err != nil {
+		return usagef("--scenario %s: %v", o.scenario, strings.TrimPrefix(err.Error(), bench.ErrScenario.Error()+": "))
 	}
 	self, err := selfPath()
 	if err != nil {
@@ -183,110 +129,15 @@ func runBench(ctx context.Context, o *benchOptions) error {
 	defer os.RemoveAll(work)
 	ew := o.io.err
 	fmt.Fprintf(ew, "askctl bench: starting %s\n", p.Name)
-	env, err := harness.NewEnv(ctx, p, harness.Options{Work: work, Askctl: self, Slow: o.slow, CLIVersion: o.rel.play})
+	var prog *progress
+	rep, err := bench.Run(ctx, bench.Options{Profile: p, Scenario: sc, Sessions: o.sessions, Duration: o.duration, Concurrency: o.concurrency,
+		Harness:  harness.Options{Work: work, Askctl: self, Slow: o.slow, CLIVersion: o.rel.play},
+		Started:  func() { prog = newProgress(ew, o.sessions, o.duration, time.Now()) },
+		Progress: func(done int, failed bool) { prog.update(done, failed) }})
 	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return fmt.Errorf("the bridge would not start: %w", err)
+		return err
 	}
-	defer env.Close()
-
-	// What the person does with each question, in order.
-	var asks []*string // nil: answer; else skip with the reason
-	for _, st := range sc.Steps {
-		if st.Kind != scenarios.KindAsk {
-			continue
-		}
-		if st.User == nil || (len(st.User.Answers) == 0 && st.User.Skip == nil) {
-			return usagef("--scenario %s: step %d's person neither answers nor skips; askctl bench needs a scenario a person plays through", o.scenario, st.N)
-		}
-		asks = append(asks, st.User.Skip)
-	}
-	if len(asks) == 0 {
-		return usagef("--scenario %s asks nothing", o.scenario)
-	}
-	limit := time.Duration(float64(60*time.Second) * o.slow)
-	// A question the agent asked must show within the profile's op limit
-	// (default 10 s), scaled by --slow; past it the session is lost.
-	show := p.Limits.Op.D()
-	if show <= 0 {
-		show = surface.DefaultOpLimit
-	}
-	show = time.Duration(float64(show) * o.slow)
-	// The agent asks once the bridge has given it its prompt: within the
-	// profile's start limit (default 15 s), scaled, or the session ends
-	// there, saying so, not at the session's whole limit.
-	ask := p.Limits.Start.D()
-	if ask <= 0 {
-		ask = surface.DefaultStartLimit
-	}
-	ask = time.Duration(float64(ask) * o.slow)
-	began := time.Now()
-	var (
-		mu      sync.Mutex
-		startMu sync.Mutex // the harness starts one session at a time
-		results []benchResult
-		next    atomic.Int64
-		done    atomic.Int64
-	)
-	stopStarting := func() bool {
-		if ctx.Err() != nil {
-			return true
-		}
-		if o.duration > 0 {
-			return time.Since(began) >= o.duration
-		}
-		return false
-	}
-	total := o.sessions
-	prog := newProgress(ew, total, o.duration, began)
-	var wg sync.WaitGroup
-	for w := 0; w < o.concurrency; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1))
-				if (total > 0 && i > total) || stopStarting() {
-					return
-				}
-				r := benchSession(ctx, env, &startMu, sc, asks, fmt.Sprintf("b%05d", i), limit, show, ask)
-				r.started = time.Since(began)
-				mu.Lock()
-				results = append(results, r)
-				mu.Unlock()
-				prog.update(int(done.Add(1)), r.outcome != benchOK && r.outcome != benchInterrupted)
-			}
-		}()
-	}
-	wg.Wait()
-	elapsed := time.Since(began)
 	prog.finish()
-
-	rep := &BenchReport{Bridge: p.Name, Scenario: sc.Name, Concurrency: o.concurrency, Sessions: len(results), Outcomes: map[string]int{},
-		Seconds: math.Round(elapsed.Seconds()*100) / 100, Interrupted: ctx.Err() != nil, CPUs: runtime.NumCPU()}
-	if elapsed > 0 {
-		rep.PerSecond = math.Round(float64(len(results))/elapsed.Seconds()*10) / 10
-	}
-	sort.Slice(results, func(i, j int) bool { return results[i].alias < results[j].alias })
-	startOf := map[string]time.Duration{}
-	for _, r := range results {
-		rep.Outcomes[r.outcome]++
-		startOf[r.alias] = r.started
-		if r.outcome != benchOK && r.outcome != benchInterrupted && len(rep.Failures) < 10 {
-			rep.Failures = append(rep.Failures, fmt.Sprintf("%s %s: %s", r.alias, r.outcome, r.detail))
-		}
-	}
-	var toSurface, toAgent []time.Duration
-	for _, l := range env.Latencies() {
-		toSurface = append(toSurface, l.Deliver)
-		if l.Answer > 0 {
-			toAgent = append(toAgent, l.Answer)
-		}
-		rep.questionTimes = append(rep.questionTimes, plotPoint{at: startOf[l.Session].Seconds(), deliver: l.Deliver, answer: l.Answer})
-	}
-	rep.ToSurface, rep.ToAgent = percentiles(toSurface), percentiles(toAgent)
 	if o.plot != "" {
 		if err := writePlot(o.plot, rep); err != nil {
 			return err
@@ -303,89 +154,21 @@ func runBench(ctx context.Context, o *benchOptions) error {
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()
-	case rep.Outcomes[benchOK] != rep.Sessions:
+	case rep.Outcomes[bench.OK] != rep.Sessions:
 		return errMismatch
 	}
 	return nil
 }
 
-// benchSession runs one session: start, answer each question as the
-// scenario says as soon as it shows, and read the agent's verdict.
-func benchSession(ctx context.Context, env *harness.Env, startMu *sync.Mutex, sc *scenarios.Scenario, asks []*string, alias string, limit, show, ask time.Duration) benchResult {
-	r := benchResult{alias: alias}
-	run := ctx
-	ctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	fail := func(outcome string, err error) benchResult {
-		if run.Err() != nil {
-			outcome = benchInterrupted // cut short: no verdict on the bridge
-		}
-		r.outcome, r.detail = outcome, strings.TrimSpace(err.Error()) // whole: the reason is what a bridge author acts on
-		return r
-	}
-	// The harness tells each agent what to play as the bridge spawns it,
-	// so sessions start one after another, and then run side by side.
-	startMu.Lock()
-	err := env.Start(ctx, alias, sc, limit)
-	startMu.Unlock()
-	if err != nil {
-		return fail(benchError, err)
-	}
-	defer env.Disconnect(alias, "main")
-	s := env.Session(alias)
-	for i, skip := range asks {
-		// The agent asks at its own pace; once it has, the surface shows
-		// the question within the op limit, or the session is lost.
-		actx, acancel := context.WithTimeout(ctx, ask)
-		err := env.Await(actx, harness.Asked(alias, i+1))
-		acancel()
-		if err != nil {
-			if ctx.Err() == nil && actx.Err() != nil {
-				err = fmt.Errorf("the agent did not ask its question %d within %v (the profile's start limit) of the one before, or of its start: did the bridge give it its prompt, or the answer before? %w", i+1, ask, err)
-			}
-			return fail(benchError, err)
-		}
-		sctx, scancel := context.WithTimeout(ctx, show)
-		qid, err := s.AwaitQuestion(sctx, "main", false)
-		scancel()
-		if err != nil {
-			if ctx.Err() == nil {
-				return fail(benchLost, fmt.Errorf("the agent asked its question %d, and the surface did not show it within %v (the profile's op limit): %w", i+1, show, err))
-			}
-			return fail(benchError, err)
-		}
-		if skip != nil {
-			err = s.Skip(ctx, "main", qid, *skip)
-		} else {
-			var answers map[string][]string
-			if answers, err = s.ScenarioAnswers(qid); err == nil {
-				_, err = s.Answer(ctx, "main", qid, answers)
-			}
-		}
-		if err != nil {
-			return fail(benchError, err)
-		}
-	}
-	problems, err := s.Check(ctx)
-	if err != nil {
-		return fail(benchError, err)
-	}
-	if len(problems) > 0 {
-		return fail(benchWrong, errors.New(strings.Join(problems, "; ")))
-	}
-	r.outcome = benchOK
-	return r
-}
-
-func writeBenchText(w io.Writer, rep *BenchReport) {
+func writeBenchText(w io.Writer, rep *bench.Report) {
 	fmt.Fprintf(w, "bridge %s, scenario %s, %d at once, %d CPUs\n", rep.Bridge, rep.Scenario, rep.Concurrency, rep.CPUs)
 	fmt.Fprintf(w, "sessions   %d in %.2fs (%.1f/s): %d ok, %d errors, %d wrong, %d lost", rep.Sessions, rep.Seconds, rep.PerSecond,
-		rep.Outcomes[benchOK], rep.Outcomes[benchError], rep.Outcomes[benchWrong], rep.Outcomes[benchLost])
-	if n := rep.Outcomes[benchInterrupted]; n > 0 {
+		rep.Outcomes[bench.OK], rep.Outcomes[bench.Error], rep.Outcomes[bench.Wrong], rep.Outcomes[bench.Lost])
+	if n := rep.Outcomes[bench.Interrupted]; n > 0 {
 		fmt.Fprintf(w, ", %d interrupted", n)
 	}
 	fmt.Fprintln(w)
-	line := func(name string, p Percentiles) {
+	line := func(name string, p bench.Percentiles) {
 		fmt.Fprintf(w, "%-19s p50 %7.2fms  p90 %7.2fms  p99 %7.2fms  max %7.2fms  (%d)\n", name, p.P50, p.P90, p.P99, p.Max, p.N)
 	}
 	line("question → surface", rep.ToSurface)

@@ -18,6 +18,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/askctl/askctl/bench"
 )
 
 // TestBench runs askctl bench against the embedded reference bridge, with
@@ -27,16 +29,16 @@ import (
 func TestBench(t *testing.T) {
 	t.Setenv(envTestAsAskctl, "1") // the bridge the profile starts is this binary
 	dir := t.TempDir()
-	bench := func(args ...string) (int, string, string) {
+	runBench := func(args ...string) (int, string, string) {
 		return askctlIn(t, "", append([]string{"bench"}, args...)...)
 	}
 	plot := filepath.Join(dir, "latency.svg")
-	code, out, errOut := bench("--sessions", "6", "--concurrency", "3", "--scenario", "ask-multi", "--json", "--plot", plot)
+	code, out, errOut := runBench("--sessions", "6", "--concurrency", "3", "--scenario", "ask-multi", "--json", "--plot", plot)
 	var rep struct {
-		Sessions  int            `json:"sessions"`
-		Outcomes  map[string]int `json:"outcomes"`
-		ToSurface Percentiles    `json:"question_to_surface"`
-		ToAgent   Percentiles    `json:"answer_to_agent"`
+		Sessions  int               `json:"sessions"`
+		Outcomes  map[string]int    `json:"outcomes"`
+		ToSurface bench.Percentiles `json:"question_to_surface"`
+		ToAgent   bench.Percentiles `json:"answer_to_agent"`
 	}
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 {
 		t.Fatalf("bench: exit %d, %v\n%s%s", code, err, out, errOut)
@@ -54,13 +56,13 @@ func TestBench(t *testing.T) {
 
 	wrong := filepath.Join(dir, "wrong.txtar")
 	os.WriteFile(wrong, []byte(wrongScenario), 0o644)
-	code, out, _ = bench("--sessions", "2", "--scenario", wrong)
+	code, out, _ = runBench("--sessions", "2", "--scenario", wrong)
 	if code != exitMismatch || !strings.Contains(out, "0 ok, 0 errors, 2 wrong, 0 lost") || !strings.Contains(out, "b00001 wrong:") {
 		t.Errorf("bench with wrong answers: exit %d\n%s", code, out)
 	}
 
 	for _, args := range [][]string{{"--sessions", "5", "--duration", "1s"}, {"--concurrency", "0"}, {"--scenario", "mcp-ask-single"}, {"--scenario", "cancel-pending"}} {
-		if code, _, errOut := bench(args...); code != exitUsage {
+		if code, _, errOut := runBench(args...); code != exitUsage {
 			t.Errorf("bench %v: exit %d, %s", args, code, errOut)
 		}
 	}

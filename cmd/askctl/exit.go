@@ -30,6 +30,30 @@ const (
 	exitInterrupted = 130
 )
 
+// Exit statuses of the commands that drive a bridge.
+const (
+	exitNothing    = 1 // pending --wait: nothing came within --timeout
+	exitNotFound   = 4 // no such question or session
+	exitResolved   = 5 // already answered, skipped, expired or withdrawn
+	exitRejected   = 6 // the bridge refused the answer (unknown question, blank, wrong shape)
+	exitBridgeDown = 7 // the bridge is unreachable, or the token is wrong
+)
+
+const bridgeExitHelp = `Exit status: 0 done, 1 nothing came in time (pending --wait), 2 usage,
+3 another error, 4 no such question or session, 5 already answered, skipped,
+expired or withdrawn (pending --wait --session: the session has ended, and
+why), 6 answer rejected, 7 bridge unreachable or token refused,
+130 interrupted (Ctrl-C, SIGTERM) before done; watch, which runs until
+interrupted, exits 0 then.`
+
+// exitWithMessage is an error with its own exit status and a message.
+type exitWithMessage struct {
+	code int
+	msg  string
+}
+
+func (e exitWithMessage) Error() string { return e.msg }
+
 // usageError is a mistake in how askctl was called.
 type usageError struct{ err error }
 

@@ -7,18 +7,13 @@ import (
 	"os"
 	"strings"
 	"time"
-)
 
-// plotPoint is one question: when its session started in the run, and its
-// two latencies.
-type plotPoint struct {
-	at              float64 // seconds since the run began
-	deliver, answer time.Duration
-}
+	"github.com/askctl/askctl/bench"
+)
 
 // writePlot draws both latencies of every question over the run, on a log
 // scale, as an SVG with no dependencies.
-func writePlot(path string, rep *BenchReport) error {
+func writePlot(path string, rep *bench.Report) error {
 	const (
 		w, h                     = 800, 420
 		left, right, top, bottom = 70, 20, 56, 50
@@ -26,9 +21,9 @@ func writePlot(path string, rep *BenchReport) error {
 	pw, ph := float64(w-left-right), float64(h-top-bottom)
 	maxT := 1e-9
 	lo, hi := math.Inf(1), math.Inf(-1)
-	for _, p := range rep.questionTimes {
-		maxT = math.Max(maxT, p.at)
-		for _, d := range []time.Duration{p.deliver, p.answer} {
+	for _, p := range rep.Points {
+		maxT = math.Max(maxT, p.At)
+		for _, d := range []time.Duration{p.Deliver, p.Answer} {
 			if d > 0 {
 				ms := float64(d) / 1e6
 				lo, hi = math.Min(lo, ms), math.Max(hi, ms)
@@ -66,16 +61,16 @@ func writePlot(path string, rep *BenchReport) error {
 	fmt.Fprintf(&b, `<text transform="translate(16 %d) rotate(-90)" text-anchor="middle">latency (log scale)</text>`+"\n", top+int(ph/2))
 	series := []struct {
 		name, color string
-		get         func(plotPoint) time.Duration
+		get         func(bench.Point) time.Duration
 	}{
-		{"question → surface", "#2b59c3", func(p plotPoint) time.Duration { return p.deliver }},
-		{"answer → agent", "#d9730d", func(p plotPoint) time.Duration { return p.answer }},
+		{"question → surface", "#2b59c3", func(p bench.Point) time.Duration { return p.Deliver }},
+		{"answer → agent", "#d9730d", func(p bench.Point) time.Duration { return p.Answer }},
 	}
 	for i, s := range series {
 		fmt.Fprintf(&b, `<g fill="%s" fill-opacity="0.6">`+"\n", s.color)
-		for _, p := range rep.questionTimes {
+		for _, p := range rep.Points {
 			if d := s.get(p); d > 0 {
-				fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="2"/>`+"\n", x(p.at), y(float64(d)/1e6))
+				fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="2"/>`+"\n", x(p.At), y(float64(d)/1e6))
 			}
 		}
 		b.WriteString("</g>\n")
