@@ -1,7 +1,6 @@
 package harness
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -10,7 +9,6 @@ import (
 	"github.com/askctl/askctl/internal/clip"
 	"github.com/askctl/askctl/protocol"
 	"github.com/askctl/askctl/surface"
-	"github.com/tidwall/gjson"
 )
 
 // The expectations cases await, in one place. Each reads the typed state
@@ -117,7 +115,7 @@ func (s *SessionState) answeredBehindSurfaces() (why string, ok bool) {
 			return "", false
 		}
 		resp := r.Responses[0]
-		got = append(got, fmt.Sprintf("request %d (%s) got %s %v after the ask", i+1, r.ID, responseSummary(resp.Result, resp.Msg), resp.T.Sub(r.T).Round(time.Millisecond)))
+		got = append(got, fmt.Sprintf("request %d (%s) got %s %v after the ask", i+1, r.ID, responseSummary(resp), resp.T.Sub(r.T).Round(time.Millisecond)))
 	}
 	why = fmt.Sprintf("no surface can show it: the agent of session %s was answered where no surface answered, and exited with status %d. ", s.alias, *s.exit) + strings.Join(got, "; ")
 	if f := s.failures[s.failuresFrom:]; len(f) > 0 {
@@ -128,21 +126,20 @@ func (s *SessionState) answeredBehindSurfaces() (why string, ok bool) {
 
 // responseSummary is a permission response as a bridge author reads it:
 // the behaviour, and the answers or the message, cut to a line.
-func responseSummary(result, msg json.RawMessage) string {
-	if len(result) == 0 {
-		return "the error " + clip.Quote(gjson.GetBytes(msg, "response.error").String(), 200)
+func responseSummary(r Response) string {
+	if len(r.Result) == 0 {
+		return "the error " + clip.Quote(r.peeked.Response.Error, 200)
 	}
-	res := gjson.ParseBytes(result)
-	switch b := res.Get("behavior").String(); b {
-	case "allow":
-		if a := res.Get("updatedInput.answers"); a.Exists() {
-			return "allow with the answers " + clip.String(a.Raw, 200)
+	switch g := r.granted; g.Behavior {
+	case protocol.BehaviorAllow:
+		if g.AnswersRaw != nil {
+			return "allow with the answers " + clip.String(string(g.AnswersRaw), 200)
 		}
 		return "allow with no answers"
-	case "deny":
-		return "deny " + clip.Quote(res.Get("message").String(), 200)
+	case protocol.BehaviorDeny:
+		return "deny " + clip.Quote(g.Message, 200)
 	default:
-		return clip.String(string(result), 200)
+		return clip.String(string(r.Result), 200)
 	}
 }
 
@@ -278,14 +275,14 @@ func Allowed(alias, qid string) Expectation {
 	return onSession(alias, fmt.Sprintf("the agent of session %s receives an allow (an answer) for question %s", alias, qid), func(s *SessionState) (Verdict, string) {
 		if req, ok := s.requestOf(qid); ok {
 			for _, r := range req.Responses {
-				if gjson.GetBytes(r.Result, "behavior").String() == protocol.BehaviorAllow {
+				if r.granted.Behavior == protocol.BehaviorAllow {
 					return Met, ""
 				}
 			}
 			if len(req.Responses) > 0 && s.surfaceSaw(surface.EventExpired, qid) {
 				// It timed out, and the bridge said so: no answer follows.
 				r := req.Responses[0]
-				return Unmeetable, fmt.Sprintf("question %s expired: the agent of session %s got %s %v after the ask", qid, alias, responseSummary(r.Result, r.Msg), r.T.Sub(req.T).Round(time.Millisecond))
+				return Unmeetable, fmt.Sprintf("question %s expired: the agent of session %s got %s %v after the ask", qid, alias, responseSummary(r), r.T.Sub(req.T).Round(time.Millisecond))
 			}
 		}
 		return exited(s)

@@ -10,7 +10,6 @@ import (
 	"github.com/askctl/askctl/internal/clip"
 	"github.com/askctl/askctl/protocol"
 	"github.com/askctl/askctl/surface"
-	"github.com/tidwall/gjson"
 )
 
 // A Violation is a safety rule of the requirements that what an Env saw
@@ -114,7 +113,7 @@ func (st *State) requestViolations(s *SessionState, timeout time.Duration) []Vio
 			add("SDK-LATE-ANSWER", "the agent received %d control_responses for %s: exactly one per request", n, what)
 		}
 		for _, r := range req.Responses {
-			if !req.Cancelled.IsZero() && r.T.After(req.Cancelled) && gjson.GetBytes(r.Result, "behavior").String() == "allow" {
+			if !req.Cancelled.IsZero() && r.T.After(req.Cancelled) && r.granted.Behavior == protocol.BehaviorAllow {
 				add("SDK-CANCEL", "the agent withdrew %s, and then received an allow for it: %s", what, clip.String(string(r.Result), 300))
 			}
 		}
@@ -122,47 +121,43 @@ func (st *State) requestViolations(s *SessionState, timeout time.Duration) []Vio
 			continue
 		}
 		r := req.Responses[0]
-		res := gjson.ParseBytes(r.Result)
-		switch b := res.Get("behavior").String(); {
-		case b == "allow" && s.skipped[s.questionOf(i)]:
+		g := r.granted
+		switch b := g.Behavior; {
+		case b == protocol.BehaviorAllow && s.skipped[s.questionOf(i)]:
 			// Not a partial or an empty answer: no answer at all.
 			add("SDK-SKIP-DENY", "the person skipped %s, and the agent received an allow for it: a skip is a deny; the allow: %s", what, clip.String(string(r.Result), 300))
-		case b == "allow":
-			asked := gjson.GetBytes(req.Input, "questions").Array()
-			answers := res.Get("updatedInput.answers")
+		case b == protocol.BehaviorAllow:
 			texts := map[string]bool{}
-			for _, q := range asked {
-				texts[q.Get("question").String()] = true
+			for _, q := range req.asked {
+				texts[q.Question] = true
 			}
 			miskeyed := false // answers keyed otherwise (q_0): SDK-ANSWER-SINGLE's, not a missing answer
-			answers.ForEach(func(k, _ gjson.Result) bool {
-				miskeyed = miskeyed || !texts[k.String()]
-				return true
-			})
-			for _, q := range asked {
-				text := q.Get("question").String()
-				a := answers.Get(gjson.Escape(text))
+			for _, a := range g.Answers {
+				miskeyed = miskeyed || !texts[a.Key]
+			}
+			for _, q := range req.asked {
+				a, ok := g.Answer(q.Question)
+				text, isString := a.String()
 				switch {
-				case !a.Exists() && miskeyed:
-				case !a.Exists():
-					add("SDK-ANSWER-ALL", "the allow for %s has no answer to %q: every question is answered, at once", what, text)
-				case a.Type != gjson.String:
-					add("SDK-ANSWER-MULTI", "the answer to %q in the allow for %s is %s, not one string", text, what, a.Raw)
-				case strings.TrimSpace(a.String()) == "":
-					add("SDK-NO-EMPTY", "the answer to %q in the allow for %s is %q: never an empty or blank answer", text, what, a.String())
+				case !ok && miskeyed:
+				case !ok:
+					add("SDK-ANSWER-ALL", "the allow for %s has no answer to %q: every question is answered, at once", what, q.Question)
+				case !isString:
+					add("SDK-ANSWER-MULTI", "the answer to %q in the allow for %s is %s, not one string", q.Question, what, a.Value)
+				case strings.TrimSpace(text) == "":
+					add("SDK-NO-EMPTY", "the answer to %q in the allow for %s is %q: never an empty or blank answer", q.Question, what, text)
 				}
 			}
-			answers.ForEach(func(k, _ gjson.Result) bool {
-				if !texts[k.String()] {
-					add("SDK-ANSWER-SINGLE", "the allow for %s answers %q, which is no question's text: answers are keyed by the full question text", what, k.String())
+			for _, a := range g.Answers {
+				if !texts[a.Key] {
+					add("SDK-ANSWER-SINGLE", "the allow for %s answers %q, which is no question's text: answers are keyed by the full question text", what, a.Key)
 				}
-				return true
-			})
-			if got := res.Get("updatedInput.questions"); !protocol.SameJSON([]byte(got.Raw), []byte(gjson.GetBytes(req.Input, "questions").Raw)) {
-				add("SDK-ANSWER-SINGLE", "the allow for %s carries questions other than those asked: %s", what, clip.String(got.Raw, 300))
 			}
-		case b == "deny":
-			if strings.TrimSpace(res.Get("message").String()) == "" {
+			if !protocol.SameJSON(g.Questions, req.askedRaw) {
+				add("SDK-ANSWER-SINGLE", "the allow for %s carries questions other than those asked: %s", what, clip.String(string(g.Questions), 300))
+			}
+		case b == protocol.BehaviorDeny:
+			if strings.TrimSpace(g.Message) == "" {
 				add("SDK-SKIP-DENY", "the deny for %s has no message: a deny says why", what)
 			}
 		default:
@@ -175,7 +170,7 @@ func (st *State) requestViolations(s *SessionState, timeout time.Duration) []Vio
 		if took > timeout+time.Second {
 			add("SDK-TIMEOUT", "the response to %s came %v after the ask, past the declared timeout %v + 1 s: the deadline runs from the ask", what, took.Round(time.Millisecond), timeout)
 		}
-		if res.Get("behavior").String() == "deny" && TimedOut(res.Get("message").String()) && took < timeout*3/4 && !st.personActed(s, i, r.T) {
+		if g.Behavior == protocol.BehaviorDeny && TimedOut(g.Message) && took < timeout*3/4 && !st.personActed(s, i, r.T) {
 			add("SDK-TIMEOUT", "%s was denied as timed out %v after the ask, before the declared timeout %v: the deadline runs from the ask", what, took.Round(time.Millisecond), timeout)
 		}
 	}

@@ -23,7 +23,6 @@ import (
 	"github.com/askctl/askctl/protocol"
 	"github.com/askctl/askctl/scenarios"
 	"github.com/askctl/askctl/transcript"
-	"github.com/tidwall/gjson"
 )
 
 // With --agent real the bridge under test spawns the real claude CLI, through
@@ -234,10 +233,10 @@ func (r *relay) toCLI(line []byte, fromBridge bool) {
 }
 
 func (r *relay) fromCLI(line []byte) {
-	m := gjson.ParseBytes(line)
-	typ := m.Get("type").String()
+	m := protocol.Peek(line)
+	typ := m.Type
 	if typ == protocol.TypeControlResponse {
-		id := m.Get("response.request_id").String()
+		id := m.Response.RequestID
 		r.mu.Lock()
 		mine := r.mine[id]
 		r.mu.Unlock()
@@ -247,15 +246,15 @@ func (r *relay) fromCLI(line []byte) {
 			return
 		}
 	}
-	if gjson.ValidBytes(line) {
+	if json.Valid(line) {
 		r.rec.write(transcript.Record{Dir: transcript.FromCLI, Msg: json.RawMessage(line)})
 	}
-	if typ == protocol.TypeControlRequest && m.Get("request.subtype").String() == protocol.SubtypeCanUseTool {
+	if typ == protocol.TypeControlRequest && m.Request.Subtype == protocol.SubtypeCanUseTool {
 		r.asking(m)
 	}
 	if typ == protocol.TypeControlCancelRequest {
 		r.mu.Lock()
-		if a := r.asked[m.Get("request_id").String()]; a != nil && a.timer != nil {
+		if a := r.asked[m.RequestID]; a != nil && a.timer != nil {
 			a.timer.Stop()
 		}
 		r.mu.Unlock()
@@ -267,8 +266,8 @@ func (r *relay) fromCLI(line []byte) {
 
 // asking pairs a can_use_tool request with the scenario's next ask or tool
 // step, and arms its cancel_after or exit_after.
-func (r *relay) asking(m gjson.Result) {
-	id := m.Get("request_id").String()
+func (r *relay) asking(m protocol.Peeked) {
+	id := m.RequestID
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var st *scenarios.Step
@@ -280,7 +279,7 @@ func (r *relay) asking(m gjson.Result) {
 			break
 		}
 	}
-	a := &pendingAsk{step: st, input: json.RawMessage(m.Get("request.input").Raw)}
+	a := &pendingAsk{step: st, input: m.Request.Input}
 	r.asked[id] = a
 	if st == nil {
 		return
@@ -309,11 +308,11 @@ func (r *relay) asking(m gjson.Result) {
 
 // check checks an answer from the bridge against its step's expectation.
 func (r *relay) check(line []byte) {
-	m := gjson.ParseBytes(line)
-	if m.Get("type").String() != protocol.TypeControlResponse {
+	m := protocol.Peek(line)
+	if m.Type != protocol.TypeControlResponse {
 		return
 	}
-	id := m.Get("response.request_id").String()
+	id := m.Response.RequestID
 	r.mu.Lock()
 	a := r.asked[id]
 	if a != nil && a.timer != nil {
@@ -324,10 +323,10 @@ func (r *relay) check(line []byte) {
 		return
 	}
 	exp := a.step.Expected()
-	if exp == nil || m.Get("response.subtype").String() != "success" {
+	if exp == nil || m.Response.Subtype != protocol.SubtypeSuccess {
 		return
 	}
-	payload := json.RawMessage(m.Get("response.response").Raw)
+	payload := m.Response.Result
 	var pr protocol.PermissionResult
 	if err := json.Unmarshal(payload, &pr); err != nil {
 		return

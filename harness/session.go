@@ -11,7 +11,6 @@ import (
 	"github.com/askctl/askctl/protocol"
 	"github.com/askctl/askctl/scenarios"
 	"github.com/askctl/askctl/surface"
-	"github.com/tidwall/gjson"
 )
 
 // Session is a handle on one session of an Env, by alias: what a test does
@@ -353,24 +352,19 @@ func (s *Session) Request() (Request, bool) {
 // description, multiSelect, in order. An ask_user call (route MCP) has one
 // question and no header.
 func (s *Session) Delivered(conn string) error {
-	var shown []protocol.Question
-	var input []byte
+	var shown, asked []protocol.Question
+	var found, mcpCall bool
 	qid := s.Current()
 	if err := s.read(func(ss *SessionState) {
 		shown, _ = ss.shown(conn, qid)
-		if req, ok := ss.requestOf(qid); ok {
-			input = req.Input
+		if req, ok := ss.requestOf(qid); ok && req.Input != nil {
+			found, asked, mcpCall = true, req.asked, req.askedMCP
 		}
 	}); err != nil {
 		return err
 	}
-	if input == nil {
+	if !found {
 		return fmt.Errorf("no agent request matches question %s", qid)
-	}
-	asked := gjson.GetBytes(input, "questions").Array()
-	mcpCall := false
-	if len(asked) == 0 && gjson.GetBytes(input, "question").Exists() {
-		asked, mcpCall = []gjson.Result{gjson.ParseBytes(input)}, true
 	}
 	if len(shown) != len(asked) {
 		return fmt.Errorf("the surface shows %d question(s), the agent asked %d", len(shown), len(asked))
@@ -383,18 +377,18 @@ func (s *Session) Delivered(conn string) error {
 			}
 			return nil
 		}
-		errs := []error{diff("question", q.Question, a.Get("question").String())}
+		errs := []error{diff("question", q.Question, a.Question)}
 		if !mcpCall {
-			errs = append(errs, diff("header", q.Header, a.Get("header").String()))
+			errs = append(errs, diff("header", q.Header, a.Header))
 		}
-		errs = append(errs, diff("multiSelect", strconv.FormatBool(q.MultiSelect), strconv.FormatBool(a.Get("multiSelect").Bool())))
-		opts := a.Get("options").Array()
+		errs = append(errs, diff("multiSelect", strconv.FormatBool(q.MultiSelect), strconv.FormatBool(a.MultiSelect)))
+		opts := a.Options
 		if len(q.Options) != len(opts) {
 			errs = append(errs, fmt.Errorf("question %d: %d option(s) on the surface, the agent asked with %d", i+1, len(q.Options), len(opts)))
 		} else {
 			for j, o := range opts {
-				errs = append(errs, diff(fmt.Sprintf("option %d label", j+1), q.Options[j].Label, o.Get("label").String()),
-					diff(fmt.Sprintf("option %d description", j+1), q.Options[j].Description, o.Get("description").String()))
+				errs = append(errs, diff(fmt.Sprintf("option %d label", j+1), q.Options[j].Label, o.Label),
+					diff(fmt.Sprintf("option %d description", j+1), q.Options[j].Description, o.Description))
 			}
 		}
 		for _, err := range errs {
@@ -465,7 +459,7 @@ func (s *Session) AnsweredUnshown() (why string, ok bool) {
 		}
 		ok = false
 		for i, r := range ss.requests {
-			if i >= len(ss.questions) && len(r.Responses) > 0 && gjson.GetBytes(r.Responses[0].Result, "behavior").String() == "allow" {
+			if i >= len(ss.questions) && len(r.Responses) > 0 && r.Responses[0].granted.Behavior == protocol.BehaviorAllow {
 				ok = true
 			}
 		}
@@ -491,11 +485,10 @@ func (s *Session) ToolResult(ctx context.Context) (text string, isError bool, er
 	if err := s.e.Await(ctx, ToolResulted(s.alias, qid)); err != nil {
 		return "", false, err
 	}
-	var block []byte
 	_ = s.read(func(ss *SessionState) {
 		if req, ok := ss.requestOf(qid); ok {
-			block = req.ToolResult
+			text, isError = req.resultText, req.resultErr
 		}
 	})
-	return ResultText(block), gjson.GetBytes(block, "is_error").Bool(), nil
+	return text, isError, nil
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/askctl/askctl/scenarios"
 	"github.com/askctl/askctl/surface"
 	"github.com/askctl/askctl/transcript"
-	"github.com/tidwall/gjson"
 )
 
 // State is what an Env has seen. Each record an agent writes and each event
@@ -120,6 +119,13 @@ type Request struct {
 	// Cancelled is when the agent withdrew the request
 	// (control_cancel_request); zero if it did not.
 	Cancelled time.Time
+
+	// Decoded once, as the facts arrive:
+	asked      []protocol.Question // the questions Input asks
+	askedMCP   bool                // Input is an ask_user call's (one question)
+	askedRaw   json.RawMessage     // Input's questions, as the agent wrote them
+	resultText string              // ToolResult's text
+	resultErr  bool                // ToolResult is an error
 }
 
 // Response is one control_response the agent received.
@@ -128,6 +134,9 @@ type Response struct {
 	Msg json.RawMessage
 	// Result is the permission result (response.response).
 	Result json.RawMessage
+
+	peeked  protocol.Peeked  // Msg, decoded once
+	granted protocol.Granted // Result, decoded once
 }
 
 func newSessionState(alias, agentID string, sc *scenarios.Scenario, mcp bool) *SessionState {
@@ -142,7 +151,11 @@ func (s *SessionState) add(r transcript.Record) {
 	case r.Event == events.EventHello:
 		// A new agent process (a resume).
 		s.exit, s.failuresFrom = nil, len(s.failures)
-		s.resumed, s.resumedTurns = gjson.GetBytes(r.Msg, "resume").String() != "", 0
+		var hello struct {
+			Resume string `json:"resume"`
+		}
+		_ = json.Unmarshal(r.Msg, &hello)
+		s.resumed, s.resumedTurns = hello.Resume != "", 0
 	case r.Event == transcript.EventExit && r.Code != nil:
 		c := *r.Code
 		s.exit, s.exitStderr = &c, r.Text
@@ -185,32 +198,39 @@ func (s *SessionState) failed(step int, why string) {
 }
 
 func (s *SessionState) fromAgent(r transcript.Record) {
-	m := gjson.ParseBytes(r.Msg)
-	switch m.Get("type").String() {
+	m := protocol.Peek(r.Msg)
+	switch m.Type {
 	case protocol.TypeControlRequest:
-		if !s.mcp && m.Get("request.subtype").String() == protocol.SubtypeCanUseTool && m.Get("request.tool_name").String() == protocol.ToolAskUserQuestion {
-			s.request(&Request{ID: m.Get("request_id").String(), ToolUseID: m.Get("request.tool_use_id").String(), T: r.T, Input: json.RawMessage(m.Get("request.input").Raw)})
+		if !s.mcp && m.Request.Subtype == protocol.SubtypeCanUseTool && m.Request.ToolName == protocol.ToolAskUserQuestion {
+			s.request(&Request{ID: m.RequestID, ToolUseID: m.Request.ToolUseID, T: r.T, Input: m.Request.Input})
 		}
 	case protocol.TypeControlCancelRequest:
-		if req := s.byReq[m.Get("request_id").String()]; req != nil && req.Cancelled.IsZero() {
+		if req := s.byReq[m.RequestID]; req != nil && req.Cancelled.IsZero() {
 			req.Cancelled = r.T
 		}
 	case protocol.TypeAssistant:
 		if !s.mcp {
 			return
 		}
-		if b := m.Get(`message.content.#(type=="tool_use")`); strings.HasPrefix(b.Get("name").String(), "mcp__") {
-			s.request(&Request{ID: b.Get("id").String(), ToolUseID: b.Get("id").String(), T: r.T, Input: json.RawMessage(b.Get("input").Raw)})
+		for _, b := range m.Blocks {
+			if b.Type != "tool_use" {
+				continue
+			}
+			if strings.HasPrefix(b.Name, "mcp__") {
+				s.request(&Request{ID: b.ID, ToolUseID: b.ID, T: r.T, Input: b.Input})
+			}
+			break // the first tool_use
 		}
 	case protocol.TypeUser:
-		m.Get("message.content").ForEach(func(_, b gjson.Result) bool {
-			if b.Get("type").String() == "tool_result" {
-				if req := s.byToolUse[b.Get("tool_use_id").String()]; req != nil && req.ToolResult == nil {
-					req.ToolResult, req.Verdict = json.RawMessage(b.Raw), true
+		for i, b := range m.Blocks {
+			if b.Type == "tool_result" {
+				if req := s.byToolUse[b.ToolUseID]; req != nil && req.ToolResult == nil {
+					raw := m.RawBlocks[i]
+					req.ToolResult, req.Verdict = raw, true
+					req.resultText, req.resultErr = protocol.ToolResult(raw)
 				}
 			}
-			return true
-		})
+		}
 	case protocol.TypeResult:
 		s.turns++
 		if s.resumed {
@@ -220,6 +240,12 @@ func (s *SessionState) fromAgent(r transcript.Record) {
 }
 
 func (s *SessionState) request(req *Request) {
+	req.asked, req.askedMCP = protocol.Asked(req.Input)
+	var in struct {
+		Questions json.RawMessage `json:"questions"`
+	}
+	_ = json.Unmarshal(req.Input, &in)
+	req.askedRaw = in.Questions
 	s.requests = append(s.requests, req)
 	s.byReq[req.ID] = req
 	if req.ToolUseID != "" {
@@ -228,12 +254,12 @@ func (s *SessionState) request(req *Request) {
 }
 
 func (s *SessionState) toAgent(r transcript.Record) {
-	m := gjson.ParseBytes(r.Msg)
-	if m.Get("type").String() != protocol.TypeControlResponse {
+	m := protocol.Peek(r.Msg)
+	if m.Type != protocol.TypeControlResponse {
 		return
 	}
-	if req := s.byReq[m.Get("response.request_id").String()]; req != nil {
-		req.Responses = append(req.Responses, Response{T: r.T, Msg: r.Msg, Result: json.RawMessage(m.Get("response.response").Raw)})
+	if req := s.byReq[m.Response.RequestID]; req != nil {
+		req.Responses = append(req.Responses, Response{T: r.T, Msg: r.Msg, Result: m.Response.Result, peeked: m, granted: protocol.ReadGranted(m.Response.Result)})
 	}
 }
 
@@ -283,28 +309,19 @@ func answerOwner(req *Request, sent map[string][]string) string {
 	if len(req.Responses) == 0 || len(sent) == 0 {
 		return ""
 	}
-	res := gjson.ParseBytes(req.Responses[0].Result)
-	if res.Get("behavior").String() != protocol.BehaviorAllow {
+	g := req.Responses[0].granted
+	if g.Behavior != protocol.BehaviorAllow {
 		return ""
 	}
-	answers := res.Get("updatedInput.answers")
-	var qs []protocol.Question
-	if err := json.Unmarshal([]byte(gjson.GetBytes(req.Input, "questions").Raw), &qs); err != nil {
-		return ""
-	}
+	qs := req.asked
 	texts := map[string]bool{}
 	for _, q := range qs {
 		texts[q.Question] = true
 	}
-	owner := ""
-	answers.ForEach(func(k, _ gjson.Result) bool {
-		if !texts[k.String()] {
-			owner = "SDK-ANSWER-SINGLE"
+	for _, a := range g.Answers {
+		if !texts[a.Key] {
+			return "SDK-ANSWER-SINGLE"
 		}
-		return owner == ""
-	})
-	if owner != "" {
-		return owner
 	}
 	if len(sent) < len(qs) {
 		return "SDK-ANSWER-ALL"
@@ -314,12 +331,13 @@ func answerOwner(req *Request, sent map[string][]string) string {
 		if !q.MultiSelect || !ok {
 			continue
 		}
-		got := answers.Get(gjson.Escape(q.Question))
-		if got.Type != gjson.String || got.String() == protocol.JoinLabels(labels) {
+		a, _ := g.Answer(q.Question)
+		got, isString := a.String()
+		if !isString || got == protocol.JoinLabels(labels) {
 			continue
 		}
 		all := true
-		for _, l := range strings.FieldsFunc(got.String(), func(r rune) bool { return r == ',' }) {
+		for _, l := range strings.FieldsFunc(got, func(r rune) bool { return r == ',' }) {
 			if !protocol.IsLabel(q, strings.TrimSpace(l)) {
 				all = false
 			}
@@ -417,7 +435,7 @@ func (s *SessionState) Summary() string {
 		line := ""
 		switch {
 		case r.IsWire():
-			t := gjson.GetBytes(r.Msg, "type").String()
+			t := protocol.Peek(r.Msg).Type
 			if t != protocol.TypeControlRequest && t != protocol.TypeControlResponse && t != protocol.TypeControlCancelRequest && t != protocol.TypeResult {
 				continue
 			}
@@ -469,18 +487,8 @@ func (st *State) bound(id string) bool {
 // ResultText is a tool_result block's text: its content string, or its text
 // blocks joined by newlines.
 func ResultText(block json.RawMessage) string {
-	c := gjson.GetBytes(block, "content")
-	if !c.IsArray() {
-		return c.String()
-	}
-	var texts []string
-	c.ForEach(func(_, b gjson.Result) bool {
-		if b.Get("type").String() == "text" {
-			texts = append(texts, b.Get("text").String())
-		}
-		return true
-	})
-	return strings.Join(texts, "\n")
+	text, _ := protocol.ToolResult(block)
+	return text
 }
 
 // The read-only view of State, for an Expectation written outside the
