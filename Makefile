@@ -28,7 +28,7 @@ explore: build ## explore the reference bridge over ws, http, control-ws and exe
 	./bin/askctl conformance --bridge reference-ws --run '^$$' --explore 1m --seed 1000 --found bin/explored-ws.txtar
 	./bin/askctl conformance --bridge reference-http --run '^$$' --explore 1m --seed 1000 --found bin/explored-http.txtar
 	./bin/askctl conformance --bridge reference-control-ws --run '^$$' --explore 1m --seed 1000 --found bin/explored-control-ws.txtar
-	./bin/askctl conformance --bridge conformance/profiles/reference-exec.json --run '^$$' --explore 1m --seed 1000 --found bin/explored-exec.txtar
+	./bin/askctl conformance --bridge profile/builtin/reference-exec.json --run '^$$' --explore 1m --seed 1000 --found bin/explored-exec.txtar
 	ASKCTL_EXPLORE_DEFECTS=1 $(GO) test -count=1 -timeout 60m -run '^TestExploreFindsDefects$$' -v ./conformance
 
 explore-browser: build browser ## explore the reference bridge through its page in Chromium for a minute (not in CI: it still finds the browser adapter's own races; see conformance/README.md)

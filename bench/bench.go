@@ -19,13 +19,14 @@ import (
 	"time"
 
 	"github.com/askctl/askctl/harness"
+	"github.com/askctl/askctl/profile"
 	"github.com/askctl/askctl/scenarios"
 	"github.com/askctl/askctl/surface"
 )
 
 // Options are one run's.
 type Options struct {
-	Profile  *harness.Profile
+	Profile  *profile.Profile
 	Scenario *scenarios.Scenario
 	// Sessions is how many sessions to run, or Duration how long to start
 	// them for (one of the two).

@@ -14,8 +14,8 @@ import (
 	"testing"
 
 	"github.com/askctl/askctl/conformance"
-	"github.com/askctl/askctl/harness"
 	"github.com/askctl/askctl/internal/testenv"
+	"github.com/askctl/askctl/profile"
 )
 
 // defects maps each defect a broken bridge can have (bridge/defect_on.go)
@@ -63,13 +63,13 @@ var brokenOnce = sync.OnceValues(func() (string, error) {
 
 // brokenSetup is what a test of the broken bridges needs: askctl built
 // with them (not under -short) and the reference profile over kind.
-func brokenSetup(t *testing.T, kind string) (bin string, base *harness.Profile) {
+func brokenSetup(t *testing.T, kind string) (bin string, base *profile.Profile) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds askctl with the broken bridges")
 	}
 	bin = buildBroken(t)
-	base, err := harness.LoadProfile(filepath.Join("profiles", "reference-"+kind+".json"))
+	base, err := profile.Load(filepath.Join("..", "profile", "builtin", "reference-"+kind+".json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func brokenSetup(t *testing.T, kind string) (bin string, base *harness.Profile) 
 }
 
 // brokenProfile is base, its bridge started with defect d.
-func brokenProfile(base *harness.Profile, d string) *harness.Profile {
+func brokenProfile(base *profile.Profile, d string) *profile.Profile {
 	p := *base
 	st := *base.Start
 	st.Env = map[string]string{"ASKCTL_DEFECT": d}
@@ -97,9 +97,9 @@ func TestBrokenBridges(t *testing.T) {
 	}
 	t.Parallel()
 	bin := buildBroken(t)
-	profiles := map[string]*harness.Profile{}
+	profiles := map[string]*profile.Profile{}
 	for _, kind := range []string{"ws", "http"} {
-		p, err := harness.LoadProfile(filepath.Join("profiles", "reference-"+kind+".json"))
+		p, err := profile.Load(filepath.Join("..", "profile", "builtin", "reference-"+kind+".json"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -360,7 +360,7 @@ func TestExecDropResume(t *testing.T) {
 	}
 	t.Parallel()
 	bin, base := brokenSetup(t, "exec")
-	rows := func(p *harness.Profile, askctl string) []conformance.RowResult {
+	rows := func(p *profile.Profile, askctl string) []conformance.RowResult {
 		rep, err := conformance.RunSuite(context.Background(), conformance.Config{Profile: p, Askctl: askctl},
 			conformance.RunOptions{Match: func(n string) bool { return n == "UI-RECONNECT-REPLAY" }})
 		if err != nil {

@@ -1,6 +1,6 @@
 // Package conformance is askctl's conformance suite: one testscript case
 // per requirement (requirements.go, after REQUIREMENTS.md) that checks any
-// bridge described by a harness.Profile, with fakeclaude as every agent and
+// bridge described by a profile.Profile, with fakeclaude as every agent and
 // the harness's adapters as the person. It runs from go test
 // ([Run], [Setup]) and from askctl conformance ([RunSuite]), with the cases
 // embedded.
@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/askctl/askctl/harness"
+	"github.com/askctl/askctl/profile"
 	_ "github.com/askctl/askctl/surface/browser" // profiles of kind browser (reference-browser)
 	"github.com/rogpeppe/go-internal/testscript"
 )
@@ -34,33 +35,9 @@ import (
 //go:embed testdata/*.txtar
 var Cases embed.FS
 
-// Profiles are worked example profiles: the reference bridge over each
-// adapter kind.
-//
-//go:embed profiles/*.json
-var Profiles embed.FS
-
-// BuiltinProfiles are the reference profiles usable from Profiles as they
-// are (the exec one needs its script on disk, beside the profile file).
-var BuiltinProfiles = []string{"reference-ws", "reference-http", "reference-control-ws", "reference-browser"}
-
-// BuiltinProfile is the built-in reference profile name (BuiltinProfiles),
-// and false when there is no such built-in.
-func BuiltinProfile(name string) (*harness.Profile, bool, error) {
-	if !slices.Contains(BuiltinProfiles, name) {
-		return nil, false, nil
-	}
-	data, err := Profiles.ReadFile("profiles/" + name + ".json")
-	if err != nil {
-		return nil, true, err
-	}
-	p, err := harness.ParseProfile(name, data)
-	return p, true, err
-}
-
 // Config says which bridge the suite checks and how.
 type Config struct {
-	Profile *harness.Profile
+	Profile *profile.Profile
 	// Askctl is the askctl executable the claude shim runs as fakeclaude
 	// (fakeclaude.Env.RunAs; and ${ASKCTL} in profiles).
 	Askctl string
@@ -86,7 +63,7 @@ type Config struct {
 
 	ctx context.Context // RunSuite's: interrupting it ends the cases' waits
 	// slowed is Profile once its timeout was scaled by Slow.
-	slowed *harness.Profile
+	slowed *profile.Profile
 	// setupFailed hears of a case whose bridge could not be set up.
 	setupFailed func(*harness.SetupError)
 	// blocked hears of a precondition of the case that another
@@ -184,7 +161,7 @@ func Setup(p *testscript.Params, cfg Config) error {
 		if ok {
 			switch kind {
 			case "cap":
-				if !slices.Contains(harness.CapabilityNames(), arg) {
+				if !slices.Contains(profile.CapabilityNames(), arg) {
 					return false, fmt.Errorf("unknown capability %q", arg)
 				}
 				return cfg.Profile.Capabilities.Has(arg), nil

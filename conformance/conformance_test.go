@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/askctl/askctl/conformance"
-	"github.com/askctl/askctl/harness"
 	"github.com/askctl/askctl/internal/testenv"
+	"github.com/askctl/askctl/profile"
 	"github.com/askctl/askctl/surface"
 )
 
@@ -51,7 +51,7 @@ func TestReferenceBridge(t *testing.T) {
 	for _, kind := range []string{"ws", "http", "control-ws", "exec"} {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
-			p, err := harness.LoadProfile(filepath.Join("profiles", "reference-"+kind+".json"))
+			p, err := profile.Load(filepath.Join("..", "profile", "builtin", "reference-"+kind+".json"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -70,7 +70,7 @@ func TestReferenceBridge(t *testing.T) {
 // permit op and SDK-TIMEOUT among them.
 func TestChatbotExample(t *testing.T) {
 	t.Parallel()
-	p, err := harness.LoadProfile(filepath.Join("..", "examples", "chatbot", "askctl-profile.json"))
+	p, err := profile.Load(filepath.Join("..", "examples", "chatbot", "askctl-profile.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestOtherToolsPolicies(t *testing.T) {
 	} {
 		t.Run("bridge "+tc.flag+", profile "+tc.declared, func(t *testing.T) {
 			t.Parallel()
-			p, err := harness.LoadProfile(filepath.Join("profiles", "reference-ws.json"))
+			p, err := profile.Load(filepath.Join("..", "profile", "builtin", "reference-ws.json"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -157,7 +157,7 @@ func TestOtherToolsPolicies(t *testing.T) {
 }
 
 // TestReferenceBridgeBrowser runs the whole suite through the reference
-// bridge's page, in headless Chromium (profiles/reference-browser.json): the
+// bridge's page, in headless Chromium (profile/builtin/reference-browser.json): the
 // browser adapter finds questions and controls by ARIA role and accessible
 // name and acts as a person. Every case passes, but for the two whose
 // operation a person on the page cannot perform (malformed or partial
@@ -165,7 +165,7 @@ func TestOtherToolsPolicies(t *testing.T) {
 func TestReferenceBridgeBrowser(t *testing.T) {
 	testenv.Chromium(t)
 	t.Parallel()
-	p, err := harness.LoadProfile(filepath.Join("profiles", "reference-browser.json"))
+	p, err := profile.Load(filepath.Join("..", "profile", "builtin", "reference-browser.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestBridge(t *testing.T) {
 	if *profileFlag == "" {
 		t.Skip("no profile: pass -bridge FILE or set ASKCTL_CONFORMANCE_BRIDGE to check a bridge of yours")
 	}
-	p, err := harness.LoadProfile(*profileFlag)
+	p, err := profile.Load(*profileFlag)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func TestBridge(t *testing.T) {
 // the real claude CLI 2.1.330 as its agent, against askctl's fake model API.
 func TestReferenceBridgeRealAgent(t *testing.T) {
 	claude := testenv.RealClaude(t)
-	p, err := harness.LoadProfile(filepath.Join("profiles", "reference-ws.json"))
+	p, err := profile.Load(filepath.Join("..", "profile", "builtin", "reference-ws.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +246,7 @@ func TestReadmeCommands(t *testing.T) {
 // claude stops the run after the first case, with ErrBridgeWontStart; the
 // rest are not run, not failed.
 func TestSetupFailureStopsTheRun(t *testing.T) {
-	p, err := harness.ParseProfile("wrong-claude.json", []byte(`{"name": "a bridge that spawns another claude",
+	p, err := profile.Parse("wrong-claude.json", []byte(`{"name": "a bridge that spawns another claude",
 		"start": {"command": "${ASKCTL}", "args": ["serve", "--addr", "127.0.0.1:${PORT}", "--state", "${STATE}", "--claude", "/bin/false"]},
 		"ready": {"url": "http://127.0.0.1:${PORT}/api/health"}, "claude": "env:NOTHING",
 		"surface": {"kind": "http", "url": "http://127.0.0.1:${PORT}", "token_file": "${STATE}/token"},
@@ -283,7 +283,7 @@ func TestSetupFailureStopsTheRun(t *testing.T) {
 // TestInterruptedRun: ending the context stops the run at once; cases cut
 // short are reported interrupted, not failed.
 func TestInterruptedRun(t *testing.T) {
-	p, err := harness.LoadProfile(filepath.Join("profiles", "reference-ws.json"))
+	p, err := profile.Load(filepath.Join("..", "profile", "builtin", "reference-ws.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +322,7 @@ func TestUnsupportedIsSkip(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("the exec example needs python3")
 	}
-	p, err := harness.LoadProfile(filepath.Join("profiles", "reference-exec.json"))
+	p, err := profile.Load(filepath.Join("..", "profile", "builtin", "reference-exec.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -397,7 +397,7 @@ func TestEveryCaseHearsTheAgentsVerdict(t *testing.T) {
 // refused as timed out, is a SKIP that says the case was late, not a
 // FAIL of the bridge; the same answer in time passes.
 func TestTooLateIsSkip(t *testing.T) {
-	p, err := harness.LoadProfile(filepath.Join("profiles", "reference-ws.json"))
+	p, err := profile.Load(filepath.Join("..", "profile", "builtin", "reference-ws.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -444,7 +444,7 @@ func TestNothingOutlivesItsCase(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("reads /proc")
 	}
-	p, err := harness.LoadProfile(filepath.Join("profiles", "reference-ws.json"))
+	p, err := profile.Load(filepath.Join("..", "profile", "builtin", "reference-ws.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -523,7 +523,7 @@ func TestDroppedRefusalsFail(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("the exec example needs python3")
 	}
-	p, err := harness.LoadProfile(filepath.Join("profiles", "reference-exec.json"))
+	p, err := profile.Load(filepath.Join("..", "profile", "builtin", "reference-exec.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -548,7 +548,7 @@ func TestDroppedRefusalsFail(t *testing.T) {
 // TestPreflight: a program the profile starts that is not there stops the
 // run before any case, every case NOT-RUN with the field and the path.
 func TestPreflight(t *testing.T) {
-	p, err := harness.ParseProfile(filepath.Join(t.TempDir(), "mine.json"), []byte(`{"name": "a bridge not built yet",
+	p, err := profile.Parse(filepath.Join(t.TempDir(), "mine.json"), []byte(`{"name": "a bridge not built yet",
 		"start": {"command": "./bin/mybridge", "args": ["--claude", "${CLAUDE}", "--port", "${PORT}"]},
 		"ready": {"url": "http://127.0.0.1:${PORT}/health"}, "claude": "arg",
 		"surface": {"kind": "http", "url": "http://127.0.0.1:${PORT}"}, "capabilities": {"sdk": true}}`))
@@ -574,7 +574,7 @@ func TestPreflight(t *testing.T) {
 // watches that nothing answers it is a SKIP saying the case was too late,
 // never another requirement's FAIL.
 func TestTimeoutIsNoOtherBreach(t *testing.T) {
-	p, err := harness.LoadProfile(filepath.Join("profiles", "reference-ws.json"))
+	p, err := profile.Load(filepath.Join("..", "profile", "builtin", "reference-ws.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -608,7 +608,7 @@ func TestMissingOperationsAreSkips(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("the exec example needs python3")
 	}
-	p, err := harness.LoadProfile(filepath.Join("profiles", "reference-exec.json"))
+	p, err := profile.Load(filepath.Join("..", "profile", "builtin", "reference-exec.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/askctl/askctl/conformance"
-	"github.com/askctl/askctl/harness"
+	"github.com/askctl/askctl/profile"
 )
 
 // exploreFor is how long each exploration in the tests searches:
@@ -51,7 +51,7 @@ func TestExploreReference(t *testing.T) {
 	for _, kind := range []string{"ws", "http", "control-ws", "exec"} { // browser: make explore
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
-			p, err := harness.LoadProfile(filepath.Join("profiles", "reference-"+kind+".json"))
+			p, err := profile.Load(filepath.Join("..", "profile", "builtin", "reference-"+kind+".json"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -80,7 +80,7 @@ func TestExploreChatbot(t *testing.T) {
 	}
 	skipIfSlow(t)
 	t.Parallel()
-	p, err := harness.LoadProfile(filepath.Join("..", "examples", "chatbot", "askctl-profile.json"))
+	p, err := profile.Load(filepath.Join("..", "examples", "chatbot", "askctl-profile.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestExploreFindsDefects(t *testing.T) {
 	bin := buildBroken(t)
 	for _, d := range slices.Sorted(maps.Keys(exploredDefects)) {
 		t.Run(d, func(t *testing.T) {
-			base, err := harness.LoadProfile(filepath.Join("profiles", "reference-"+exploredDefects[d]+".json"))
+			base, err := profile.Load(filepath.Join("..", "profile", "builtin", "reference-"+exploredDefects[d]+".json"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -223,7 +223,7 @@ func TestExploreFindsDefects(t *testing.T) {
 // nothing, and writes no case.
 func TestExploreSetupFailure(t *testing.T) {
 	t.Parallel()
-	p, err := harness.ParseProfile("wrong-claude.json", []byte(`{"name": "a bridge that spawns another claude",
+	p, err := profile.Parse("wrong-claude.json", []byte(`{"name": "a bridge that spawns another claude",
 		"start": {"command": "${ASKCTL}", "args": ["serve", "--addr", "127.0.0.1:${PORT}", "--state", "${STATE}", "--claude", "/bin/false"]},
 		"ready": {"url": "http://127.0.0.1:${PORT}/api/health"}, "claude": "env:NOTHING",
 		"surface": {"kind": "http", "url": "http://127.0.0.1:${PORT}", "token_file": "${STATE}/token"},

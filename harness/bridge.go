@@ -20,6 +20,7 @@ import (
 	"github.com/askctl/askctl/fakeclaude"
 	"github.com/askctl/askctl/internal/events"
 	"github.com/askctl/askctl/internal/proc"
+	"github.com/askctl/askctl/profile"
 	"github.com/askctl/askctl/surface"
 	"github.com/askctl/askctl/transcript"
 )
@@ -57,7 +58,7 @@ type Options struct {
 // profile without start), the claude shim it spawns, and the live events of
 // its agents.
 type Bridge struct {
-	profile *Profile // with every ${NAME} expanded
+	profile *profile.Profile // with every ${NAME} expanded
 	vars    map[string]string
 	port    int // ${PORT}, held for this bridge until Close
 
@@ -74,7 +75,7 @@ type Bridge struct {
 }
 
 // Profile is the bridge's profile, with every ${NAME} expanded.
-func (b *Bridge) Profile() *Profile { return b.profile }
+func (b *Bridge) Profile() *profile.Profile { return b.profile }
 
 // Var is the value of the harness's variable name (WORK, STATE, PORT,
 // CLAUDE, …: VarNames) for this bridge.
@@ -83,7 +84,7 @@ func (b *Bridge) Var(name string) string { return b.vars[name] }
 // StartBridge sets up the work directory, the events hub and the claude
 // shim, and starts the bridge of p (when p has start) and waits until it
 // is ready.
-func StartBridge(ctx context.Context, p *Profile, opts Options) (*Bridge, error) {
+func StartBridge(ctx context.Context, p *profile.Profile, opts Options) (*Bridge, error) {
 	if opts.Work == "" {
 		return nil, errors.New("harness: Options.Work is empty")
 	}

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/askctl/askctl/profile"
 	"github.com/askctl/askctl/scenarios"
 	"github.com/askctl/askctl/surface"
 	"github.com/askctl/askctl/transcript"
@@ -37,7 +38,7 @@ func (e *SetupError) Unwrap() error { return e.Err }
 
 // NewEnv starts the bridge of p and opens its surface. Its errors are
 // *SetupError.
-func NewEnv(ctx context.Context, p *Profile, opts Options) (*Env, error) {
+func NewEnv(ctx context.Context, p *profile.Profile, opts Options) (*Env, error) {
 	b, err := StartBridge(ctx, p, opts)
 	if err != nil {
 		return nil, &SetupError{Op: "starting the bridge", Err: err}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/askctl/askctl/profile"
 	"github.com/askctl/askctl/surface"
 	"github.com/askctl/askctl/transcript"
 )
@@ -74,7 +75,7 @@ func TestInvariants(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := newTestEnv()
-			e.bridge.profile = &Profile{Capabilities: Capabilities{Timeout: surface.Duration(2 * time.Second)}}
+			e.bridge.profile = &profile.Profile{Capabilities: profile.Capabilities{Timeout: surface.Duration(2 * time.Second)}}
 			s := newSessionState("s1", "a1", nil, false)
 			s.id = "s_1"
 			e.st.sessions["s1"], e.st.byAgent["a1"] = s, s
@@ -110,7 +111,7 @@ func TestInvariants(t *testing.T) {
 	// After a restart the timing rules do not apply: the agent died with
 	// the bridge, and a late answer resumes it.
 	e := newTestEnv()
-	e.bridge.profile = &Profile{Capabilities: Capabilities{Timeout: surface.Duration(2 * time.Second)}}
+	e.bridge.profile = &profile.Profile{Capabilities: profile.Capabilities{Timeout: surface.Duration(2 * time.Second)}}
 	s := newSessionState("s1", "a1", nil, false)
 	e.st.sessions["s1"], e.st.byAgent["a1"] = s, s
 	e.st.restarts = []time.Time{at(1000)}

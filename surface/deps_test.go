@@ -21,6 +21,8 @@ func TestWhatEachLayerLinks(t *testing.T) {
 		{"surface", []string{mod + "fakeclaude", mod + "internal/events", mod + "harness", mod + "bridge", mod + "conformance", mod + "internal/agent", "github.com/chromedp/"}},
 		{"harness", []string{"github.com/chromedp/", mod + "bridge", mod + "conformance", mod + "surface/browser"}},
 		{"surface/browser", []string{mod + "fakeclaude", mod + "internal/events", mod + "harness", mod + "bridge", mod + "conformance"}},
+		// A profile is read without the harness (askctl answer --bridge).
+		{"profile", []string{mod + "fakeclaude", mod + "internal/events", mod + "harness", mod + "bridge", mod + "conformance", "github.com/chromedp/"}},
 		// The facts about the real CLI are below the fake that plays it.
 		{"claudecli/mcpclient", []string{mod + "fakeclaude"}},
 	} {

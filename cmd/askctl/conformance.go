@@ -15,7 +15,6 @@ import (
 
 	"github.com/askctl/askctl/claudecli"
 	"github.com/askctl/askctl/conformance"
-	"github.com/askctl/askctl/harness"
 	"github.com/askctl/askctl/internal/clip"
 	"github.com/urfave/cli/v3"
 )
@@ -198,22 +197,6 @@ func (o *conformanceOptions) validate() error {
 		o.inShard = conformance.Shard(k, n)
 	}
 	return nil
-}
-
-// loadProfile reads --bridge: an embedded reference profile by name, or a
-// file.
-func loadProfile(name string) (*harness.Profile, error) {
-	if p, ok, err := conformance.BuiltinProfile(name); ok {
-		return p, err
-	}
-	p, err := harness.LoadProfile(name)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, usagef("--bridge %s: no such profile file (built in: %s)", name, strings.Join(conformance.BuiltinProfiles, ", "))
-	}
-	if err != nil {
-		return nil, usageError{err}
-	}
-	return p, nil
 }
 
 func runConformance(ctx context.Context, o *conformanceOptions) (err error) {

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"text/template"
 
-	"github.com/askctl/askctl/harness"
+	"github.com/askctl/askctl/profile"
 	"github.com/urfave/cli/v3"
 )
 
@@ -129,7 +129,7 @@ func runInit(ctx context.Context, o *initOptions) error {
 		}
 	}
 	// What it writes is a profile askctl takes as it is.
-	if _, err := harness.ParseProfile(filepath.Join(o.dir, v.Profile), made[0]); err != nil {
+	if _, err := profile.Parse(filepath.Join(o.dir, v.Profile), made[0]); err != nil {
 		return fmt.Errorf("askctl init wrote a profile it cannot read (a bug of askctl's): %w", err)
 	}
 	var written []initFile

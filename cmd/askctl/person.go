@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/askctl/askctl/bridgeapi"
+	"github.com/askctl/askctl/profile"
 	"github.com/askctl/askctl/surface"
 	"github.com/urfave/cli/v3"
 )
@@ -200,3 +201,19 @@ type refusal struct {
 
 func (r refusal) Error() string { return r.msg }
 func (r refusal) Unwrap() error { return r.err }
+
+// loadProfile reads --bridge: an embedded reference profile by name, or a
+// file.
+func loadProfile(name string) (*profile.Profile, error) {
+	if p, ok, err := profile.Builtin(name); ok {
+		return p, err
+	}
+	p, err := profile.Load(name)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, usagef("--bridge %s: no such profile file (built in: %s)", name, strings.Join(profile.Builtins(), ", "))
+	}
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return p, nil
+}

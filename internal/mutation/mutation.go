@@ -30,8 +30,8 @@ import (
 	"time"
 
 	"github.com/askctl/askctl/conformance"
-	"github.com/askctl/askctl/harness"
 	"github.com/askctl/askctl/internal/testenv"
+	"github.com/askctl/askctl/profile"
 )
 
 // EnvProfile names the profile the oracle runs the suite through: one of
@@ -167,9 +167,9 @@ func Oracle(t *testing.T) {
 	if name == "" {
 		name = "ws"
 	}
-	p, ok, err := conformance.BuiltinProfile("reference-" + name)
+	p, ok, err := profile.Builtin("reference-" + name)
 	if !ok {
-		p, err = harness.LoadProfile(name)
+		p, err = profile.Load(name)
 	}
 	if err != nil {
 		t.Fatalf("%s=%s (a surface kind of a built-in reference profile, or a profile file): %v", EnvProfile, name, err)

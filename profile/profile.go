@@ -1,4 +1,4 @@
-package harness
+package profile
 
 import (
 	"bytes"
@@ -143,17 +143,17 @@ type Policy struct {
 	OtherTools string `json:"other_tools,omitempty"`
 }
 
-// LoadProfile reads and checks a profile file.
-func LoadProfile(path string) (*Profile, error) {
+// Load reads and checks a profile file.
+func Load(path string) (*Profile, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	return ParseProfile(path, data)
+	return Parse(path, data)
 }
 
-// ParseProfile parses a profile; errors name file, line and field.
-func ParseProfile(file string, data []byte) (*Profile, error) {
+// Parse parses a profile; errors name file, line and field.
+func Parse(file string, data []byte) (*Profile, error) {
 	p := &Profile{File: file, Dir: filepath.Dir(file), raw: data}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()

@@ -1,4 +1,4 @@
-package harness
+package profile
 
 import (
 	"strings"
@@ -29,7 +29,7 @@ func TestParseProfileErrors(t *testing.T) {
 		{"unknown var", "{\n \"name\": \"x\",\n \"surface\": {\"kind\": \"http\", \"url\": \"http://${NO_SUCH_VAR_ASKCTL}\"},\n \"capabilities\": {\"sdk\": true}\n}", "p.json:3: ${NO_SUCH_VAR_ASKCTL}: not a harness variable"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ParseProfile("p.json", []byte(tc.doc))
+			_, err := Parse("p.json", []byte(tc.doc))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("got %v\nwant it to contain %q", err, tc.want)
 			}
@@ -39,7 +39,7 @@ func TestParseProfileErrors(t *testing.T) {
 
 func TestProfileExpand(t *testing.T) {
 	t.Setenv("ASKCTL_TEST_HOST", "example.test")
-	p, err := ParseProfile("/d/p.json", []byte(`{"name":"x","start":{"command":"${ASKCTL}","args":["--port","${PORT}","--claude","${CLAUDE}"]},"claude":"arg",
+	p, err := Parse("/d/p.json", []byte(`{"name":"x","start":{"command":"${ASKCTL}","args":["--port","${PORT}","--claude","${CLAUDE}"]},"claude":"arg",
 		"surface":{"kind":"ws","url":"ws://${ASKCTL_TEST_HOST}:${PORT}/ws","api":"http://127.0.0.1:${PORT}"},"capabilities":{"sdk":true,"timeout":"1.5s"}}`))
 	if err != nil {
 		t.Fatal(err)
@@ -59,7 +59,7 @@ func TestProfileExpand(t *testing.T) {
 // TestProfileMCP: the mcp section's server and tool default, and its
 // config's ${VAR}s expand.
 func TestProfileMCP(t *testing.T) {
-	p, err := ParseProfile("p.json", []byte(`{"name":"x","surface":{"kind":"http","url":"u"},"capabilities":{"mcp":true},
+	p, err := Parse("p.json", []byte(`{"name":"x","surface":{"kind":"http","url":"u"},"capabilities":{"mcp":true},
 		"mcp":{"config":{"mcpServers":{"ask":{"command":"${ASKCTL}","args":["mcp","--state","${STATE}"]}}}}}`))
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +91,7 @@ func TestSlowScalesWaits(t *testing.T) {
 // started with the scaled one; a profile with the timeout written in keeps
 // it.
 func TestSlowScalesTheBridgesTimeout(t *testing.T) {
-	p, err := ParseProfile("p.json", []byte(`{"name": "b", "start": {"command": "b", "args": ["--timeout", "${TIMEOUT}", "--claude", "${CLAUDE}"]},
+	p, err := Parse("p.json", []byte(`{"name": "b", "start": {"command": "b", "args": ["--timeout", "${TIMEOUT}", "--claude", "${CLAUDE}"]},
 		"claude": "arg", "surface": {"kind": "http", "url": "http://127.0.0.1:${PORT}"}, "capabilities": {"sdk": true, "timeout": "2s"}}`))
 	if err != nil {
 		t.Fatal(err)
@@ -109,7 +109,7 @@ func TestSlowScalesTheBridgesTimeout(t *testing.T) {
 	if p.WithSlowTimeout(1) != p {
 		t.Error("--slow 1 changed the profile")
 	}
-	fixed, err := ParseProfile("q.json", []byte(`{"name": "b", "start": {"command": "b", "args": ["--timeout", "2s", "--claude", "${CLAUDE}"]},
+	fixed, err := Parse("q.json", []byte(`{"name": "b", "start": {"command": "b", "args": ["--timeout", "2s", "--claude", "${CLAUDE}"]},
 		"claude": "arg", "surface": {"kind": "http", "url": "http://127.0.0.1:${PORT}"}, "capabilities": {"sdk": true, "timeout": "2s"}}`))
 	if err != nil {
 		t.Fatal(err)
@@ -117,24 +117,4 @@ func TestSlowScalesTheBridgesTimeout(t *testing.T) {
 	if fixed.WithSlowTimeout(3) != fixed {
 		t.Error("a timeout written in the profile was scaled: the bridge would not know")
 	}
-}
-
-// TestFreePortIsNotHandedTwice: a port the kernel gives again before the
-// first bridge told to listen on it has closed is not handed to a second
-// bridge of the process (two tests' bridges on one port: one's ready
-// check passed on the other's server); it is once released.
-func TestFreePortIsNotHandedTwice(t *testing.T) {
-	kernel := []int{40001, 40001, 40002, 40001}
-	next := func() (int, error) { p := kernel[0]; kernel = kernel[1:]; return p, nil }
-	a, _ := freePortFrom(next)
-	b, _ := freePortFrom(next)
-	if a != 40001 || b != 40002 {
-		t.Errorf("handed %d, then %d; want 40001, then 40002 (the kernel gave 40001 again)", a, b)
-	}
-	releasePort(a)
-	if c, _ := freePortFrom(next); c != 40001 {
-		t.Errorf("after its release, 40001 was not handed again: %d", c)
-	}
-	releasePort(40001)
-	releasePort(b)
 }
