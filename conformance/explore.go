@@ -397,7 +397,7 @@ func capsOf(cfg Config) xCaps {
 		takeover:   c.Takeover,
 		persist:    c.Persist,
 		mcp:        c.MCP && p.MCP != nil,
-		resume:     p.Surface.Kind == "http",
+		resume:     p.Surface.ResumesStreams(),
 		allowTools: !c.Permissions && p.Policy.OtherTools != "deny",
 		denyTools:  !c.Permissions && p.Policy.OtherTools == "deny",
 	}

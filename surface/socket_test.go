@@ -71,3 +71,35 @@ func TestOverseers(t *testing.T) {
 		s.Close()
 	}
 }
+
+// TestResumesStreams: the http surface's connections are Resumers, and its
+// Spec says so before it is opened; the socket surfaces' are not.
+func TestResumesStreams(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	for _, kind := range []string{"http", "ws", "control-ws"} {
+		spec := Spec{Kind: kind, URL: srv.URL, API: srv.URL}
+		s, err := New(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if kind == "http" {
+			c, err := s.Open(context.Background(), "s1", func(Event) {})
+			if err != nil {
+				t.Fatalf("http: %v", err)
+			}
+			if _, ok := c.(Resumer); !ok || !spec.ResumesStreams() {
+				t.Errorf("http: a Resumer %v, ResumesStreams %v", ok, spec.ResumesStreams())
+			}
+			c.Close()
+		} else if spec.ResumesStreams() {
+			t.Errorf("%s: ResumesStreams", kind)
+		}
+		s.Close()
+	}
+}

@@ -40,6 +40,12 @@ type Spec struct {
 	Limits Limits `json:"-"`
 }
 
+// ResumesStreams reports whether every connection of the surface can drop
+// its event stream and resume it where it left off (a Resumer that always
+// has the operation: SSE's Last-Event-ID), known before the surface is
+// opened; an exec adapter may have it too, and says so when asked.
+func (s Spec) ResumesStreams() bool { return s.Kind == "http" }
+
 // Scaled is d times the slow factor.
 func (s Spec) Scaled(d time.Duration) time.Duration { return Scale(d, s.Slow) }
 
