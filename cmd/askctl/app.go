@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"runtime/debug"
 	"strings"
 
@@ -145,21 +146,42 @@ func unknownCommand(name string, parent *cli.Command) error {
 	return usagef("%s", msg)
 }
 
+// invalidValue is the flag package's error for a value it cannot parse.
+var invalidValue = regexp.MustCompile(`^invalid value ("(?:[^"\\]|\\.)*") for flag -+([\w-]+): (.*)$`)
+
 // unknownFlag rewrites the flag package's "flag provided but not defined:
 // -wiat" as "unknown flag --wiat: did you mean --wait?", naming the flag
-// as it is written and the nearest c has. Other errors stay as they are.
+// as it is written and the nearest c has, and its "invalid value "x" for
+// flag -sessions: strconv.ParseInt: …" as "invalid value "x" for
+// --sessions: want a whole number". Other errors stay as they are.
 func unknownFlag(c *cli.Command, err error) error {
-	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
-	if !ok {
-		return err
-	}
-	name = strings.TrimPrefix(name, "-")
 	dashes := func(n string) string {
 		if len(n) == 1 {
 			return "-" + n
 		}
 		return "--" + n
 	}
+	if m := invalidValue.FindStringSubmatch(err.Error()); m != nil {
+		// `invalid value "x" for flag -sessions: strconv.ParseInt: …`:
+		// the flag as it is written, and what it wants.
+		why := m[3]
+		switch {
+		case strings.HasPrefix(why, "strconv.ParseInt"), strings.HasPrefix(why, "strconv.ParseUint"):
+			why = "want a whole number"
+		case strings.HasPrefix(why, "strconv.ParseFloat"):
+			why = "want a number"
+		case strings.HasPrefix(why, "strconv.ParseBool"):
+			why = "want true or false"
+		case strings.HasPrefix(why, "time: "):
+			why = "want a duration such as 30s, 2m or 1h30m"
+		}
+		return fmt.Errorf("invalid value %s for %s: %s", m[1], dashes(m[2]), why)
+	}
+	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
+	if !ok {
+		return err
+	}
+	name = strings.TrimPrefix(name, "-")
 	msg := "unknown flag " + dashes(name)
 	if name == "id" && c.ArgsUsage == "ID" {
 		// answer and skip take --id; these take the id as their argument.

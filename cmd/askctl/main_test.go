@@ -104,6 +104,8 @@ func TestExitStatus(t *testing.T) {
 		{args: []string{"replay", "--bogus"}, want: 2, wantStderr: "askctl: unknown flag --bogus\nRun 'askctl replay --help' for usage.\n"},
 		{args: []string{"pending", "--wiat"}, want: 2, wantStderr: "askctl: unknown flag --wiat: did you mean --wait?\n"},
 		{args: []string{"replay", "--agnet", "fake"}, want: 2, wantStderr: "unknown flag --agnet: did you mean --agent?"},
+		{args: []string{"pending", "--timeout", "abc"}, want: 2, wantStderr: `askctl: invalid value "abc" for --timeout: want a duration such as 30s, 2m or 1h30m`},
+		{args: []string{"bench", "--sessions", "x"}, want: 2, wantStderr: `askctl: invalid value "x" for --sessions: want a whole number`},
 		{args: []string{"serve", "-q"}, want: 2, wantStderr: "askctl: unknown flag -q\n"},
 		{args: []string{"answer", "q_123", "Use SQLite"}, want: 2, wantStderr: "--id is required: did you mean askctl answer --id q_123 'Use SQLite'?"},
 		{args: []string{"skip", "q_9"}, want: 2, wantStderr: "did you mean askctl skip --id q_9?"},
