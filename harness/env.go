@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -45,6 +46,7 @@ func NewEnv(ctx context.Context, p *profile.Profile, opts Options) (*Env, error)
 	}
 	spec := b.profile.Surface
 	spec.Slow, spec.Limits = opts.Slow, b.profile.Limits
+	spec.Log = filepath.Join(b.vars["WORK"], "surface.log") // beside bridge.log, for askctl conformance --keep
 	s, err := surface.New(spec)
 	if err != nil {
 		b.Close()

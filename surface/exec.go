@@ -2,6 +2,7 @@ package surface
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -62,7 +63,8 @@ type execSurface struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	stderr *tailBuffer
-	wmu    sync.Mutex // one request line written at a time
+	wmu    sync.Mutex  // one request line written at a time
+	log    *trafficLog // Spec.Log: every line each way, and its stderr
 
 	mu      sync.Mutex
 	nextID  int
@@ -132,6 +134,14 @@ func startExecSurface(s Spec) (*execSurface, error) {
 	e := &execSurface{reply: s.OpLimit(), first: s.StartLimit(), reconn: s.ReconnectLimit(), cmd: cmd, stdin: stdin, stderr: &tailBuffer{max: 8 << 10}, waiting: map[int]chan execReply{},
 		sinks: map[string]func(Event){}, done: make(chan struct{})}
 	cmd.Stderr = e.stderr
+	if s.Log != "" {
+		f, err := os.OpenFile(s.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("the exec surface's log: %w", err)
+		}
+		e.log = &trafficLog{f: f}
+		cmd.Stderr = io.MultiWriter(e.stderr, e.log.writer("stderr"))
+	}
 	// Its own process group, so Close ends whatever it started; and Wait
 	// does not wait for children holding its output open.
 	proc.SetGroup(cmd)
@@ -152,6 +162,7 @@ func (e *execSurface) read(r io.Reader) {
 	var fail error
 	for sc.Scan() {
 		line++
+		e.log.line("<", sc.Bytes())
 		var rep execReply
 		if err := json.Unmarshal(sc.Bytes(), &rep); err != nil {
 			fail = fmt.Errorf("exec surface stdout line %d: %v: %.200q", line, err, sc.Text())
@@ -312,6 +323,7 @@ func (e *execSurface) Open(ctx context.Context, session string, sink func(Event)
 func (e *execSurface) write(line []byte) error {
 	e.wmu.Lock()
 	defer e.wmu.Unlock()
+	e.log.line(">", bytes.TrimRight(line, "\n"))
 	done := make(chan error, 1)
 	go func() {
 		_, err := e.stdin.Write(line)
@@ -338,8 +350,48 @@ func (e *execSurface) Close() error {
 		}
 	}
 	proc.KillGroup(e.cmd)
+	e.log.close()
 	return nil
 }
+
+// trafficLog is an exec adapter's traffic, kept for its author (Spec.Log,
+// askctl conformance --keep): "> " a request, "< " what it wrote on
+// stdout, "stderr: " what it wrote on stderr, each line timed.
+type trafficLog struct {
+	mu sync.Mutex
+	f  *os.File
+}
+
+func (l *trafficLog) line(dir string, b []byte) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fmt.Fprintf(l.f, "%s %s %s\n", time.Now().Format("15:04:05.000000"), dir, b)
+}
+
+// writer is an io.Writer whose lines are logged as dir.
+func (l *trafficLog) writer(dir string) io.Writer {
+	return writerFunc(func(p []byte) (int, error) {
+		for _, ln := range bytes.Split(bytes.TrimRight(p, "\n"), []byte("\n")) {
+			l.line(dir+":", ln)
+		}
+		return len(p), nil
+	})
+}
+
+func (l *trafficLog) close() {
+	if l != nil {
+		l.mu.Lock()
+		l.f.Close()
+		l.mu.Unlock()
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 type execConn struct {
 	e    *execSurface

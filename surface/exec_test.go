@@ -3,6 +3,8 @@ package surface
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -115,5 +117,31 @@ func TestExecPermitProbe(t *testing.T) {
 				t.Errorf("probe = %v, want unsupported %v", err, tc.unsupported)
 			}
 		})
+	}
+}
+
+// TestExecSurfaceLog: with Spec.Log, the adapter's requests, replies and
+// stderr are kept in the file (askctl conformance --keep's surface.log).
+func TestExecSurfaceLog(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "surface.log")
+	script := `read line; echo "adapter up" >&2; echo '{"id":1,"session":"s_1"}'; while read line; do :; done`
+	s, err := New(Spec{Kind: "exec", Command: "sh", Args: []string{"-c", script}, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := s.Start(ctx, "hello"); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	data, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{` > {"id":1,`, `"prompt":"hello"`, ` < {"id":1,"session":"s_1"}`, ` stderr: adapter up`} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("the log lacks %q:\n%s", want, data)
+		}
 	}
 }

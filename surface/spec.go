@@ -38,6 +38,10 @@ type Spec struct {
 	Slow float64 `json:"-"`
 	// Limits are the profile's (Profile.Limits).
 	Limits Limits `json:"-"`
+	// Log, when set, is a file the exec adapter's traffic is appended to:
+	// each request and reply line, and its stderr (the harness keeps it
+	// in the run's work directory as surface.log).
+	Log string `json:"-"`
 }
 
 // ResumesStreams reports whether every connection of the surface can drop

@@ -121,7 +121,7 @@ Examples:
 			&cli.StringFlag{Name: "json", Usage: "write a JSON report to `FILE`", Destination: &o.json},
 			&cli.StringFlag{Name: "expected-failures", Usage: "`FILE` of cases known to fail (CASE reason, a line each)", Destination: &o.expected},
 			&cli.IntFlag{Name: "parallel", HideDefault: true, Usage: "cases run at once; 0 means the number of CPUs, at least 2", Destination: &o.parallel},
-			&cli.GenericFlag{Name: "keep", Usage: "keep the work directory (bridge logs, agent transcripts) and print where it is; with `=on-failure`, only when a case failed or the run could not finish", Value: &o.keep},
+			&cli.GenericFlag{Name: "keep", Usage: "keep the work directory (bridge logs, an exec adapter's traffic, agent transcripts) and print where it is; with `=on-failure`, only when a case failed or the run could not finish", Value: &o.keep},
 			&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "print the step log of each case that fails as it ends (what the case did, what the bridge and the agent did)", Destination: &o.verbose},
 			&cli.BoolFlag{Name: "rows", Usage: "list every generated row under its case in the table, with its verdict (the table counts them by default; --json and --junit always have them)", Destination: &o.rows},
 			&cli.StringFlag{Name: "skip", Usage: "run no case whose name matches this regular expression (with --run: the cases --run selects, less these)", Destination: &o.skip},
@@ -241,7 +241,7 @@ func runConformance(ctx context.Context, o *conformanceOptions) (err error) {
 	defer func() {
 		// Any error is a run that failed or could not finish.
 		if o.keep == keepAlways || o.keep == keepOnFailure && err != nil {
-			fmt.Fprintf(ew, "kept: %s (each case's bridge.log and agent transcripts under run/)\n", work)
+			fmt.Fprintf(ew, "kept: %s (each case's bridge.log, surface.log and agent transcripts under run/)\n", work)
 			return
 		}
 		os.RemoveAll(work)
