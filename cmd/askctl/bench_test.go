@@ -196,3 +196,30 @@ func TestBenchLost(t *testing.T) {
 		t.Errorf("lost sessions took %v, want about the op limit each", took)
 	}
 }
+
+// TestBenchNeverAsked: an agent the bridge spawns and never gives its
+// prompt (here, its stdin is a pipe nobody writes) never asks; the session
+// ends at the profile's start limit saying so, not at the session's whole
+// limit, and is an error, not a lost question.
+func TestBenchNeverAsked(t *testing.T) {
+	t.Setenv(envTestAsAskctl, "1")
+	dir := t.TempDir()
+	wrapper := filepath.Join(dir, "claude")
+	os.WriteFile(wrapper, []byte("#!/bin/sh\nsleep 600 | exec \"$WRAPPED_CLAUDE\" \"$@\"\n"), 0o755)
+	profile := filepath.Join(dir, "mute.json")
+	os.WriteFile(profile, []byte(fmt.Sprintf(`{"name": "a bridge that never gives its agent the prompt",
+  "start": {"command": "${ASKCTL}", "args": ["serve", "--addr", "127.0.0.1:${PORT}", "--state", "${STATE}", "--claude", %q, "--timeout", "1m"],
+            "env": {"WRAPPED_CLAUDE": "${CLAUDE}"}},
+  "ready": {"url": "http://127.0.0.1:${PORT}/api/health", "timeout": "15s"},
+  "claude": "arg",
+  "surface": {"kind": "http", "url": "http://127.0.0.1:${PORT}", "token_file": "${STATE}/token"},
+  "limits": {"start": "2s"},
+  "capabilities": {"sdk": true}}`, wrapper)), 0o644)
+	code, out, errOut := askctlIn(t, "", "bench", "--bridge", profile, "--sessions", "1")
+	if code != exitMismatch || !strings.Contains(out, "0 ok, 1 errors, 0 wrong, 0 lost") {
+		t.Fatalf("bench against a bridge whose agent never asks: exit %d\n%s%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "the agent did not ask its question 1 within 2s (the profile's start limit)") {
+		t.Errorf("the reason does not say the agent never asked, and the bound:\n%s", out)
+	}
+}
