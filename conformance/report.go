@@ -30,8 +30,17 @@ type TableOptions struct {
 // WriteTableWith is WriteTable, with every row listed when o.Rows.
 func WriteTableWith(w io.Writer, r *Report, o TableOptions) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "REQUIREMENT\tLEVEL\tRESULT\tROWS\tTIME\tLATENCY p50/p99")
+	ran := slices.ContainsFunc(r.Results, func(res Result) bool { return res.Status != NotRun })
+	if ran {
+		fmt.Fprintln(tw, "REQUIREMENT\tLEVEL\tRESULT\tROWS\tTIME\tLATENCY p50/p99")
+	} else if len(r.Results) > 0 {
+		// A table of NOT-RUN says nothing: why comes next, first.
+		fmt.Fprintf(w, "no case ran:")
+	}
 	for _, res := range r.Results {
+		if !ran {
+			break
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", res.Case, res.Requirement.Level, res.Status, rowsCell(res.Rows), roundDur(res.Duration), latencyCell(res))
 		if o.Rows {
 			for _, row := range res.Rows {
@@ -61,19 +70,34 @@ func WriteTableWith(w io.Writer, r *Report, o TableOptions) {
 			fmt.Fprintf(w, "\n%s %s\n", res.Case, res.Detail)
 		}
 	}
-	// Why cases did not run, once each reason.
+	// Why cases did not run, once each reason: the causes first, then the
+	// cases that did not run because of another's ("could not be set up in
+	// case X"), a long list of them cut short.
 	var notRun []string
 	for _, res := range r.Results {
 		if res.Status == NotRun && !slices.Contains(notRun, res.Detail) {
 			notRun = append(notRun, res.Detail)
-			var cases []string
-			for _, o := range r.Results {
-				if o.Status == NotRun && o.Detail == res.Detail {
-					cases = append(cases, o.Case)
-				}
-			}
-			fmt.Fprintf(w, "\nNOT RUN (%s): %s\n", strings.Join(cases, ", "), res.Detail)
 		}
+	}
+	const because = "the bridge could not be set up in case "
+	sort.SliceStable(notRun, func(i, j int) bool {
+		return !strings.HasPrefix(notRun[i], because) && strings.HasPrefix(notRun[j], because)
+	})
+	for _, why := range notRun {
+		var cases []string
+		for _, o := range r.Results {
+			if o.Status == NotRun && o.Detail == why {
+				cases = append(cases, o.Case)
+			}
+		}
+		list := strings.Join(cases, ", ")
+		if len(cases) > 4 {
+			list = fmt.Sprintf("%d cases: %s, … %s", len(cases), strings.Join(cases[:2], ", "), cases[len(cases)-1])
+		}
+		if strings.HasPrefix(why, because) {
+			why += " (above)"
+		}
+		fmt.Fprintf(w, "\nNOT RUN (%s): %s\n", list, why)
 	}
 	if len(r.Stale) > 0 {
 		fmt.Fprintf(w, "\nstale expected failures (these pass now; take them off the list): %s\n", strings.Join(r.Stale, ", "))

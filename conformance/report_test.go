@@ -3,6 +3,7 @@ package conformance_test
 import (
 	"bytes"
 	"encoding/xml"
+	"strings"
 	"testing"
 
 	"github.com/askctl/askctl/conformance"
@@ -56,5 +57,26 @@ func TestJUnitStatuses(t *testing.T) {
 		if is != want[c.Name] {
 			t.Errorf("case %s is %q in JUnit, want %q", c.Name, is, want[c.Name])
 		}
+	}
+}
+
+// TestNotRunCauseFirst: when no case ran, the report is the cause, first,
+// not a table of NOT-RUN; the cases that did not run because of it follow,
+// their long list cut short.
+func TestNotRunCauseFirst(t *testing.T) {
+	rep := &conformance.Report{Bridge: "b", Results: []conformance.Result{
+		{Case: "A", Status: conformance.NotRun, Detail: "the bridge could not be set up in case C"},
+		{Case: "B", Status: conformance.NotRun, Detail: "the bridge could not be set up in case C"},
+		{Case: "C", Status: conformance.NotRun, Detail: "the bridge could not be set up: cannot bind"},
+		{Case: "D", Status: conformance.NotRun, Detail: "the bridge could not be set up in case C"},
+		{Case: "E", Status: conformance.NotRun, Detail: "the bridge could not be set up in case C"},
+		{Case: "F", Status: conformance.NotRun, Detail: "the bridge could not be set up in case C"},
+	}}
+	var b bytes.Buffer
+	conformance.WriteTable(&b, rep)
+	out := b.String()
+	cause, others := strings.Index(out, "cannot bind"), strings.Index(out, "NOT RUN (5 cases: A, B, … F)")
+	if strings.Contains(out, "REQUIREMENT") || cause < 0 || others < 0 || cause > others {
+		t.Errorf("want the cause first, no table, the others after it, cut short:\n%s", out)
 	}
 }
