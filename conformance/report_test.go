@@ -80,3 +80,23 @@ func TestNotRunCauseFirst(t *testing.T) {
 		t.Errorf("want the cause first, no table, the others after it, cut short:\n%s", out)
 	}
 }
+
+// TestPassOnFewRows: a MUST case that passed with most of its rows skipped
+// says how little it checked, and why the rest was not.
+func TestPassOnFewRows(t *testing.T) {
+	rep := &conformance.Report{Bridge: "b", Results: []conformance.Result{
+		{Case: "A", Status: conformance.Pass, Requirement: conformance.Requirement{Level: "MUST"}, Rows: []conformance.RowResult{
+			{Name: "one", Status: conformance.Pass},
+			{Name: "two", Status: conformance.Skip, Detail: "the surface has no drop operation"},
+			{Name: "three", Status: conformance.Skip, Detail: "the surface has no drop operation"},
+		}},
+		{Case: "B", Status: conformance.Pass, Requirement: conformance.Requirement{Level: "MUST"}, Rows: []conformance.RowResult{
+			{Name: "one", Status: conformance.Pass}, {Name: "two", Status: conformance.Skip, Detail: "no"},
+		}},
+	}}
+	var b bytes.Buffer
+	conformance.WriteTable(&b, rep)
+	if out := b.String(); !strings.Contains(out, "A passed on 1 of its 3 rows; 2 were skipped, unchecked: the surface has no drop operation\n") || strings.Contains(out, "B passed on") {
+		t.Errorf("want A's thin pass told, once its reason, and B's (half skipped) not:\n%s", out)
+	}
+}
