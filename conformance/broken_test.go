@@ -386,3 +386,27 @@ func TestExecDropResume(t *testing.T) {
 		}
 	}
 }
+
+// TestNotReplayedIsReconnectReplays: a bridge that replays nothing to a
+// connection that opens fails UI-RECONNECT-REPLAY; the cases that open a
+// connection on their way to their own check, while a question waits, are
+// BLOCKED by it, not failed for it (they failed each before).
+func TestNotReplayedIsReconnectReplays(t *testing.T) {
+	t.Parallel()
+	bin, base := brokenSetup(t, "ws")
+	cases := []string{"UI-RECONNECT-REPLAY", "UI-TAKEOVER", "UI-STATUS", "SDK-FIRST-WINS"}
+	rep, err := conformance.RunSuite(context.Background(), conformance.Config{Profile: brokenProfile(base, "lost-on-reconnect"), Askctl: bin},
+		conformance.RunOptions{Parallel: 3, Match: func(n string) bool { return slices.Contains(cases, n) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Results {
+		want := conformance.Blocked
+		if r.Case == "UI-RECONNECT-REPLAY" {
+			want = conformance.Fail
+		}
+		if r.Status != want || want == conformance.Blocked && !strings.HasPrefix(r.Detail, "BLOCKED by UI-RECONNECT-REPLAY: ") {
+			t.Errorf("%s: %s %s, want %s", r.Case, r.Status, r.Detail, want)
+		}
+	}
+}

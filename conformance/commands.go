@@ -576,6 +576,12 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 	if what == "question" {
 		got, err := s.AwaitQuestion(ctx, conn, f["same"] != "")
 		if err != nil {
+			if q, ok := s.NotReplayed(conn); ok {
+				// Shown before this connection opened, still pending, and
+				// never told to it: UI-RECONNECT-REPLAY's failure, on the
+				// way to this case's own check.
+				blockedStop(ts, []string{"UI-RECONNECT-REPLAY"}, "question %s was pending when connection %s opened, and the bridge did not replay it to it: %v\n%s", q, conn, err, summary(e, alias))
+			}
 			if _, behind := s.AnsweredUnshown(); behind {
 				// The bridge answered the agent itself and showed the person
 				// nothing: SDK-DELIVER's failure, which no other case can
@@ -848,7 +854,14 @@ func cmdRace(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		defer e.Disconnect(alias, "race")
 		if err := e.Await(ctx, harness.NewQuestion(alias, "race")); err != nil {
+			if q, ok := s.NotReplayed("race"); ok {
+				blockedStop(ts, []string{"UI-RECONNECT-REPLAY"}, "question %s was pending when a second connection opened for the race, and the bridge did not replay it to it: %v\n%s", q, err, summary(e, alias))
+			}
 			fail(ts, "the second connection does not show the question: %v", err)
+		}
+		if q, ok := s.NotReplayed("race"); ok && q == qid {
+			// It showed a later question, never this one.
+			blockedStop(ts, []string{"UI-RECONNECT-REPLAY"}, "question %s was pending when a second connection opened for the race, and the bridge did not replay it to it\n%s", q, summary(e, alias))
 		}
 		conns[1] = "race"
 	}

@@ -249,6 +249,7 @@ func (e *Env) open(ctx context.Context, alias, conn string, all bool) error {
 		}
 		delete(d.consumed, conn)
 	}
+	d.opened[conn] = time.Now()
 	id := s.id
 	if all {
 		id = ""

@@ -492,3 +492,70 @@ func (s *Session) ToolResult(ctx context.Context) (text string, isError bool, er
 	})
 	return text, isError, nil
 }
+
+// NotReplayed is a question a connection of the session was shown before
+// connection conn began to open (another connection, or conn before it
+// was opened again), that nothing had ended by then (no answer, skip,
+// expiry or withdrawal told, no response to the agent, no withdrawal by
+// it), and that conn was never shown: what a bridge that does not replay
+// pending questions to a connection that opens leaves behind
+// (UI-RECONNECT-REPLAY), whatever became of the question later; or the
+// question of a request the agent made before conn began to open, that no
+// connection was ever shown ("of the agent's request ID"). A bridge
+// restarted between the two is not asked to replay: keeping a question
+// across a restart is another rule's (UI-PERSIST).
+func (s *Session) NotReplayed(conn string) (string, bool) {
+	var qid string
+	s.e.Read(func(st *State) {
+		ss, d := st.sessions[s.alias], st.drivers[s.alias]
+		if ss == nil || d == nil || d.opened[conn].IsZero() {
+			return
+		}
+		opened := d.opened[conn]
+		shownOn := map[string]map[string]bool{} // question → connections told of it
+		ended := map[string]bool{}              // by the time conn began to open
+		first := map[string]time.Time{}         // when it was first shown
+		var order []string
+		for _, ev := range ss.told {
+			switch ev.Type {
+			case surface.EventQuestion:
+				if shownOn[ev.QuestionID] == nil {
+					if !ev.T.Before(opened) {
+						continue // first shown after conn began to open
+					}
+					shownOn[ev.QuestionID] = map[string]bool{}
+					first[ev.QuestionID] = ev.T
+					order = append(order, ev.QuestionID)
+				}
+				shownOn[ev.QuestionID][ev.Conn] = true
+			case surface.EventAnswered, surface.EventSkipped, surface.EventExpired, surface.EventWithdrawn, surface.EventResumed:
+				if ev.T.Before(opened) {
+					ended[ev.QuestionID] = true
+				}
+			}
+		}
+		for _, q := range order {
+			if ended[q] || shownOn[q][conn] || slices.ContainsFunc(st.restarts, func(r time.Time) bool { return r.After(first[q]) && r.Before(opened) }) {
+				continue
+			}
+			if req, ok := ss.requestOf(q); ok && (len(req.Responses) > 0 && req.Responses[0].T.Before(opened) || !req.Cancelled.IsZero() && req.Cancelled.Before(opened)) {
+				continue
+			}
+			qid = q
+			return
+		}
+		// Asked while no connection was open, and never shown anywhere:
+		// the n-th question shown is the agent's n-th request.
+		for i, req := range ss.requests {
+			if i < len(ss.questions) || !req.T.Before(opened) || slices.ContainsFunc(st.restarts, func(r time.Time) bool { return r.After(req.T) && r.Before(opened) }) {
+				continue
+			}
+			if len(req.Responses) > 0 && req.Responses[0].T.Before(opened) || !req.Cancelled.IsZero() && req.Cancelled.Before(opened) {
+				continue
+			}
+			qid = "of the agent's request " + req.ID
+			return
+		}
+	})
+	return qid, qid != ""
+}

@@ -38,14 +38,15 @@ type driver struct {
 	consumed map[string]map[string]bool // connection → the question ids its waits took
 	current  string                     // the question the case works on: the last one awaited
 	conns    map[string]surface.Conn
-	gen      map[string]int // connections opened under each name
+	gen      map[string]int       // connections opened under each name
+	opened   map[string]time.Time // when each connection (its latest) began to open
 }
 
 // driver is alias's driver, made when first needed.
 func (st *State) driver(alias string) *driver {
 	d := st.drivers[alias]
 	if d == nil {
-		d = &driver{consumed: map[string]map[string]bool{}, conns: map[string]surface.Conn{}, gen: map[string]int{}}
+		d = &driver{consumed: map[string]map[string]bool{}, conns: map[string]surface.Conn{}, gen: map[string]int{}, opened: map[string]time.Time{}}
 		if st.drivers == nil {
 			st.drivers = map[string]*driver{}
 		}
