@@ -153,7 +153,8 @@ var added = []struct{ table, column, decl string }{
 	{"sessions", "agent_start", "TEXT NOT NULL DEFAULT ''"},
 	{"sessions", "stderr", "TEXT NOT NULL DEFAULT ''"},
 	// 1 while a lost session's agent file has not been read for a
-	// question it asked as its bridge died (recoverAsked).
+	// question it asked as its bridge stopped (recoverAsked): killed, or
+	// closed with the agent running (Close marks its sessions lost too).
 	{"sessions", "unread", "INTEGER NOT NULL DEFAULT 0"},
 }
 

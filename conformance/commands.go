@@ -119,7 +119,7 @@ func envOf(ts *testscript.TestScript) *harness.Env {
 	l.once.Do(func() {
 		ctx, cancel := waitCtx(ts, 30*time.Second)
 		defer cancel()
-		l.env, l.err = harness.NewEnv(ctx, l.cfg.Profile, harness.Options{Work: l.work, Askctl: l.cfg.Askctl, Slow: l.cfg.Slow, AgentTimeout: l.cfg.AgentTimeout, RealClaude: l.cfg.RealClaude, ClaimTimeout: l.cfg.ClaimTimeout, CLIVersion: l.cfg.CLIVersion})
+		l.env, l.err = harness.NewEnv(ctx, l.cfg.Profile, harness.Options{Work: l.work, SurfaceLog: true, Askctl: l.cfg.Askctl, Slow: l.cfg.Slow, AgentTimeout: l.cfg.AgentTimeout, RealClaude: l.cfg.RealClaude, ClaimTimeout: l.cfg.ClaimTimeout, CLIVersion: l.cfg.CLIVersion})
 	})
 	if l.err != nil {
 		fail(ts, "%v", l.err)
@@ -576,17 +576,17 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 	if what == "question" {
 		got, err := s.AwaitQuestion(ctx, conn, f["same"] != "")
 		if err != nil {
-			if q, ok := s.NotReplayed(conn); ok {
-				// Shown before this connection opened, still pending, and
-				// never told to it: UI-RECONNECT-REPLAY's failure, on the
-				// way to this case's own check.
-				blockedStop(ts, []string{"UI-RECONNECT-REPLAY"}, "question %s was pending when connection %s opened, and the bridge did not replay it to it: %v\n%s", q, conn, err, summary(e, alias))
-			}
 			if _, behind := s.AnsweredUnshown(); behind {
 				// The bridge answered the agent itself and showed the person
 				// nothing: SDK-DELIVER's failure, which no other case can
 				// look past.
 				blockedStop(ts, []string{"SDK-DELIVER", "SDK-DELIVER-LATENCY"}, "%v\n%s", err, summary(e, alias))
+			}
+			if q, ok := s.NotReplayed(conn); ok {
+				// Pending when this connection was open, and never told to
+				// it: UI-RECONNECT-REPLAY's failure, on the way to this
+				// case's own check.
+				blockedStop(ts, []string{"UI-RECONNECT-REPLAY"}, "question %s was pending when connection %s opened, and the bridge did not replay it to it: %v\n%s", q, conn, err, summary(e, alias))
 			}
 			fail(ts, "%v\n%s", err, summary(e, alias))
 		}
@@ -648,12 +648,12 @@ func timedOutMeanwhile(ts *testscript.TestScript, s *harness.Session, qid string
 	if timeout <= 0 || !ok || !asked {
 		return
 	}
-	res := gjson.ParseBytes(r.Result)
+	g := protocol.ReadGranted(r.Result)
 	took := r.T.Sub(at)
-	if res.Get("behavior").String() != "deny" || !harness.TimedOut(res.Get("message").String()) || took < timeout*3/4 {
+	if g.Behavior != protocol.BehaviorDeny || !harness.TimedOut(g.Message) || took < timeout*3/4 {
 		return
 	}
-	why := fmt.Sprintf("too late to judge: question %s timed out (the agent got the deny %q %v after the ask; the declared timeout is %v) while the case watched that nothing answered it; the case could not keep its schedule: on a busy machine, --slow gives the bridge's timeout and the suite's waits more time", qid, clip.String(res.Get("message").String(), 120), took.Round(time.Millisecond), timeout)
+	why := fmt.Sprintf("too late to judge: question %s timed out (the agent got the deny %q %v after the ask; the declared timeout is %v) while the case watched that nothing answered it; the case could not keep its schedule: on a busy machine, --slow gives the bridge's timeout and the suite's waits more time", qid, clip.String(g.Message, 120), took.Round(time.Millisecond), timeout)
 	endRow(ts, Skip, why)
 	if c := ts.Value(keyCfg).(*Config); c.unsupported != nil {
 		c.unsupported(why)

@@ -52,6 +52,10 @@ type Options struct {
 	// defaults (readiness, an agent claimed, an agent's waits, a surface's
 	// replies): 2 doubles them, for a busy machine. 0 means 1.
 	Slow float64
+	// SurfaceLog keeps an exec adapter's traffic and stderr in Work's
+	// surface.log (the suite does, for askctl conformance --keep). Off, as
+	// for a bench, nothing is written per line.
+	SurfaceLog bool
 }
 
 // Bridge is a bridge under test: the process the profile starts (none for a
@@ -402,7 +406,13 @@ func (b *Bridge) Close() error {
 		proc.KillGroup(cmd) // what each bridge left running (a killed one's agents)
 	}
 	b.dir.killAgents() // agents in process groups of their own
-	releasePort(b.port)
+	b.mu.Lock()
+	port := b.port
+	b.port = 0 // a second Close hands back nothing another bridge now holds
+	b.mu.Unlock()
+	if port != 0 {
+		releasePort(port)
+	}
 	return b.hub.Close()
 }
 

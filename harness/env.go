@@ -46,7 +46,9 @@ func NewEnv(ctx context.Context, p *profile.Profile, opts Options) (*Env, error)
 	}
 	spec := b.profile.Surface
 	spec.Slow, spec.Limits = opts.Slow, b.profile.Limits
-	spec.Log = filepath.Join(b.vars["WORK"], "surface.log") // beside bridge.log, for askctl conformance --keep
+	if opts.SurfaceLog {
+		spec.Log = filepath.Join(b.vars["WORK"], "surface.log") // beside bridge.log, for askctl conformance --keep
+	}
 	s, err := surface.New(spec)
 	if err != nil {
 		b.Close()
@@ -249,7 +251,7 @@ func (e *Env) open(ctx context.Context, alias, conn string, all bool) error {
 		}
 		delete(d.consumed, conn)
 	}
-	d.opened[conn] = time.Now()
+	delete(d.opened, conn)
 	id := s.id
 	if all {
 		id = ""
@@ -276,7 +278,9 @@ func (e *Env) open(ctx context.Context, alias, conn string, all bool) error {
 		return fmt.Errorf("session %s: opening connection %s: %w", alias, conn, err)
 	}
 	e.mu.Lock()
-	e.st.driver(alias).conns[conn] = c
+	d = e.st.driver(alias)
+	d.conns[conn] = c
+	d.opened[conn] = time.Now() // from here, whatever is pending must reach it
 	e.mu.Unlock()
 	return nil
 }

@@ -135,6 +135,11 @@ func (st *State) requestViolations(s *SessionState, timeout time.Duration) []Vio
 			for _, a := range g.Answers {
 				miskeyed = miskeyed || !texts[a.Key]
 			}
+			if g.AnswersRaw != nil && !g.AnswersSent {
+				// Answers that are no object are keyed by no question.
+				miskeyed = true
+				add("SDK-ANSWER-SINGLE", "the allow for %s carries answers %s, not an object keyed by the full question text", what, clip.String(string(g.AnswersRaw), 200))
+			}
 			for _, q := range req.asked {
 				a, ok := g.Answer(q.Question)
 				text, isString := a.String()

@@ -53,6 +53,8 @@ func TestInvariants(t *testing.T) {
 		{name: "a blank answer", records: []transcript.Record{ask("r1", 0), respond("r1", 100, allow(`{"Which one?":"A","Why?":"  "}`))}, want: []string{"SDK-NO-EMPTY"}},
 		{name: "labels as an array", records: []transcript.Record{ask("r1", 0), respond("r1", 100, allow(`{"Which one?":["A","B"],"Why?":"C"}`))}, want: []string{"SDK-ANSWER-MULTI"}},
 		{name: "keyed by index", records: []transcript.Record{ask("r1", 0), respond("r1", 100, allow(`{"q_0":"A","Which one?":"A","Why?":"C"}`))}, want: []string{"SDK-ANSWER-SINGLE"}},
+		{name: "answers that are no object", records: []transcript.Record{ask("r1", 0), respond("r1", 100, allow(`"B, A"`))}, want: []string{"SDK-ANSWER-SINGLE"}},
+		{name: "a deny with junk beside its message", records: []transcript.Record{ask("r1", 0), respond("r1", 100, `{"behavior":"deny","message":"skipped","updatedInput":"junk"}`)}},
 		{name: "questions changed", records: []transcript.Record{ask("r1", 0), respond("r1", 100, `{"behavior":"allow","updatedInput":{"questions":[],"answers":{"Which one?":"A","Why?":"C"}}}`)}, want: []string{"SDK-ANSWER-SINGLE"}},
 		{name: "a deny without a message", records: []transcript.Record{ask("r1", 0), respond("r1", 100, `{"behavior":"deny","message":" "}`)}, want: []string{"SDK-SKIP-DENY"}},
 		{name: "neither allow nor deny", records: []transcript.Record{ask("r1", 0), respond("r1", 100, `{"behavior":"ask"}`)}, want: []string{"SDK-ANSWER-SINGLE"}},

@@ -493,17 +493,18 @@ func (s *Session) ToolResult(ctx context.Context) (text string, isError bool, er
 	return text, isError, nil
 }
 
-// NotReplayed is a question a connection of the session was shown before
-// connection conn began to open (another connection, or conn before it
-// was opened again), that nothing had ended by then (no answer, skip,
-// expiry or withdrawal told, no response to the agent, no withdrawal by
-// it), and that conn was never shown: what a bridge that does not replay
-// pending questions to a connection that opens leaves behind
-// (UI-RECONNECT-REPLAY), whatever became of the question later; or the
-// question of a request the agent made before conn began to open, that no
-// connection was ever shown ("of the agent's request ID"). A bridge
-// restarted between the two is not asked to replay: keeping a question
-// across a restart is another rule's (UI-PERSIST).
+// NotReplayed is a question that was pending when connection conn was
+// open (its Open had returned: a bridge must by then have replayed, or go
+// on to tell, what waits), that conn was never shown: one a connection of
+// the session was shown before (another connection, or conn before it was
+// opened again), or one the agent asked that no connection was ever shown
+// ("of the agent's request ID"). Nothing had ended it by then (no answer,
+// skip, expiry or withdrawal told, no response to the agent, no withdrawal
+// by it); what became of it later does not matter. It is what a bridge that
+// does not replay pending questions to a connection that opens leaves
+// behind (UI-RECONNECT-REPLAY). A bridge restarted between the ask and the
+// open is not asked to replay: keeping a question across a restart is
+// another rule's (UI-PERSIST).
 func (s *Session) NotReplayed(conn string) (string, bool) {
 	var qid string
 	s.e.Read(func(st *State) {

@@ -39,7 +39,7 @@ type driver struct {
 	current  string                     // the question the case works on: the last one awaited
 	conns    map[string]surface.Conn
 	gen      map[string]int       // connections opened under each name
-	opened   map[string]time.Time // when each connection (its latest) began to open
+	opened   map[string]time.Time // when each connection (its latest) was open: its Open returned
 }
 
 // driver is alias's driver, made when first needed.
@@ -318,6 +318,9 @@ func answerOwner(req *Request, sent map[string][]string) string {
 	texts := map[string]bool{}
 	for _, q := range qs {
 		texts[q.Question] = true
+	}
+	if g.AnswersRaw != nil && !g.AnswersSent {
+		return "SDK-ANSWER-SINGLE" // answers that are no object: keyed by no question
 	}
 	for _, a := range g.Answers {
 		if !texts[a.Key] {

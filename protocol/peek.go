@@ -131,22 +131,17 @@ func (g Granted) Answer(q string) (Keyed, bool) {
 
 // ReadGranted reads a permission result loosely.
 func ReadGranted(raw json.RawMessage) Granted {
-	var m struct {
-		Behavior     json.RawMessage `json:"behavior"`
-		Message      json.RawMessage `json:"message"`
-		UpdatedInput struct {
-			Questions json.RawMessage `json:"questions"`
-			Answers   json.RawMessage `json:"answers"`
-		} `json:"updatedInput"`
-	}
+	// Field by field: one of the wrong type leaves the others read.
+	var m, in map[string]json.RawMessage
 	var g Granted
 	if json.Unmarshal(raw, &m) != nil {
 		return g
 	}
-	_ = json.Unmarshal(m.Behavior, &g.Behavior)
-	_ = json.Unmarshal(m.Message, &g.Message)
-	g.Questions = m.UpdatedInput.Questions
-	if a := bytes.TrimSpace(m.UpdatedInput.Answers); len(a) > 0 {
+	_ = json.Unmarshal(m["behavior"], &g.Behavior)
+	_ = json.Unmarshal(m["message"], &g.Message)
+	_ = json.Unmarshal(m["updatedInput"], &in)
+	g.Questions = in["questions"]
+	if a := bytes.TrimSpace(in["answers"]); len(a) > 0 {
 		g.AnswersRaw = a
 		if a[0] == '{' {
 			g.AnswersSent, g.Answers = true, members(a)
@@ -182,51 +177,74 @@ func members(obj []byte) []Keyed {
 // itself), read loosely: what a question lacks is zero.
 func Asked(input json.RawMessage) (qs []Question, mcp bool) {
 	var in struct {
-		Questions []json.RawMessage `json:"questions"`
-		Question  *string           `json:"question"`
+		Questions []json.RawMessage
+		Question  json.RawMessage
 	}
-	if json.Unmarshal(input, &in) != nil {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(input, &m) != nil {
 		return nil, false
 	}
+	_ = json.Unmarshal(m["questions"], &in.Questions)
+	in.Question = m["question"]
 	if len(in.Questions) == 0 && in.Question != nil {
-		var q Question
-		_ = json.Unmarshal(input, &q)
-		return []Question{q}, true
+		return []Question{looseQuestion(input)}, true
 	}
 	for _, raw := range in.Questions {
-		var q Question
-		if json.Unmarshal(raw, &q) != nil {
-			// A question of the wrong shape keeps its text, if it has one.
-			var t struct {
-				Question string `json:"question"`
-			}
-			_ = json.Unmarshal(raw, &t)
-			q = Question{Question: t.Question}
-		}
-		qs = append(qs, q)
+		qs = append(qs, looseQuestion(raw))
 	}
 	return qs, false
+}
+
+// looseQuestion is a question read field by field: one of the wrong type
+// is left zero, the others read.
+func looseQuestion(raw json.RawMessage) Question {
+	var q Question
+	if json.Unmarshal(raw, &q) == nil {
+		return q
+	}
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(raw, &m)
+	q = Question{}
+	_ = json.Unmarshal(m["question"], &q.Question)
+	_ = json.Unmarshal(m["header"], &q.Header)
+	_ = json.Unmarshal(m["multiSelect"], &q.MultiSelect)
+	var opts []json.RawMessage
+	_ = json.Unmarshal(m["options"], &opts)
+	for _, o := range opts {
+		var om map[string]json.RawMessage
+		_ = json.Unmarshal(o, &om)
+		var opt Option
+		_ = json.Unmarshal(om["label"], &opt.Label)
+		_ = json.Unmarshal(om["description"], &opt.Description)
+		q.Options = append(q.Options, opt)
+	}
+	return q
 }
 
 // ToolResult is a tool_result block read loosely: its text (its content
 // string, or its text blocks joined by newlines) and whether it is an
 // error.
 func ToolResult(block json.RawMessage) (text string, isError bool) {
-	var b ContentBlock
-	if json.Unmarshal(block, &b) != nil {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(block, &m) != nil {
 		return "", false
 	}
+	_ = json.Unmarshal(m["is_error"], &isError)
 	var s string
-	if json.Unmarshal(b.Content, &s) == nil {
-		return s, b.IsError != nil && *b.IsError
+	if json.Unmarshal(m["content"], &s) == nil {
+		return s, isError
 	}
-	var blocks []ContentBlock
-	_ = json.Unmarshal(b.Content, &blocks)
+	var blocks []json.RawMessage
+	_ = json.Unmarshal(m["content"], &blocks)
 	var texts []string
-	for _, c := range blocks {
-		if c.Type == "text" {
+	for _, raw := range blocks {
+		var c struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}
+		if json.Unmarshal(raw, &c) == nil && c.Type == "text" {
 			texts = append(texts, c.Text)
 		}
 	}
-	return strings.Join(texts, "\n"), b.IsError != nil && *b.IsError
+	return strings.Join(texts, "\n"), isError
 }

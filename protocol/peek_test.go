@@ -78,3 +78,24 @@ func TestAsked(t *testing.T) {
 		t.Errorf("tool result: %q, %v", text, isErr)
 	}
 }
+
+// TestReadLooselyFieldByField: a field of the wrong type leaves the others
+// read, in a permission result, an input's questions and a tool result.
+func TestReadLooselyFieldByField(t *testing.T) {
+	if g := protocol.ReadGranted([]byte(`{"behavior":"deny","message":"skipped","updatedInput":"junk"}`)); g.Behavior != "deny" || g.Message != "skipped" {
+		t.Errorf("deny with junk updatedInput: %+v", g)
+	}
+	if g := protocol.ReadGranted([]byte(`{"behavior":"allow","updatedInput":["x"]}`)); g.Behavior != "allow" {
+		t.Errorf("allow with a list for updatedInput: %+v", g)
+	}
+	if g := protocol.ReadGranted([]byte(`{"behavior":"deny","message":7}`)); g.Behavior != "deny" || g.Message != "" {
+		t.Errorf("deny with a number for its message: %+v", g)
+	}
+	qs, _ := protocol.Asked([]byte(`{"questions":[{"question":"A?","header":5,"options":[{"label":"x","description":"d"}],"multiSelect":"yes"}],"metadata":7}`))
+	if len(qs) != 1 || qs[0].Question != "A?" || len(qs[0].Options) != 1 || qs[0].Options[0].Label != "x" {
+		t.Errorf("a question with fields of the wrong type: %+v", qs)
+	}
+	if text, isErr := protocol.ToolResult([]byte(`{"type":"tool_result","content":"ok","is_error":"true"}`)); text != "ok" || isErr {
+		t.Errorf("is_error of the wrong type: %q, %v", text, isErr)
+	}
+}

@@ -29,7 +29,7 @@ mkdir -p "$out"
 
 # group: package dir, profile (surface), the files mutated (a regexp)
 declare -A DIR PROFILE FILES
-DIR[core]=bridge;            PROFILE[core]=ws;          FILES[core]='^(bridge|store|events|model|mcp)\.go$'
+DIR[core]=bridge;            PROFILE[core]=ws;          FILES[core]='^(bridge|session|question|publish|locks|store|events|model|mcp)\.go$'
 DIR[ws]=bridge;              PROFILE[ws]=ws;            FILES[ws]='^ws\.go$'
 DIR[http]=bridge;            PROFILE[http]=http;        FILES[http]='^http\.go$'
 DIR[control]=bridge;         PROFILE[control]=control-ws; FILES[control]='^control\.go$'

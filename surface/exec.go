@@ -49,7 +49,7 @@ import (
 // capability permissions shows them as permission events): allow, or deny
 // with a reason.
 //
-// Event types are the Surf* constants (question, expired, answered, held,
+// Event types are the Event* constants (question, expired, answered, held,
 // skipped, withdrawn, resumed, status, taken, closed, permission). answers hold the
 // labels a person picked in order (one element for a single-select
 // question or free text); the command decides how its surface carries them.
@@ -147,6 +147,7 @@ func startExecSurface(s Spec) (*execSurface, error) {
 	proc.SetGroup(cmd)
 	cmd.WaitDelay = 2 * time.Second
 	if err := cmd.Start(); err != nil {
+		e.log.close()
 		return nil, fmt.Errorf("starting the exec surface %s: %w", s.Command, err)
 	}
 	go e.read(stdout)

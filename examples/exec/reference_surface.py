@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """An exec surface for askctl's harness: the reference bridge's HTTP API
-behind askctl's exec contract (harness/exec.go, conformance/README.md).
+behind askctl's exec contract (surface/exec.go, conformance/README.md).
 
 askctl runs this program once per case, writes one JSON request a line on its
 stdin, and reads one JSON reply or event a line from its stdout. A bridge

@@ -11,8 +11,8 @@
 // (Serve). A program that links the SDK anyway (askctl, the test binaries)
 // hands fakeclaude an in-process claudecli.MCPDialer instead (claudecli/mcpclient).
 //
-// Importers: fakeclaude (the Helper dialer), cmd/fakeclaude-mcp and
-// claudecli/mcpclient (Serve, and the in-process claudecli.MCPDialer).
+// Importers: fakeclaude (the Helper dialer) and cmd/fakeclaude-mcp
+// (Serve, with claudecli/mcpclient's in-process claudecli.MCPDialer).
 package mcplink
 
 import (
