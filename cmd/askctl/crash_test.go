@@ -312,7 +312,11 @@ func TestServeKilledAtRandom(t *testing.T) {
 	if err := os.WriteFile(file, []byte(crashScenario), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := serve(t)
+	// Orphaned questions wait for the person as long as the run lasts: a
+	// question that expires before anyone answers it is told to no one (its
+	// agent is gone), which is the timeout's rule, not a lost answer. A
+	// thousand kills run for minutes.
+	s := serve(t, "--timeout", "1h")
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 	t.Logf("ASKCTL_KILLS=%d", kills)
 	var mu sync.Mutex
