@@ -79,9 +79,8 @@ func WriteTableWith(w io.Writer, r *Report, o TableOptions) {
 			notRun = append(notRun, res.Detail)
 		}
 	}
-	const because = "the bridge could not be set up in case "
 	sort.SliceStable(notRun, func(i, j int) bool {
-		return !strings.HasPrefix(notRun[i], because) && strings.HasPrefix(notRun[j], because)
+		return !strings.HasPrefix(notRun[i], setUpInCase) && strings.HasPrefix(notRun[j], setUpInCase)
 	})
 	for _, why := range notRun {
 		var cases []string
@@ -94,7 +93,7 @@ func WriteTableWith(w io.Writer, r *Report, o TableOptions) {
 		if len(cases) > 4 {
 			list = fmt.Sprintf("%d cases: %s, … %s", len(cases), strings.Join(cases[:2], ", "), cases[len(cases)-1])
 		}
-		if strings.HasPrefix(why, because) {
+		if strings.HasPrefix(why, setUpInCase) {
 			why += " (above)"
 		}
 		fmt.Fprintf(w, "\nNOT RUN (%s): %s\n", list, why)

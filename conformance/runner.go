@@ -180,6 +180,10 @@ func preflight(cfg Config) error {
 	return nil
 }
 
+// setUpInCase begins the reason of each case that did not run because the
+// bridge could not be set up in another (the report lists those after it).
+const setUpInCase = "the bridge could not be set up in case "
+
 // ErrBridgeWontStart: no case could start the bridge; the report says why.
 var ErrBridgeWontStart = errors.New("the bridge would not start")
 
@@ -288,7 +292,7 @@ func RunSuite(ctx context.Context, cfg Config, o RunOptions) (*Report, error) {
 			switch {
 			case ctx.Err() != nil:
 			case setupFailed() != "":
-				status, why = NotRun, "the bridge could not be set up in case "+setupFailed()
+				status, why = NotRun, setUpInCase+setupFailed()
 				<-sem
 			default:
 				status, why = NotRun, "the run stopped at the first failure, "+*firstFail.Load()+" (fail fast)"

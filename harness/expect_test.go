@@ -127,7 +127,7 @@ func TestRecordsAreTypedOnArrival(t *testing.T) {
 		r.Session = "a1"
 		e.onRecord(r)
 	}
-	if len(s.requests) != 1 || s.requests[0].ID != "r1" || len(s.requests[0].Responses) != 1 || !s.requests[0].Verdict || ResultText(s.requests[0].ToolResult) != "User has answered" {
+	if len(s.requests) != 1 || s.requests[0].ID != "r1" || len(s.requests[0].Responses) != 1 || !s.requests[0].Verdict || toolResultText(s.requests[0].ToolResult) != "User has answered" {
 		t.Errorf("requests: %+v", s.requests)
 	}
 	if s.turns != 2 || !s.resumed || s.resumedTurns != 1 {
@@ -338,4 +338,9 @@ func TestCardsAreOneRequest(t *testing.T) {
 	if got, _ := s.shown("", "q_1"); len(got) != 3 {
 		t.Errorf("shown anywhere: %+v, want three", got)
 	}
+}
+
+func toolResultText(block []byte) string {
+	text, _ := protocol.ToolResult(block)
+	return text
 }

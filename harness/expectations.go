@@ -51,21 +51,26 @@ func (s *SessionState) closed(conn string) (string, bool) {
 // onSession is an expectation on alias's session: unmeetable when there is
 // no such session.
 func onSession(alias, desc string, check func(*SessionState) (Verdict, string)) Expectation {
+	return onSessionIn(alias, desc, func(_ *State, s *SessionState) (Verdict, string) { return check(s) })
+}
+
+// onSessionIn is onSession for a check that also reads the rest of the
+// state (the driver's).
+func onSessionIn(alias, desc string, check func(*State, *SessionState) (Verdict, string)) Expectation {
 	return Expectation{Description: desc, Check: func(st *State) (Verdict, string) {
 		s := st.sessions[alias]
 		if s == nil {
 			return Unmeetable, fmt.Sprintf("no session %q", alias)
 		}
-		return check(s)
+		return check(st, s)
 	}}
 }
 
 // NewQuestion is met when connection conn of alias's session shows a
 // question it has not consumed (Session.AwaitQuestion consumes it).
 func NewQuestion(alias, conn string) Expectation {
-	var consumed map[string]bool // the questions conn's waits took, read with the state
-	e := onSession(alias, fmt.Sprintf("connection %s of session %s shows a new question", conn, alias), func(s *SessionState) (Verdict, string) {
-		if _, ok := s.nextQuestion(conn, consumed); ok {
+	return onSessionIn(alias, fmt.Sprintf("connection %s of session %s shows a new question", conn, alias), func(st *State, s *SessionState) (Verdict, string) {
+		if _, ok := s.nextQuestion(conn, st.consumed(alias, conn)); ok {
 			return Met, ""
 		}
 		if why, closed := s.closed(conn); closed {
@@ -86,15 +91,6 @@ func NewQuestion(alias, conn string) Expectation {
 		}
 		return Unmet, ""
 	})
-	check := e.Check
-	e.Check = func(st *State) (Verdict, string) {
-		consumed = nil
-		if d := st.drivers[alias]; d != nil {
-			consumed = d.consumed[conn]
-		}
-		return check(st)
-	}
-	return e
 }
 
 // answeredBehindSurfaces reports, once the agent has exited, that nothing

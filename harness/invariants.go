@@ -3,6 +3,7 @@ package harness
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -83,12 +84,13 @@ func (e *Env) Invariants(aliases ...string) []Violation {
 }
 
 func (st *State) restartedSince(t time.Time) bool {
-	for _, r := range st.restarts {
-		if r.After(t) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(st.restarts, func(r time.Time) bool { return r.After(t) })
+}
+
+// restartedBetween reports whether the harness restarted the bridge after
+// from and before to.
+func (st *State) restartedBetween(from, to time.Time) bool {
+	return slices.ContainsFunc(st.restarts, func(r time.Time) bool { return r.After(from) && r.Before(to) })
 }
 
 // questionOf is the question id the surfaces showed for the i-th request.
@@ -127,10 +129,7 @@ func (st *State) requestViolations(s *SessionState, timeout time.Duration) []Vio
 			// Not a partial or an empty answer: no answer at all.
 			add("SDK-SKIP-DENY", "the person skipped %s, and the agent received an allow for it: a skip is a deny; the allow: %s", what, clip.String(string(r.Result), 300))
 		case b == protocol.BehaviorAllow:
-			texts := map[string]bool{}
-			for _, q := range req.asked {
-				texts[q.Question] = true
-			}
+			texts := req.texts
 			miskeyed := false // answers keyed otherwise (q_0): SDK-ANSWER-SINGLE's, not a missing answer
 			for _, a := range g.Answers {
 				miskeyed = miskeyed || !texts[a.Key]

@@ -536,7 +536,7 @@ func (s *Session) NotReplayed(conn string) (string, bool) {
 			}
 		}
 		for _, q := range order {
-			if ended[q] || shownOn[q][conn] || slices.ContainsFunc(st.restarts, func(r time.Time) bool { return r.After(first[q]) && r.Before(opened) }) {
+			if ended[q] || shownOn[q][conn] || st.restartedBetween(first[q], opened) {
 				continue
 			}
 			if req, ok := ss.requestOf(q); ok && (len(req.Responses) > 0 && req.Responses[0].T.Before(opened) || !req.Cancelled.IsZero() && req.Cancelled.Before(opened)) {
@@ -548,7 +548,7 @@ func (s *Session) NotReplayed(conn string) (string, bool) {
 		// Asked while no connection was open, and never shown anywhere:
 		// the n-th question shown is the agent's n-th request.
 		for i, req := range ss.requests {
-			if i < len(ss.questions) || !req.T.Before(opened) || slices.ContainsFunc(st.restarts, func(r time.Time) bool { return r.After(req.T) && r.Before(opened) }) {
+			if i < len(ss.questions) || !req.T.Before(opened) || st.restartedBetween(req.T, opened) {
 				continue
 			}
 			if len(req.Responses) > 0 && req.Responses[0].T.Before(opened) || !req.Cancelled.IsZero() && req.Cancelled.Before(opened) {

@@ -42,6 +42,15 @@ type driver struct {
 	opened   map[string]time.Time // when each connection (its latest) was open: its Open returned
 }
 
+// consumed is the questions connection conn of alias's session took with
+// its waits (nil: none); it makes no driver.
+func (st *State) consumed(alias, conn string) map[string]bool {
+	if d := st.drivers[alias]; d != nil {
+		return d.consumed[conn]
+	}
+	return nil
+}
+
 // driver is alias's driver, made when first needed.
 func (st *State) driver(alias string) *driver {
 	d := st.drivers[alias]
@@ -125,6 +134,7 @@ type Request struct {
 	asked      []protocol.Question // the questions Input asks
 	askedMCP   bool                // Input is an ask_user call's (one question)
 	askedRaw   json.RawMessage     // Input's questions, as the agent wrote them
+	texts      map[string]bool     // the text of each of asked
 	resultText string              // ToolResult's text
 	resultErr  bool                // ToolResult is an error
 }
@@ -242,6 +252,10 @@ func (s *SessionState) fromAgent(r transcript.Record) {
 
 func (s *SessionState) request(req *Request) {
 	req.asked, req.askedMCP = protocol.Asked(req.Input)
+	req.texts = map[string]bool{}
+	for _, q := range req.asked {
+		req.texts[q.Question] = true
+	}
 	var in struct {
 		Questions json.RawMessage `json:"questions"`
 	}
@@ -314,11 +328,7 @@ func answerOwner(req *Request, sent map[string][]string) string {
 	if g.Behavior != protocol.BehaviorAllow {
 		return ""
 	}
-	qs := req.asked
-	texts := map[string]bool{}
-	for _, q := range qs {
-		texts[q.Question] = true
-	}
+	qs, texts := req.asked, req.texts
 	if g.AnswersRaw != nil && !g.AnswersSent {
 		return "SDK-ANSWER-SINGLE" // answers that are no object: keyed by no question
 	}
@@ -486,13 +496,6 @@ func (st *State) bound(id string) bool {
 		}
 	}
 	return false
-}
-
-// ResultText is a tool_result block's text: its content string, or its text
-// blocks joined by newlines.
-func ResultText(block json.RawMessage) string {
-	text, _ := protocol.ToolResult(block)
-	return text
 }
 
 // The read-only view of State, for an Expectation written outside the

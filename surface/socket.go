@@ -38,7 +38,7 @@ type socketSurface struct {
 func (s *socketSurface) OverseesSessions() {}
 
 func newSocketSurface(s Spec, token func() (string, error)) *socketSurface {
-	return &socketSurface{spec: s, kind: s.Kind, url: s.URL, token: token, api: newHTTPSurface(Spec{URL: s.API, Slow: s.Slow, Limits: s.Limits}, token)}
+	return &socketSurface{spec: s, kind: s.Kind, url: s.URL, token: token, api: apiSurface(s, token)}
 }
 
 func (s *socketSurface) Kind() string { return s.kind }

@@ -269,14 +269,15 @@ func New(s Spec) (Surface, error) {
 // NewAPI is a surface that starts sessions through the reference bridge's
 // HTTP API at s.API (the browser adapter's, and the socket adapters'
 // way).
-func NewAPI(s Spec, token Token) Surface {
-	return newHTTPSurface(Spec{URL: s.API, Slow: s.Slow, Limits: s.Limits}, token)
-}
+func NewAPI(s Spec, token Token) Surface { return apiSurface(s, token) }
 
 // Client is the reference bridge's API client at s.API with the token as it
 // is now.
-func Client(s Spec, token Token) (*bridgeapi.Client, error) {
-	return newHTTPSurface(Spec{URL: s.API, Slow: s.Slow, Limits: s.Limits}, token).client()
+func Client(s Spec, token Token) (*bridgeapi.Client, error) { return apiSurface(s, token).client() }
+
+// apiSurface is the http surface of s's API base.
+func apiSurface(s Spec, token Token) *httpSurface {
+	return newHTTPSurface(Spec{URL: s.API, Slow: s.Slow, Limits: s.Limits}, token)
 }
 
 var errClosed = errors.New("connection closed")
