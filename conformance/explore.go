@@ -9,11 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,6 +39,11 @@ type ExploreOptions struct {
 	// sequences too (Duration still bounds it): a budget that a busy
 	// machine does not shrink, for a test that must find a defect.
 	Sequences int
+	// Workers is how many sequences play at once, each against a bridge
+	// of its own (default DefaultExploreWorkers). A sequence spends most
+	// of its time waiting (for a timeout, or for nothing to happen), so
+	// more than one a CPU pays.
+	Workers int
 	// Progress hears of each sequence played.
 	Progress func(ExploreProgress)
 	// Work is where sequences run (a temporary directory when empty).
@@ -62,7 +69,9 @@ type ExploreProgress struct {
 	// SetupRetries are why sequences were run again: the bridge could
 	// not be set up the first time.
 	SetupRetries []string `json:"setup_retries,omitempty"`
-	Seed         uint64   `json:"seed"`
+	// Seed is the highest seed played, FirstSeed the first.
+	Seed      uint64 `json:"seed"`
+	FirstSeed uint64 `json:"first_seed"`
 	// Ops counts the steps taken, by operation (answer, skip, restart…):
 	// what the exploration exercised.
 	Ops map[string]int `json:"ops,omitempty"`
@@ -117,6 +126,12 @@ type ExploreFailure struct {
 	Log        string `json:"log,omitempty"`
 }
 
+// DefaultExploreWorkers is how many sequences an exploration plays at
+// once by default: two a CPU, at most 8. A sequence is mostly waits (0.16 s
+// of CPU in 1.4 s), so two a CPU keep a machine busy without starving the
+// bridges' own timers.
+func DefaultExploreWorkers() int { return min(2*runtime.NumCPU(), 8) }
+
 var rapidOnce sync.Once
 
 // rapidReady makes rapid usable outside go test: it reads the testing
@@ -130,7 +145,13 @@ func rapidReady() {
 			_ = flag.CommandLine.Parse(nil)
 		}
 		_ = flag.Set("rapid.nofailfile", "true")
-		_ = flag.Set("rapid.checks", "1")
+		// One sequence a Check: rapid runs a fifth of its checks under
+		// go test -short, and a fifth of 1 is none.
+		checks := "1"
+		if testing.Short() {
+			checks = "5"
+		}
+		_ = flag.Set("rapid.checks", checks)
 	})
 }
 
@@ -210,15 +231,174 @@ func Explore(ctx context.Context, cfg Config, o ExploreOptions) (*ExploreResult,
 		return nil, err
 	}
 	defer cleanup()
+	if o.Workers <= 0 {
+		o.Workers = DefaultExploreWorkers()
+	}
 	rapidReady()
-	_ = flag.Set("rapid.steps", strconv.Itoa(o.Steps))
-	_ = flag.Set("rapid.shrinktime", o.Shrink.String())
+	rapidSeed.Lock()
+	setFlag("rapid.steps", strconv.Itoa(o.Steps))
+	setFlag("rapid.shrinktime", o.Shrink.String())
+	rapidSeed.Unlock()
 
-	caps := capsOf(cfg)
-	caps.lacks = map[string]bool{}
-	res := &ExploreResult{}
-	start := time.Now()
-	runs := 0
+	e := &explorer{cfg: cfg, o: o, work: work, caps: capsOf(cfg), start: time.Now(), next: o.Seed}
+	e.caps.lacks = map[string]bool{}
+	e.res.FirstSeed = o.Seed
+	for {
+		f := e.pool(ctx)
+		if ctx.Err() != nil {
+			return &e.res, ErrInterrupted
+		}
+		if e.setupFailed != "" {
+			// Not a verdict on the bridge: nothing it is to do was reached.
+			return &e.res, fmt.Errorf("%w: %s", ErrBridgeWontStart, e.setupFailed)
+		}
+		if e.broken != "" {
+			return &e.res, errors.New(e.broken)
+		}
+		if f == nil {
+			break
+		}
+		// Replay the case as written: the file is the proof. A defect
+		// that shows only at some moments (an event racing a
+		// subscription) is given three runs to show again.
+		file := filepath.Join(work, fmt.Sprintf("found-%d.txtar", f.Seed))
+		if err := os.WriteFile(file, []byte(f.Case), 0o644); err == nil {
+			for f.ReplayRuns < 3 && !f.Replayed && ctx.Err() == nil {
+				f.ReplayRuns++
+				r, _ := runCaseOnce(cfg, file, filepath.Join(work, fmt.Sprintf("replay-%d-%d", f.Seed, f.ReplayRuns)))
+				f.Replayed = r.Status == Fail || r.Status == Blocked
+			}
+		}
+		if f.Replayed || ctx.Err() != nil {
+			e.res.Failure = f
+			return &e.res, nil
+		}
+		// A case that does not fail again proves nothing to its reader:
+		// explore on, from the next seed, for one that does.
+		e.res.Unreplayed = append(e.res.Unreplayed, f)
+	}
+	if e.res.Failure == nil && len(e.res.Unreplayed) > 0 {
+		e.res.Failure = e.res.Unreplayed[0]
+	}
+	return &e.res, nil
+}
+
+// explorer is one exploration: workers that each play sequences from the
+// next seed, the first failure, shrunk, and what they learnt of the
+// surface.
+type explorer struct {
+	cfg   Config
+	o     ExploreOptions
+	work  string
+	start time.Time
+	runs  atomic.Int64 // case files written, for their names
+
+	mu          sync.Mutex
+	caps        xCaps          // lacks grows as sequences learn what the surface has not
+	res         ExploreResult  // the counts, as sequences end
+	next        uint64         // the next seed to hand out
+	taken       int            // seeds handed out
+	failing     *exploreWorker // the worker shrinking a failure; the others stop
+	found       *ExploreFailure
+	setupFailed string // the bridge could not be set up, twice running: the exploration stops
+	broken      string // rapid itself failed: the explorer's bug
+	warm        bool   // the first sequence has played, alone
+
+	progress sync.Mutex // o.Progress hears one report at a time
+}
+
+// exploreWorker is one of the explorer's workers: its own context, which
+// another worker's failure cancels.
+type exploreWorker struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// rapidSeed serializes rapid's start: it reads its seed from a global
+// flag as Check begins, so a worker holds this from setting the flag
+// until its property first runs.
+var rapidSeed sync.Mutex
+
+// checkSeed is rapid.Check of prop from seed alone (one sequence, and its
+// shrinking when it fails), safe to call from workers at once: each plays
+// the sequence of its own seed. A Fatal or Skip of prop's ends it quietly
+// (tb holds the verdict).
+func checkSeed(tb *exploreTB, seed uint64, prop func(*rapid.T)) {
+	rapidSeed.Lock()
+	release := sync.OnceFunc(rapidSeed.Unlock)
+	defer release()
+	setFlag("rapid.seed", strconv.FormatUint(seed, 10))
+	defer func() {
+		if v := recover(); v != nil && v != errFail && v != errSkip {
+			panic(v)
+		}
+	}()
+	rapid.Check(tb, func(t *rapid.T) {
+		release()
+		prop(t)
+	})
+}
+
+// pool runs o.Workers workers until the time or the sequences are spent,
+// ctx is done, the bridge cannot be set up, or a sequence failed: that
+// failure, shrunk, is returned (nil for none).
+func (e *explorer) pool(ctx context.Context) *ExploreFailure {
+	n := e.o.Workers
+	e.mu.Lock()
+	e.failing, e.found = nil, nil
+	workers := make([]*exploreWorker, n)
+	for i := range workers {
+		wctx, cancel := context.WithCancel(ctx)
+		workers[i] = &exploreWorker{ctx: wctx, cancel: cancel}
+	}
+	e.mu.Unlock()
+	if !e.warm {
+		// The first sequence plays alone, as the suite's first case does:
+		// a bridge that cannot be set up is found once, not once a worker.
+		e.warm = true
+		if seed, ok := e.take(ctx, workers[0]); ok {
+			e.check(workers[0], workers, seed)
+		}
+	}
+	var wg sync.WaitGroup
+	for _, w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer w.cancel()
+			for {
+				seed, ok := e.take(ctx, w)
+				if !ok {
+					return
+				}
+				e.check(w, workers, seed)
+			}
+		}()
+	}
+	wg.Wait()
+	return e.found
+}
+
+// take hands out the next seed, or reports that the exploration is over
+// for w.
+func (e *explorer) take(ctx context.Context, w *exploreWorker) (uint64, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if ctx.Err() != nil || w.ctx.Err() != nil || e.failing != nil || e.setupFailed != "" || e.broken != "" ||
+		time.Since(e.start) >= e.o.Duration || e.o.Sequences > 0 && e.taken >= e.o.Sequences {
+		return 0, false
+	}
+	seed := e.next
+	e.next++
+	e.taken++
+	return seed, true
+}
+
+// check plays the sequence of seed on worker w, and shrinks it when it
+// fails, while the other workers stop.
+func (e *explorer) check(w *exploreWorker, all []*exploreWorker, seed uint64) {
+	cfg := e.cfg
+	cfg.ctx = w.ctx
 	var last struct {
 		script []byte
 		r      Result
@@ -226,72 +406,102 @@ func Explore(ctx context.Context, cfg Config, o ExploreOptions) (*ExploreResult,
 	}
 	shrinking := false
 	var shrinkStart time.Time
-	var setupFailed string // the bridge could not be set up, twice running: the exploration stops
 	prop := func(t *rapid.T) {
-		if setupFailed != "" {
-			t.Skip("the bridge could not be set up")
+		e.mu.Lock()
+		stop := e.setupFailed != "" || e.failing != nil && e.failing != w
+		caps := e.caps
+		caps.lacks = maps.Clone(e.caps.lacks)
+		e.mu.Unlock()
+		if stop {
+			t.Skip("the exploration stopped")
 		}
-		if shrinking && time.Since(shrinkStart) > o.Shrink {
+		if shrinking && time.Since(shrinkStart) > e.o.Shrink {
 			// rapid looks at its shrink deadline between passes, and a
 			// sequence that waits out timeouts is seconds long: past the
 			// bound every candidate is dropped, so shrinking ends.
 			t.Skip("the time to shrink is up")
 		}
-		m := &xModel{caps: caps, known: o.ExpectedFailures}
+		m := &xModel{caps: caps, known: e.o.ExpectedFailures}
 		m.generate(t)
-		runs++
+		n := e.runs.Add(1)
 		script := m.script()
-		file := filepath.Join(work, fmt.Sprintf("explore-%d.txtar", runs))
+		file := filepath.Join(e.work, fmt.Sprintf("explore-%d.txtar", n))
 		if err := os.WriteFile(file, script, 0o644); err != nil {
 			t.Fatalf("%v", err)
 		}
-		root := filepath.Join(work, fmt.Sprintf("run-%d", runs))
+		root := filepath.Join(e.work, fmt.Sprintf("run-%d", n))
 		r, se := runCaseOnce(cfg, file, root)
-		if se != nil && (r.Status == Fail || r.Status == Blocked) {
+		if se != nil && (r.Status == Fail || r.Status == Blocked) && w.ctx.Err() == nil {
 			// The bridge could not be set up (it did not start, or would
 			// not start a session): once more, as the suite does, before
 			// it counts.
-			res.SetupRetries = append(res.SetupRetries, firstLines(r.Detail, 3))
+			e.mu.Lock()
+			e.res.SetupRetries = append(e.res.SetupRetries, firstLines(r.Detail, 3))
+			e.mu.Unlock()
 			_ = os.RemoveAll(root)
-			if r, se = runCaseOnce(cfg, file, root); se != nil && (r.Status == Fail || r.Status == Blocked) {
-				setupFailed = r.Detail
+			if r, se = runCaseOnce(cfg, file, root); se != nil && (r.Status == Fail || r.Status == Blocked) && w.ctx.Err() == nil {
+				e.mu.Lock()
+				if e.setupFailed == "" {
+					e.setupFailed = r.Detail
+				}
+				e.mu.Unlock()
 				t.Skip("the bridge could not be set up")
 			}
 		}
 		_ = os.Remove(file)
-		if r.Status != Fail && r.Status != Blocked {
+		failed := (r.Status == Fail || r.Status == Blocked) && w.ctx.Err() == nil
+		if !failed {
 			_ = os.RemoveAll(root) // a long exploration keeps only what failed
+		}
+		if w.ctx.Err() != nil {
+			t.Skip("the exploration stopped") // not played to its end: it counts for nothing
+		}
+		e.mu.Lock()
+		if failed && e.failing != nil && e.failing != w {
+			e.mu.Unlock()
+			t.Skip("another sequence failed first")
 		}
 		if r.Status == Skip {
 			if m := lacked.FindStringSubmatch(r.Detail); m != nil {
-				caps.lacks[m[1]] = true // generated no more
+				e.caps.lacks[m[1]] = true // generated no more
 			}
 			if !shrinking {
-				res.Skipped++
-				res.SkipReason = r.Detail
+				e.res.Skipped++
+				e.res.SkipReason = r.Detail
 			}
 		}
 		if !shrinking {
-			res.Sequences++
-			res.Steps += m.steps
-			res.Sessions += len(m.sessions)
-			if res.Ops == nil {
-				res.Ops = map[string]int{}
+			e.res.Sequences++
+			e.res.Steps += m.steps
+			e.res.Sessions += len(m.sessions)
+			if e.res.Ops == nil {
+				e.res.Ops = map[string]int{}
 			}
 			for op, n := range m.ops {
-				res.Ops[op] += n
+				e.res.Ops[op] += n
+			}
+			e.res.Seed = max(e.res.Seed, seed)
+		}
+		if failed && e.failing == nil {
+			// The first failure: the others stop, and this one is shrunk
+			// on a quiet machine.
+			e.failing = w
+			for _, o := range all {
+				if o != w {
+					o.cancel()
+				}
 			}
 		}
-		res.Elapsed = time.Since(start)
-		if o.Progress != nil {
-			p := res.ExploreProgress
-			p.Shrinking, p.Ops = shrinking, maps.Clone(res.Ops)
-			o.Progress(p)
+		e.res.Elapsed = time.Since(e.start)
+		p := e.res.ExploreProgress
+		p.Shrinking, p.Ops = shrinking || failed, maps.Clone(e.res.Ops)
+		e.mu.Unlock()
+		if e.o.Progress != nil {
+			e.progress.Lock()
+			e.o.Progress(p)
+			e.progress.Unlock()
 		}
-		if ctx.Err() != nil {
-			t.Skip("interrupted")
-		}
-		if r.Status == Fail || r.Status == Blocked {
+		if failed {
 			last.script, last.r, last.steps = script, r, m.steps
 			if !shrinking {
 				shrinking, shrinkStart = true, time.Now()
@@ -299,70 +509,40 @@ func Explore(ctx context.Context, cfg Config, o ExploreOptions) (*ExploreResult,
 			t.Fatalf("%s %s", r.Status, r.Detail)
 		}
 	}
-	for seed := o.Seed; time.Since(start) < o.Duration && ctx.Err() == nil && (o.Sequences <= 0 || res.Sequences < o.Sequences); seed++ {
-		res.Seed = seed
-		_ = flag.Set("rapid.seed", strconv.FormatUint(seed, 10))
-		tb := &exploreTB{name: fmt.Sprintf("explore-%d", seed)}
-		func() {
-			defer func() {
-				if v := recover(); v != nil && v != errFail && v != errSkip {
-					panic(v)
-				}
-			}()
-			rapid.Check(tb, prop)
-		}()
-		if ctx.Err() != nil {
-			return res, ErrInterrupted
+	tb := &exploreTB{name: fmt.Sprintf("explore-%d", seed)}
+	checkSeed(tb, seed, prop)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case w.ctx.Err() != nil && e.failing != w:
+		// Stopped: by ctx, or for another worker's failure.
+	case tb.Failed() && last.script != nil:
+		f := &ExploreFailure{Seed: seed, Status: last.r.Status, Detail: last.r.Detail, Steps: last.steps, Log: last.r.Log}
+		if m := failLine.FindStringSubmatch(last.r.Log); m != nil {
+			f.Requirement = m[1]
 		}
-		if setupFailed != "" {
-			// Not a verdict on the bridge: nothing it is to do was reached.
-			return res, fmt.Errorf("%w: %s", ErrBridgeWontStart, setupFailed)
+		if last.r.Status == Blocked {
+			if by, _, ok := strings.Cut(strings.TrimPrefix(last.r.Detail, "BLOCKED by "), ":"); ok {
+				f.Requirement = by
+			}
 		}
-		if tb.Failed() && last.script != nil {
-			f := &ExploreFailure{Seed: seed, Status: last.r.Status, Detail: last.r.Detail, Steps: last.steps, Log: last.r.Log}
-			if m := failLine.FindStringSubmatch(last.r.Log); m != nil {
-				f.Requirement = m[1]
-			}
-			if last.r.Status == Blocked {
-				if by, _, ok := strings.Cut(strings.TrimPrefix(last.r.Detail, "BLOCKED by "), ":"); ok {
-					f.Requirement = by
-				}
-			}
-			f.Case = string(header(f, cfg)) + string(last.script)
-			// Replay the case as written: the file is the proof. A defect
-			// that shows only at some moments (an event racing a
-			// subscription) is given three runs to show again.
-			file := filepath.Join(work, fmt.Sprintf("found-%d.txtar", seed))
-			if err := os.WriteFile(file, []byte(f.Case), 0o644); err == nil {
-				for f.ReplayRuns < 3 && !f.Replayed && ctx.Err() == nil {
-					f.ReplayRuns++
-					r, _ := runCaseOnce(cfg, file, filepath.Join(work, fmt.Sprintf("replay-%d-%d", seed, f.ReplayRuns)))
-					f.Replayed = r.Status == Fail || r.Status == Blocked
-				}
-			}
-			if f.Replayed || ctx.Err() != nil {
-				res.Failure = f
-				return res, nil
-			}
-			// A case that does not fail again proves nothing to its
-			// reader: explore on, from the next seed, for one that does.
-			res.Unreplayed = append(res.Unreplayed, f)
-			last.script = nil
-			shrinking = false
-			continue
-		}
-		if tb.Failed() {
-			// No sequence failed: rapid itself did (a model that
-			// generates nothing valid, a panic). That is the explorer's
-			// bug, not the bridge's.
-			return res, fmt.Errorf("the explorer failed at seed %d:\n%s", seed, firstLines(tb.log.String(), 40))
-		}
-		shrinking = false
+		f.Case = string(header(f, e.cfg)) + string(last.script)
+		e.found = f
+	case tb.Failed() && e.setupFailed == "":
+		// No sequence failed: rapid itself did (a model that generates
+		// nothing valid, a panic). That is the explorer's bug, not the
+		// bridge's.
+		e.broken = fmt.Sprintf("the explorer failed at seed %d:\n%s", seed, firstLines(tb.log.String(), 40))
 	}
-	if res.Failure == nil && len(res.Unreplayed) > 0 {
-		res.Failure = res.Unreplayed[0]
+}
+
+// setFlag sets one of rapid's flags, and only when it changes: explorations
+// that run at once (the tests') then never write what another reads.
+func setFlag(name, value string) {
+	if f := flag.Lookup(name); f != nil && f.Value.String() == value {
+		return
 	}
-	return res, nil
+	_ = flag.Set(name, value)
 }
 
 // header is a found case's comment: where it came from, what it breaks,

@@ -120,7 +120,7 @@ Examples:
 			&cli.StringFlag{Name: "junit", Usage: "write a JUnit XML report to `FILE`", Destination: &o.junit},
 			&cli.StringFlag{Name: "json", Usage: "write a JSON report to `FILE`", Destination: &o.json},
 			&cli.StringFlag{Name: "expected-failures", Usage: "`FILE` of cases known to fail (CASE reason, a line each)", Destination: &o.expected},
-			&cli.IntFlag{Name: "parallel", HideDefault: true, Usage: "cases run at once; 0 means the number of CPUs, at least 2", Destination: &o.parallel},
+			&cli.IntFlag{Name: "parallel", HideDefault: true, Usage: "cases run at once, and with --explore sequences played at once; 0 means the number of CPUs, at least 2 (for sequences, two a CPU, at most 8)", Destination: &o.parallel},
 			&cli.GenericFlag{Name: "keep", Usage: "keep the work directory (bridge logs, an exec adapter's traffic, agent transcripts) and print where it is; with `=on-failure`, only when a case failed or the run could not finish", Value: &o.keep},
 			&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "print the step log of each case that fails as it ends (what the case did, what the bridge and the agent did)", Destination: &o.verbose},
 			&cli.BoolFlag{Name: "rows", Usage: "list every generated row under its case in the table, with its verdict (the table counts them by default; --json and --junit always have them)", Destination: &o.rows},
@@ -448,7 +448,7 @@ func runExplore(ctx context.Context, o *conformanceOptions, cfg conformance.Conf
 	}
 	fmt.Fprintf(ew, "exploring %s for %v (seed %s)\n", cfg.Profile.Name, o.explore, seedText(o.seed))
 	last := time.Time{}
-	res, err := conformance.Explore(ctx, cfg, conformance.ExploreOptions{Duration: o.explore, Seed: o.seed, Work: filepath.Join(work, "explore"), ExpectedFailures: expected,
+	res, err := conformance.Explore(ctx, cfg, conformance.ExploreOptions{Duration: o.explore, Seed: o.seed, Workers: o.parallel, Work: filepath.Join(work, "explore"), ExpectedFailures: expected,
 		Progress: func(p conformance.ExploreProgress) {
 			if time.Since(last) < time.Second {
 				return
@@ -462,7 +462,11 @@ func runExplore(ctx context.Context, o *conformanceOptions, cfg conformance.Conf
 				state, p.Sequences, p.Steps, p.Sessions, p.InvariantChecks(), p.Seed, p.Elapsed.Round(time.Second))
 		}})
 	if res != nil {
-		r := conformance.Result{Case: fmt.Sprintf("explore (seeds %d…%d)", res.Seed-uint64(max(res.Sequences-1, 0)), res.Seed), Status: conformance.Pass, Duration: res.Elapsed,
+		seeds := fmt.Sprintf("seeds %d…%d", res.FirstSeed, res.Seed)
+		if res.Seed <= res.FirstSeed {
+			seeds = fmt.Sprintf("seed %d", res.FirstSeed)
+		}
+		r := conformance.Result{Case: "explore (" + seeds + ")", Status: conformance.Pass, Duration: res.Elapsed,
 			Detail: fmt.Sprintf("%d sequences, %d steps, %d sessions, %d invariant checks", res.Sequences, res.Steps, res.Sessions, res.InvariantChecks())}
 		if res.Skipped > 0 {
 			r.Detail += fmt.Sprintf("; %d skipped for an operation the surface lacks (%s)", res.Skipped, res.SkipReason)
