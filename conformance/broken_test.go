@@ -40,6 +40,10 @@ var defects = map[string]string{
 	"mcp-skip-success":     "MCP-SKIP",
 	"mcp-multi-first":      "MCP-MULTI",
 	"mcp-never-returns":    "MCP-ANSWER",
+	// Two requests of one session pending at once (one model response
+	// calling two concurrency-safe tools): each is its own.
+	"skip-other-pending":            "SDK-SKIP-DENY",
+	"passthrough-withdraws-pending": "SDK-PASSTHROUGH",
 }
 
 // buildBroken builds askctl with the broken bridges (-tags askctl_broken),

@@ -34,8 +34,8 @@ type command struct {
 // lines are the reference in README.md.
 func commands() map[string]command {
 	return map[string]command{
-		"answer":      {"[!] answer [-conn C] [-qid ID] [-code CODE] [-partial] ALIAS [QUESTION=ANSWER…]  answer the current question (default: as the scenario's user part); ! expects a rejection; -partial expects it held or refused", cmdAnswer},
-		"await":       {"[!] await [-timeout D] [-for D] [-conn C] [-qid ID] [-same] [-alive] ALIAS question|answered [N]|allowed|surface TYPE [N]|turn [N]|exit [CODE]|asked [N]|resumed|repeated  wait until it holds (repeated: the connection was told one event twice, by its id; question: sets ALIAS_Q to its id, and ALIAS_Q1, ALIAS_Q2, … by the order questions came; allowed: an answer, an allow, reached the agent; surface TYPE N: told N times; -qid: of that question, not the current one, with surface, answered and allowed); ! checks it does not happen for D (500ms)", cmdAwait},
+		"answer":      {"[!] answer [-conn C] [-qid ID] [-q TEXT] [-code CODE] [-partial] ALIAS [QUESTION=ANSWER…]  answer the current question (default: as the scenario's user part; -qid: that one; -q: the one shown that asks TEXT, of several pending at once); ! expects a rejection; -partial expects it held or refused", cmdAnswer},
+		"await":       {"[!] await [-timeout D] [-for D] [-conn C] [-qid ID] [-same] [-alive] ALIAS question|answered [N]|allowed|surface TYPE [N]|decided TOOL [N]|turn [N]|exit [CODE]|asked [N]|resumed|repeated  wait until it holds (repeated: the connection was told one event twice, by its id; decided TOOL N: the bridge decided N of the agent's TOOL permission prompts; question: sets ALIAS_Q to its id, and ALIAS_Q1, ALIAS_Q2, … by the order questions came; allowed: an answer, an allow, reached the agent; surface TYPE N: told N times; -qid: of that question, not the current one, with surface, answered and allowed); ! checks it does not happen for D (500ms)", cmdAwait},
 		"check":       {"check ALIAS  once the agent has given its own verdict on every answer it got: it reported no failure (every answer as the scenario expects, one control_response per request, no protocol error)", cmdCheck},
 		"connect":     {"connect ALIAS CONN  open another surface connection to the session", cmdConnect},
 		"delivered":   {"delivered [-conn C] ALIAS  the current question as shown equals what the agent asked: every question, header, option label and description, multiSelect, in order", cmdDelivered},
@@ -54,7 +54,7 @@ func commands() map[string]command {
 		"response":    {"[!] response [-within D] ALIAS PATH [WANT]  gjson PATH on the permission result the agent received for the current question; WANT is JSON, text, or ~REGEXP", cmdResponse},
 		"resume":      {"resume ALIAS CONN  reconnect a dropped stream asking for what it missed after the last event it heard", cmdResume},
 		"restart":     {"restart [-kill]  restart the bridge (-kill: SIGKILL, as a crash); connections must be reopened", cmdRestart},
-		"skip":        {"[!] skip-question [-conn C] [-qid ID] [-code CODE] ALIAS [REASON]  skip the current question (-qid: that one)", cmdSkip},
+		"skip":        {"[!] skip-question [-conn C] [-qid ID] [-q TEXT] [-code CODE] ALIAS [REASON]  skip the current question (-qid: that one; -q: the one shown that asks TEXT)", cmdSkip},
 		"row-skip":    {"row-skip WHY  skip the current dimension row, saying why (generated where a row's condition leaves its lines out)", cmdRowSkip},
 		"sleep":       {"sleep DURATION  the person takes their time, DURATION as written (never scaled by --slow: it is set against the bridge's own clock, such as its timeout)", cmdSleep},
 		"start":       {"start [-detached] ALIAS SCENARIO  start a session whose agent plays SCENARIO (built-in name, a steps .jsonl or a .txtar in $WORK; a resumed agent plays the .jsonl's BASE.resume.jsonl beside it); opens connection main unless -detached. A route mcp scenario runs the agent in print mode with the profile's mcp.config, and main watches every session for its question", cmdStart},
@@ -549,6 +549,13 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 		exp = harness.Exited(alias, num(-1))
 	case "asked":
 		exp = harness.Asked(alias, num(1))
+	case "decided":
+		if len(rest) != 1 && len(rest) != 2 {
+			ts.Fatalf("usage: await ALIAS decided TOOL [N]")
+		}
+		tool := rest[0]
+		rest = rest[1:]
+		exp = harness.Decided(alias, tool, num(1))
 	case "resumed":
 		exp = harness.Resumed(alias)
 	case "repeated":
@@ -716,16 +723,14 @@ func rejected(ts *testscript.TestScript, neg bool, code string, err error, what 
 }
 
 func cmdAnswer(ts *testscript.TestScript, neg bool, args []string) {
-	f, args := flags(ts, args, []string{"conn", "qid", "code"}, []string{"partial"})
+	f, args := flags(ts, args, []string{"conn", "qid", "q", "code"}, []string{"partial"})
 	if len(args) < 1 {
-		ts.Fatalf("usage: answer [-conn C] [-qid ID] [-code CODE] [-partial] ALIAS [QUESTION=ANSWER…]")
+		ts.Fatalf("usage: answer [-conn C] [-qid ID] [-q TEXT] [-code CODE] [-partial] ALIAS [QUESTION=ANSWER…]")
 	}
 	e := envOf(ts)
 	alias := args[0]
 	s, qid := current(ts, e, alias)
-	if f["qid"] != "" {
-		qid = f["qid"]
-	}
+	qid = chosenQuestion(ts, s, f, qid)
 	if qid == "" {
 		ts.Fatalf("answer: no current question (await question first)")
 	}
@@ -777,15 +782,13 @@ func cmdAnswer(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 func cmdSkip(ts *testscript.TestScript, neg bool, args []string) {
-	f, args := flags(ts, args, []string{"conn", "code", "qid"}, nil)
+	f, args := flags(ts, args, []string{"conn", "code", "qid", "q"}, nil)
 	if len(args) < 1 || len(args) > 2 {
-		ts.Fatalf("usage: skip-question [-conn C] [-qid ID] [-code CODE] ALIAS [REASON]")
+		ts.Fatalf("usage: skip-question [-conn C] [-qid ID] [-q TEXT] [-code CODE] ALIAS [REASON]")
 	}
 	e := envOf(ts)
 	s, qid := mustCurrent(ts, e, "skip-question", args[0])
-	if f["qid"] != "" {
-		qid = f["qid"]
-	}
+	qid = chosenQuestion(ts, s, f, qid)
 	reason := s.SkipReason(qid, "User skipped this question")
 	if len(args) == 2 {
 		reason = args[1]
@@ -795,6 +798,22 @@ func cmdSkip(ts *testscript.TestScript, neg bool, args []string) {
 	err := s.Skip(ctx, connFlag(f), qid, reason)
 	tooLate(ts, neg, err, s, qid, "skipping "+qid)
 	rejected(ts, neg, f["code"], err, "skipping "+qid, e, args[0])
+}
+
+// chosenQuestion is the question a command's -qid or -q (the question
+// shown that asks TEXT: one of several pending at once) names, else cur.
+func chosenQuestion(ts *testscript.TestScript, s *harness.Session, f map[string]string, cur string) string {
+	switch {
+	case f["qid"] != "":
+		return f["qid"]
+	case f["q"] != "":
+		qid, err := s.QuestionAsking(f["q"])
+		if err != nil {
+			ts.Fatalf("-q: %v", err)
+		}
+		return qid
+	}
+	return cur
 }
 
 func cmdPermit(ts *testscript.TestScript, neg bool, args []string) {

@@ -96,6 +96,35 @@ func toolStep(file string, allowed bool) string {
 	return mustJSON(step)
 }
 
+// beside makes step a call in the same model response as the call before
+// it: the CLI runs both at once (scenarios' parallel), so both requests
+// are pending together in one session.
+func beside(step string) string {
+	var m map[string]any
+	if err := json.Unmarshal([]byte(step), &m); err != nil {
+		panic(err)
+	}
+	m["parallel"] = true
+	return mustJSON(m)
+}
+
+// readStep is a Read of a file outside the project, which asks for
+// permission; the CLI runs Read at once with a question asked in the same
+// model response. Decided by the bridge's policy: allowed, its input comes
+// back unchanged.
+func readStep(file string, allowed bool) string {
+	input := map[string]any{"file_path": "/etc/" + file, "offset": 1, "limit": 20}
+	step := map[string]any{"tool": map[string]any{"name": "Read", "input": input, "output": "1\tanswer\n",
+		"request": map[string]any{"description": "/etc/" + file}}}
+	if allowed {
+		step["user"] = map[string]any{"allow": true}
+		step["expect"] = map[string]any{"behavior": "allow", "match": map[string]any{"updatedInput": input}}
+	} else {
+		step["expect"] = map[string]any{"behavior": "deny"}
+	}
+	return mustJSON(step)
+}
+
 func session(steps ...string) []string {
 	return append(append([]string{`{"prompt":"Ask me."}`}, steps...), `{"text":"Done."}`)
 }
@@ -213,6 +242,16 @@ response ALIAS behavior deny
 check ALIAS
 `,
 			steps: session(askDeny(qDB, qFormat))},
+		// The CLI runs AskUserQuestion at once when one model response
+		// calls it twice: two questions of one session pending together.
+		{name: "a skip of one of two questions pending at once", lines: `await ALIAS question
+await ALIAS question
+skip-question -q 'Which database should I use?' ALIAS 'Not now'
+answer -q 'How should I format the output?' ALIAS
+await ALIAS turn
+check ALIAS
+`,
+			steps: session(askDeny(qDB), beside(ask(map[string]any{qFormat.Question: "Summary"}, qFormat)))},
 		{name: "skip while another session's question is pending", lines: `await ALIAS question
 await OTHER question
 skip-question ALIAS 'Not now'
@@ -268,7 +307,33 @@ check OTHER
 `,
 			steps: session(askDeny(qDB))},
 	},
+	"SDK-SEQUENTIAL": {
+		{name: "two questions pending at once (one model response), answered in the other order", lines: `await ALIAS question
+await ALIAS question
+answer -q 'How should I format the output?' ALIAS
+answer -q 'Which database should I use?' ALIAS
+await ALIAS turn
+check ALIAS
+`,
+			steps: session(ask(map[string]any{qDB.Question: "SQLite"}, qDB), beside(ask(map[string]any{qFormat.Question: "Detailed"}, qFormat)))},
+	},
 	"SDK-PASSTHROUGH": {
+		{name: "allowed while a question of the session is pending (one model response)", lines: `[!cap:permissions] [policy:allow] await ALIAS question
+[!cap:permissions] [policy:allow] await ALIAS decided Read
+[!cap:permissions] [policy:allow] pending ALIAS 1
+[!cap:permissions] [policy:allow] answer ALIAS
+[!cap:permissions] [policy:allow] await ALIAS turn
+[!cap:permissions] [policy:allow] check ALIAS
+`,
+			steps: session(ask(map[string]any{qDB.Question: "SQLite"}, qDB), beside(readStep("askctl-row.txt", true)))},
+		{name: "denied while a question of the session is pending (one model response)", lines: `[!cap:permissions] [policy:deny] await ALIAS question
+[!cap:permissions] [policy:deny] await ALIAS decided Read
+[!cap:permissions] [policy:deny] pending ALIAS 1
+[!cap:permissions] [policy:deny] answer ALIAS
+[!cap:permissions] [policy:deny] await ALIAS turn
+[!cap:permissions] [policy:deny] check ALIAS
+`,
+			steps: session(ask(map[string]any{qDB.Question: "SQLite"}, qDB), beside(readStep("askctl-row.txt", false)))},
 		{name: "allowed: a tool input with fields of every JSON type comes back unchanged", lines: `[!cap:permissions] [policy:allow] await ALIAS question
 [!cap:permissions] [policy:allow] answer ALIAS
 [!cap:permissions] [policy:allow] await ALIAS answered

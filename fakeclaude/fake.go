@@ -440,6 +440,24 @@ func (f *fake) playTurn(turn []scenarios.Step, prompt protocol.Line) bool {
 	played := 1
 	for i := 1; i < len(turn) && !f.stopped && !f.aborted; i++ {
 		f.step = turn[i].N
+		if j := i + 1; j < len(turn) && turn[j].Parallel {
+			// Calls of one model response that run at once.
+			group := []*scenarios.Step{&turn[i]}
+			for ; j < len(turn) && turn[j].Parallel; j++ {
+				group = append(group, &turn[j])
+			}
+			for k, st := range group {
+				text := st.Describe()
+				if k > 0 {
+					text += " (in the same model response, at once)"
+				}
+				f.record(transcript.Record{Event: transcript.EventStep, Step: st.N, Text: text})
+			}
+			f.call(group...)
+			played += len(group)
+			i = j - 1
+			continue
+		}
 		f.play(&turn[i], i == len(turn)-1)
 		played++
 	}
@@ -708,27 +726,42 @@ func (f *fake) play(st *scenarios.Step, last bool) {
 	}
 }
 
-// call plays a tool call: the assistant's tool_use, the question put to the
-// SDK side through the route, and the CLI's reaction to what came back.
-func (f *fake) call(st *scenarios.Step) {
-	c := toolCall{step: st, toolUseID: st.ToolUseID(), tool: protocol.ToolAskUserQuestion, input: st.Input()}
-	if st.Kind == scenarios.KindTool {
-		c.tool = st.Tool.Name
+// call plays tool calls: one, or the calls of one model response that run
+// at once (parallel steps). Each is the assistant's tool_use and the
+// question put to the SDK side through the route; each is then reacted to
+// as it ends, as the CLI writes each tool_result.
+func (f *fake) call(sts ...*scenarios.Step) {
+	calls := make([]toolCall, len(sts))
+	for i, st := range sts {
+		calls[i] = toolCall{step: st, toolUseID: st.ToolUseID(), tool: protocol.ToolAskUserQuestion, input: st.Input()}
+		if st.Kind == scenarios.KindTool {
+			calls[i].tool = st.Tool.Name
+		}
 	}
 	f.beginResponse()
-	f.send(f.assistant(toolUseBlock(c.toolUseID, c.tool, c.input)))
-	f.inResponse = false
-	if f.stopped {
-		return
-	}
-	if c.tool == protocol.ToolAskUserQuestion && !f.askEnabled() {
-		f.send(f.toolResultMessage(toolResult{toolUseID: c.toolUseID, content: protocol.AskUnavailableText, isError: ptr(true), useResult: protocol.AskUnavailableToolUseResult}))
-		if e := st.Expected(); e != nil && !e.NoAnswer {
-			f.fail(ExitExpectation, "expectation", "the scenario asks, but AskUserQuestion is not offered: start the agent with --permission-prompt-tool stdio (the SDKs pass it when canUseTool is set)")
+	announced := 0
+	f.route.askAll(calls, func(c toolCall) bool {
+		f.step = c.step.N
+		f.send(f.assistant(toolUseBlock(c.toolUseID, c.tool, c.input)))
+		if announced++; announced == len(calls) {
+			f.inResponse = false
 		}
-		return
-	}
-	f.react(c, f.route.ask(c))
+		if f.stopped {
+			return false
+		}
+		if c.tool == protocol.ToolAskUserQuestion && !f.askEnabled() {
+			f.send(f.toolResultMessage(toolResult{toolUseID: c.toolUseID, content: protocol.AskUnavailableText, isError: ptr(true), useResult: protocol.AskUnavailableToolUseResult}))
+			if e := c.step.Expected(); e != nil && !e.NoAnswer {
+				f.fail(ExitExpectation, "expectation", "the scenario asks, but AskUserQuestion is not offered: start the agent with --permission-prompt-tool stdio (the SDKs pass it when canUseTool is set)")
+			}
+			return false
+		}
+		return true
+	}, func(c toolCall, o outcome) {
+		f.step = c.step.N
+		f.react(c, o)
+	})
+	f.inResponse = false
 }
 
 // stop ends the run because ctx is done (a signal, or the caller).

@@ -27,9 +27,13 @@ func (f *fake) react(c toolCall, o outcome) {
 		f.note("exiting with status %d after %v without an answer (exit_after)", st.ExitCode, st.ExitAfter)
 		f.exitWith = &st.ExitCode
 		f.stopped = true
-	case outCancelled:
-		f.note("withdrawing request %s after %v without an answer (cancel_after)", o.requestID, c.step.CancelAfter)
-		f.send(protocol.CancelRequest(o.requestID))
+	case outCancelled, outAborted:
+		// The control_cancel_request went out as it was withdrawn (askAll).
+		if o.kind == outCancelled {
+			f.note("withdrew request %s after %v without an answer (cancel_after)", o.requestID, c.step.CancelAfter)
+		} else {
+			f.note("withdrew request %s: another call of its model response aborted the turn", o.requestID)
+		}
 		f.interrupted(c.toolUseID)
 		f.denials = append(f.denials, d)
 	case outEOF:

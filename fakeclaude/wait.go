@@ -129,7 +129,7 @@ func (f *fake) waitEOF() {
 func (f *fake) between(l protocol.Line) {
 	switch l.Type {
 	case protocol.TypeControlRequest:
-		f.sdkRequest(l, "")
+		f.sdkRequest(l, nil)
 	case protocol.TypeControlResponse:
 		f.echoResponse(l)
 		if cr, err := protocol.ParseControlResponse(l); err != nil {
@@ -143,8 +143,8 @@ func (f *fake) between(l protocol.Line) {
 }
 
 // sdkRequest answers a control_request from the SDK side. It reports whether
-// it was an interrupt that withdrew pendingID.
-func (f *fake) sdkRequest(l protocol.Line, pendingID string) bool {
+// it was an interrupt that withdrew the pending requests.
+func (f *fake) sdkRequest(l protocol.Line, pending []string) bool {
 	cr, sub, err := protocol.ParseControlRequest(l)
 	if err != nil {
 		f.fail(ExitProtocol, "protocol", "%v", err)
@@ -159,11 +159,11 @@ func (f *fake) sdkRequest(l protocol.Line, pendingID string) bool {
 		}}})
 		return false
 	case protocol.SubtypeInterrupt:
-		if pendingID != "" {
-			f.send(protocol.CancelRequest(pendingID))
+		for _, id := range pending {
+			f.send(protocol.CancelRequest(id))
 		}
 		ok(obj{{"still_queued", []string{}}})
-		return pendingID != ""
+		return len(pending) > 0
 	case "set_permission_mode":
 		var m struct {
 			Mode string `json:"mode"`

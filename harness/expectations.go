@@ -263,6 +263,18 @@ func Responses(alias, qid string, n int) Expectation {
 	})
 }
 
+// Decided is met when the agent of alias's session has received a
+// response to n of its permission prompts for tool (another tool than
+// AskUserQuestion): the bridge decided them.
+func Decided(alias, tool string, n int) Expectation {
+	return onSession(alias, fmt.Sprintf("the agent of session %s receives a decision on %d %s permission prompt(s)", alias, n, tool), func(s *SessionState) (Verdict, string) {
+		if s.decided[tool] >= n {
+			return Met, ""
+		}
+		return exited(s)
+	})
+}
+
 // Allowed is met when the agent of alias's session has received an allow
 // for the request behind question qid: a person's answer reached it. A
 // deny does not count: after the agent withdraws a request, an SDK may deny

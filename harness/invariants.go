@@ -93,14 +93,6 @@ func (st *State) restartedBetween(from, to time.Time) bool {
 	return slices.ContainsFunc(st.restarts, func(r time.Time) bool { return r.After(from) && r.Before(to) })
 }
 
-// questionOf is the question id the surfaces showed for the i-th request.
-func (s *SessionState) questionOf(i int) string {
-	if i < len(s.questions) {
-		return s.questions[i]
-	}
-	return "?"
-}
-
 func (st *State) requestViolations(s *SessionState, timeout time.Duration) []Violation {
 	var out []Violation
 	add := func(req, format string, args ...any) {
@@ -225,6 +217,11 @@ func (st *State) surfaceViolations(s *SessionState) []Violation {
 		case ev.QuestionID != "" && others[ev.QuestionID] != "":
 			if once("iso-q " + c + ev.QuestionID) {
 				add("SDK-ISOLATION", "connection %s was told %s, a question of session %s", c, describe(ev), others[ev.QuestionID])
+			}
+		case ev.PendingID != "" && others[ev.PendingID] != "":
+			// A status: the session waits on another session's question.
+			if once("iso-p " + c + ev.PendingID) {
+				add("SDK-ISOLATION", "connection %s was told its session waits on question %s, a question of session %s", c, ev.PendingID, others[ev.PendingID])
 			}
 		}
 		if ev.Seq > 0 {

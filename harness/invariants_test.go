@@ -64,6 +64,9 @@ func TestInvariants(t *testing.T) {
 			surface: []surface.Event{q("main", surface.EventQuestion, "q_1", 1), q("main", surface.EventQuestion, "q_9", 2)}, other: []surface.Event{q("main", surface.EventQuestion, "q_9", 7)}, want: []string{"SDK-ISOLATION"}},
 		{name: "another session's event", records: []transcript.Record{ask("r1", 0)},
 			surface: []surface.Event{q("main", surface.EventQuestion, "q_1", 1), {Conn: "main", Type: surface.EventStatus, Session: "s_2"}}, want: []string{"SDK-ISOLATION"}},
+		{name: "a status waiting on another session's question", records: []transcript.Record{ask("r1", 0)},
+			surface: []surface.Event{q("main", surface.EventQuestion, "q_1", 1), {Conn: "main", Type: surface.EventStatus, Waiting: ptr(true), PendingID: "q_9"}},
+			other:   []surface.Event{q("main", surface.EventQuestion, "q_9", 7)}, want: []string{"SDK-ISOLATION"}},
 		{name: "an event id twice", records: []transcript.Record{ask("r1", 0)},
 			surface: []surface.Event{q("main", surface.EventQuestion, "q_1", 1), {Conn: "main", Type: surface.EventStatus, Seq: 1}}, want: []string{"UI-RECONNECT-REPLAY"}},
 		{name: "a question shown twice", records: []transcript.Record{ask("r1", 0)},
@@ -125,3 +128,5 @@ func TestInvariants(t *testing.T) {
 		t.Errorf("after a restart: %v", vs)
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -24,9 +24,10 @@ func (e *Env) Latencies() []Latency {
 	var out []Latency
 	for _, s := range e.st.list() {
 		reqs := s.requests
-		for i, qid := range s.questions {
-			if i >= len(reqs) {
-				break
+		for _, qid := range s.questions {
+			i := s.reqIndex(qid)
+			if i < 0 {
+				continue
 			}
 			l := Latency{Session: s.alias, Question: qid}
 			for _, ev := range s.told {

@@ -133,6 +133,24 @@ func (s *Session) orCurrent(qid string) (string, error) {
 	return qid, nil
 }
 
+// QuestionAsking is the id of the latest question shown of alias's
+// session that asks text: with several pending at once (the calls of one
+// model response), which one a case means.
+func (s *Session) QuestionAsking(text string) (string, error) {
+	var qid string
+	err := s.read(func(ss *SessionState) {
+		for _, id := range ss.questions {
+			if slices.Contains(ss.shownTexts[id], text) {
+				qid = id
+			}
+		}
+	})
+	if err == nil && qid == "" {
+		err = fmt.Errorf("no question shown of session %s asks %q", s.alias, text)
+	}
+	return qid, err
+}
+
 // Answer answers question qid ("" the current one) over connection conn:
 // question text → the labels in order, or one free text. A connection the
 // bridge closed after telling it of a takeover counts as refused (code
@@ -238,7 +256,10 @@ func (s *Session) closedAfterTakeover(conn string, err error) error {
 // askStep is the scenario's step behind question qid: the n-th question
 // the surfaces showed is the scenario's n-th ask (or mcp) step.
 func (ss *SessionState) askStep(qid string) *scenarios.Step {
-	idx := slices.Index(ss.questions, qid)
+	idx := ss.reqIndex(qid)
+	if idx < 0 {
+		idx = slices.Index(ss.questions, qid)
+	}
 	n := 0
 	for i := range ss.scenario.Steps {
 		if st := &ss.scenario.Steps[i]; st.Kind == scenarios.KindAsk || st.Kind == scenarios.KindMCP {
@@ -440,8 +461,8 @@ func (s *Session) Problems(ctx context.Context) ([]Problem, error) {
 func (s *Session) AnswerOwner() string {
 	var owner string
 	_ = s.readCur(func(ss *SessionState, cur string) {
-		if i := slices.Index(ss.questions, cur); i >= 0 && i < len(ss.requests) {
-			owner = answerOwner(ss.requests[i], ss.sent[cur])
+		if req, ok := ss.requestOf(cur); ok {
+			owner = answerOwner(req, ss.sent[cur])
 		}
 	})
 	return owner
@@ -459,7 +480,7 @@ func (s *Session) AnsweredUnshown() (why string, ok bool) {
 		}
 		ok = false
 		for i, r := range ss.requests {
-			if i >= len(ss.questions) && len(r.Responses) > 0 && r.Responses[0].granted.Behavior == protocol.BehaviorAllow {
+			if ss.questionOf(i) == "?" && len(r.Responses) > 0 && r.Responses[0].granted.Behavior == protocol.BehaviorAllow {
 				ok = true
 			}
 		}
@@ -545,10 +566,9 @@ func (s *Session) NotReplayed(conn string) (string, bool) {
 			qid = q
 			return
 		}
-		// Asked while no connection was open, and never shown anywhere:
-		// the n-th question shown is the agent's n-th request.
+		// Asked while no connection was open, and never shown anywhere.
 		for i, req := range ss.requests {
-			if i < len(ss.questions) || !req.T.Before(opened) || st.restartedBetween(req.T, opened) {
+			if ss.questionOf(i) != "?" || !req.T.Before(opened) || st.restartedBetween(req.T, opened) {
 				continue
 			}
 			if len(req.Responses) > 0 && req.Responses[0].T.Before(opened) || !req.Cancelled.IsZero() && req.Cancelled.Before(opened) {

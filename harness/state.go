@@ -99,8 +99,15 @@ type SessionState struct {
 	resumed      bool
 	resumedTurns int
 	// questions are the question ids the surfaces showed, in order of
-	// first appearance; the n-th is the agent's n-th request.
-	questions []string
+	// first appearance, and shownTexts each one's question texts, by
+	// which it is matched to the agent's request (reqIndex).
+	questions  []string
+	shownTexts map[string][]string
+	// others are the agent's permission prompts for other tools, by
+	// request id (the tool's name, "" once decided), and decided counts
+	// those that got a response, by tool.
+	others  map[string]string
+	decided map[string]int
 
 	failuresFrom int                            // failures of the latest process start here
 	failureSteps []int                          // the scenario step of each of failures, 0 for none
@@ -214,6 +221,11 @@ func (s *SessionState) fromAgent(r transcript.Record) {
 	case protocol.TypeControlRequest:
 		if !s.mcp && m.Request.Subtype == protocol.SubtypeCanUseTool && m.Request.ToolName == protocol.ToolAskUserQuestion {
 			s.request(&Request{ID: m.RequestID, ToolUseID: m.Request.ToolUseID, T: r.T, Input: m.Request.Input})
+		} else if m.Request.Subtype == protocol.SubtypeCanUseTool {
+			if s.others == nil {
+				s.others = map[string]string{}
+			}
+			s.others[m.RequestID] = m.Request.ToolName
 		}
 	case protocol.TypeControlCancelRequest:
 		if req := s.byReq[m.RequestID]; req != nil && req.Cancelled.IsZero() {
@@ -275,6 +287,12 @@ func (s *SessionState) toAgent(r transcript.Record) {
 	}
 	if req := s.byReq[m.Response.RequestID]; req != nil {
 		req.Responses = append(req.Responses, Response{T: r.T, Msg: r.Msg, Result: m.Response.Result, peeked: m, granted: protocol.ReadGranted(m.Response.Result)})
+	} else if tool, ok := s.others[m.Response.RequestID]; ok && tool != "" {
+		if s.decided == nil {
+			s.decided = map[string]int{}
+		}
+		s.decided[tool]++
+		s.others[m.Response.RequestID] = "" // its first response decides it
 	}
 }
 
@@ -283,7 +301,74 @@ func (s *SessionState) show(ev surface.Event) {
 	s.told = append(s.told, ev)
 	if ev.Type == surface.EventQuestion && ev.QuestionID != "" && !contains(s.questions, ev.QuestionID) {
 		s.questions = append(s.questions, ev.QuestionID)
+		if s.shownTexts == nil {
+			s.shownTexts = map[string][]string{}
+		}
+		s.shownTexts[ev.QuestionID] = questionTexts(ev.Questions)
 	}
+}
+
+func questionTexts(qs []protocol.Question) []string {
+	out := make([]string, len(qs))
+	for i, q := range qs {
+		out[i] = q.Question
+	}
+	return out
+}
+
+// reqIndex is the index among the agent's requests of the one behind
+// question qid (-1: not known yet). Questions are matched to requests in
+// the order they showed: each to the first request not matched yet that
+// asks the same question texts, else (a surface that shows texts
+// otherwise) to the first not matched. Calls of one model response run at
+// once, so their questions may show in another order than asked.
+func (s *SessionState) reqIndex(qid string) int {
+	taken := make([]bool, len(s.requests))
+	for _, id := range s.questions {
+		k := -1
+		if texts := s.shownTexts[id]; len(texts) > 0 {
+			for j, r := range s.requests {
+				if !taken[j] && slices.Equal(questionTexts(r.asked), texts) {
+					k = j
+					break
+				}
+			}
+		}
+		if k < 0 && !s.textsPending(id, taken) {
+			k = slices.Index(taken, false)
+		}
+		if id == qid {
+			return k
+		}
+		if k >= 0 {
+			taken[k] = true
+		}
+	}
+	return -1
+}
+
+// textsPending reports whether question id's texts match no request yet
+// while the agent's record of the request may still be on its way: the
+// surfaces can be told of a question before the harness reads the
+// agent's request. A question whose texts match nothing once every
+// request it could be is known is matched by order.
+func (s *SessionState) textsPending(id string, taken []bool) bool {
+	texts := s.shownTexts[id]
+	if len(texts) == 0 {
+		return false
+	}
+	return !slices.Contains(taken, false) // no request left to match by order: wait for it
+}
+
+// questionOf is the question id the surfaces showed for the i-th request
+// ("?" for none).
+func (s *SessionState) questionOf(i int) string {
+	for _, id := range s.questions {
+		if s.reqIndex(id) == i {
+			return id
+		}
+	}
+	return "?"
 }
 
 func contains(xs []string, x string) bool {
@@ -370,14 +455,14 @@ func (s *SessionState) latestProblems() []Problem {
 		p := Problem{Text: s.failures[i]}
 		if n := s.failureSteps[i]; s.scenario != nil && n >= 1 && n <= len(s.scenario.Steps) {
 			p.Step = &s.scenario.Steps[n-1]
-			for i, qid := range s.questions {
+			for _, qid := range s.questions {
 				if s.askStep(qid) != p.Step {
 					continue
 				}
 				if s.skipped[qid] {
 					p.Skipped = true
-				} else if i < len(s.requests) {
-					p.Owner = answerOwner(s.requests[i], s.sent[qid])
+				} else if req, ok := s.requestOf(qid); ok {
+					p.Owner = answerOwner(req, s.sent[qid])
 				}
 			}
 		}
@@ -386,13 +471,10 @@ func (s *SessionState) latestProblems() []Problem {
 	return out
 }
 
-// requestOf is the agent's request behind question qid: the n-th question
-// the surfaces showed is the agent's n-th request.
+// requestOf is the agent's request behind question qid (reqIndex).
 func (s *SessionState) requestOf(qid string) (*Request, bool) {
-	for i, id := range s.questions {
-		if id == qid && i < len(s.requests) {
-			return s.requests[i], true
-		}
+	if i := s.reqIndex(qid); i >= 0 {
+		return s.requests[i], true
 	}
 	return nil, false
 }

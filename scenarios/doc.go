@@ -70,6 +70,15 @@
 //	"cancel_after"  withdraw the request after this long without an answer
 //	"exit_after"    exit the agent after this long without an answer, with
 //	                "exit_code" (default 1)
+//	"parallel"      true: the call is in the same model response as the
+//	                call before it, and runs at once with it, as the CLI
+//	                runs AskUserQuestion, Read, Glob, Grep, WebFetch and
+//	                WebSearch (ConcurrentTools): both requests are pending
+//	                together, each ends on its own, and the CLI writes each
+//	                tool_result as its answer comes. A call that aborts the
+//	                turn (a deny with interrupt, a withdrawal) withdraws the
+//	                others still pending first (control_cancel_request).
+//	                route sdk only; seen with the real CLI 2.1.318–2.1.332
 //
 // On an mcp step the person answers through the server's bridge: "answers"
 // (keyed by the question), "skip" (the server returns isError, the user

@@ -125,7 +125,17 @@ type Step struct {
 	// without an answer.
 	ExitAfter time.Duration
 	ExitCode  int
+	// Parallel: the call is in the same model response as the call before
+	// it, and runs at once with it, as the CLI runs the tools it may run
+	// concurrently (ConcurrentTools): both control_requests are pending at
+	// once, and each is answered, cancelled or withdrawn on its own.
+	Parallel bool
 }
+
+// ConcurrentTools are the tools the CLI runs at once when one model
+// response calls several (isConcurrencySafe in CLI 2.1.330): a parallel
+// step calls one of these, and so does the step it runs beside.
+var ConcurrentTools = map[string]bool{"AskUserQuestion": true, "Read": true, "Glob": true, "Grep": true, "WebFetch": true, "WebSearch": true}
 
 // ToolCall is a call of a tool other than AskUserQuestion.
 type ToolCall struct {
@@ -459,6 +469,7 @@ type StepLine struct {
 	ExitAfter    *Duration        `json:"exit_after,omitempty"`
 	ExitCode     *int             `json:"exit_code,omitempty"`
 	ExpectPrompt string           `json:"expect_prompt,omitempty"`
+	Parallel     bool             `json:"parallel,omitempty"`
 	Comment      *json.RawMessage `json:"#,omitempty"` // free text for people
 }
 
@@ -487,6 +498,7 @@ type parser struct {
 	more      int            // problems found past MaxErrors
 	stepsSeen int            // steps parsed
 	ids       map[string]int // tool_use id → line
+	prev      *Step          // the step before, in this section
 }
 
 // MaxErrors bounds the problems Parse reports one by one; past it they are
@@ -590,6 +602,7 @@ func (p *parser) parseHeader(sc *Scenario, line int, data []byte) {
 
 func (p *parser) parseSteps(sc *Scenario, start int, data []byte, dst *[]Step) {
 	count := 0
+	p.prev = nil
 	for i, raw := range bytes.Split(data, []byte("\n")) {
 		n := start + i
 		raw = bytes.TrimSpace(raw)
@@ -610,6 +623,8 @@ func (p *parser) parseSteps(sc *Scenario, start int, data []byte, dst *[]Step) {
 			count++
 			st.N = p.stepsSeen
 			p.validateStep(sc, &st, count == 1)
+			p.validateParallel(sc, &st)
+			p.prev = &st
 			// Past the error bound the scenario is rejected anyway: keep no
 			// more steps, so a huge bad file costs little memory.
 			if len(p.errs) < MaxErrors {
@@ -661,6 +676,7 @@ func (p *parser) step(n int, sl StepLine) (Step, bool) {
 	if sl.ExitCode != nil {
 		st.ExitCode = *sl.ExitCode
 	}
+	st.Parallel = sl.Parallel
 	if !st.Kind.Calls() {
 		for field, set := range map[string]bool{"id": sl.ID != "", "expect": sl.Expect != nil, "user": sl.User != nil, "cancel_after": sl.CancelAfter != nil, "exit_after": sl.ExitAfter != nil, "exit_code": sl.ExitCode != nil} {
 			if set {
@@ -762,6 +778,36 @@ func (p *parser) validateStep(sc *Scenario, st *Step, first bool) {
 	if e := st.Expect; e != nil {
 		p.validateExpect(st, e)
 	}
+}
+
+// validateParallel checks a parallel step against the call before it: the
+// CLI runs both at once only when both tools may run concurrently.
+func (p *parser) validateParallel(sc *Scenario, st *Step) {
+	if !st.Parallel {
+		return
+	}
+	concurrent := func(s *Step) bool {
+		return s.Kind == KindAsk || s.Kind == KindTool && s.Tool != nil && ConcurrentTools[s.Tool.Name]
+	}
+	switch {
+	case sc.Route != RouteSDK || st.Kind != KindAsk && st.Kind != KindTool:
+		p.errorf(st.Line, "parallel", "only ask and tool steps of a route sdk scenario run in parallel")
+	case p.prev == nil || p.prev.Kind != KindAsk && p.prev.Kind != KindTool:
+		p.errorf(st.Line, "parallel", "a parallel call runs beside the call before it, and the step before is no ask or tool step")
+	case !concurrent(st) || !concurrent(p.prev):
+		p.errorf(st.Line, "parallel", "the CLI runs only these tools at once: AskUserQuestion, %s", strings.Join(concurrentOthers(), ", "))
+	}
+}
+
+func concurrentOthers() []string {
+	var out []string
+	for t := range ConcurrentTools {
+		if t != "AskUserQuestion" {
+			out = append(out, t)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 func (p *parser) validateQuestions(sc *Scenario, st *Step) {

@@ -55,6 +55,14 @@ func TestParseErrors(t *testing.T) {
 		{"bad expect_prompt", hdr + `{"prompt":"hi","expect_prompt":"("}` + "\n", "t.txtar:4: expect_prompt: not a regular expression: error parsing regexp: missing closing ): `(`"},
 		{"bad duration", hdr + `{"prompt":"hi"}` + "\n" + `{"ask":{"questions":[` + q1 + `]},"cancel_after":"soon"}` + "\n",
 			`t.txtar:5: want a duration such as "250ms": time: invalid duration "soon"`},
+		{"parallel first call", hdr + `{"prompt":"hi"}` + "\n" + `{"ask":{"questions":[` + q1 + `]},"parallel":true}` + "\n",
+			"t.txtar:5: parallel: a parallel call runs beside the call before it, and the step before is no ask or tool step"},
+		{"parallel after text", hdr + `{"prompt":"hi"}` + "\n" + `{"text":"x"}` + "\n" + `{"ask":{"questions":[` + q1 + `]},"parallel":true}` + "\n",
+			"t.txtar:6: parallel: a parallel call runs beside the call before it, and the step before is no ask or tool step"},
+		{"parallel Bash", hdr + `{"prompt":"hi"}` + "\n" + `{"ask":{"questions":[` + q1 + `]}}` + "\n" + `{"tool":{"name":"Bash","input":{"command":"ls"}},"parallel":true}` + "\n",
+			"t.txtar:6: parallel: the CLI runs only these tools at once: AskUserQuestion, Glob, Grep, Read, WebFetch, WebSearch"},
+		{"parallel text", hdr + `{"prompt":"hi"}` + "\n" + `{"ask":{"questions":[` + q1 + `]}}` + "\n" + `{"text":"x","parallel":true}` + "\n",
+			"t.txtar:6: parallel: only ask and tool steps of a route sdk scenario run in parallel"},
 		{"expect on text", hdr + `{"prompt":"hi"}` + "\n" + `{"text":"x","expect":{"behavior":"allow"}}` + "\n", "t.txtar:5: expect: only ask, tool and mcp steps take expect"},
 		{"bad behavior", hdr + `{"prompt":"hi"}` + "\n" + `{"ask":{"questions":[` + q1 + `]},"expect":{"behavior":"maybe"}}` + "\n",
 			`t.txtar:5: expect.behavior: want "allow" or "deny", got "maybe"`},
@@ -148,7 +156,7 @@ func TestRecordedScenariosMayHaveLongHeaders(t *testing.T) {
 }
 
 func TestBuiltins(t *testing.T) {
-	want := []string{"ask-four", "ask-free-text", "ask-multi", "ask-notes", "ask-sequential", "ask-single", "ask-skip", "ask-skip-interrupt", "cancel-pending", "exit-pending", "late-answer", "mcp-ask-multi", "mcp-ask-single", "mcp-ask-skip", "mcp-ask-timeout", "other-tool"}
+	want := []string{"ask-four", "ask-free-text", "ask-multi", "ask-notes", "ask-parallel", "ask-sequential", "ask-single", "ask-skip", "ask-skip-interrupt", "cancel-pending", "exit-pending", "late-answer", "mcp-ask-multi", "mcp-ask-single", "mcp-ask-skip", "mcp-ask-timeout", "other-tool"}
 	if diff := cmp.Diff(want, Names()); diff != "" {
 		t.Errorf("Names() (-want +got):\n%s", diff)
 	}

@@ -34,10 +34,11 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// Response is one model response: text blocks, then at most one tool call.
+// Response is one model response: text blocks, then its tool calls (more
+// than one where the scenario's steps run in parallel).
 type Response struct {
-	Text []string
-	Tool *Tool
+	Text  []string
+	Tools []Tool
 }
 
 // Tool is a tool_use block.
@@ -65,14 +66,19 @@ func ModelFor(sc *scenarios.Scenario) Model {
 			switch st.Kind {
 			case scenarios.KindText:
 				cur.Text = append(cur.Text, st.Text)
-			case scenarios.KindAsk:
-				cur.Tool = &Tool{ID: st.ToolUseID(), Name: protocol.ToolAskUserQuestion, Input: st.Input()}
-				rs, cur = append(rs, cur), Response{}
-			case scenarios.KindTool:
-				cur.Tool = &Tool{ID: st.ToolUseID(), Name: st.Tool.Name, Input: st.Input()}
-				rs, cur = append(rs, cur), Response{}
-			case scenarios.KindMCP:
-				cur.Tool = &Tool{ID: st.ToolUseID(), Name: st.MCP.Name(), Input: st.Input()}
+			case scenarios.KindAsk, scenarios.KindTool, scenarios.KindMCP:
+				t := Tool{ID: st.ToolUseID(), Name: protocol.ToolAskUserQuestion, Input: st.Input()}
+				if st.Kind == scenarios.KindTool {
+					t.Name = st.Tool.Name
+				} else if st.Kind == scenarios.KindMCP {
+					t.Name = st.MCP.Name()
+				}
+				if st.Parallel && len(rs) > 0 && len(cur.Text) == 0 {
+					// In the response of the call before it.
+					rs[len(rs)-1].Tools = append(rs[len(rs)-1].Tools, t)
+					continue
+				}
+				cur.Tools = []Tool{t}
 				rs, cur = append(rs, cur), Response{}
 			}
 		}
@@ -223,7 +229,7 @@ func (s *Server) place(msgs gjson.Result) (turn, pos int, err error) {
 	}
 	rs := s.model.Turns[turn]
 	for _, r := range rs {
-		if r.Tool != nil && seen[r.Tool.ID] {
+		if len(r.Tools) > 0 && seen[r.Tools[0].ID] {
 			pos++
 		}
 	}
@@ -277,8 +283,8 @@ func (r Response) describe() string {
 	for _, t := range r.Text {
 		parts = append(parts, fmt.Sprintf("text %q", t))
 	}
-	if r.Tool != nil {
-		parts = append(parts, "tool_use "+r.Tool.Name)
+	for _, t := range r.Tools {
+		parts = append(parts, "tool_use "+t.Name)
 	}
 	return strings.Join(parts, ", ")
 }
@@ -288,14 +294,14 @@ func (r Response) blocks() []map[string]any {
 	for _, t := range r.Text {
 		bs = append(bs, map[string]any{"type": "text", "text": t})
 	}
-	if r.Tool != nil {
-		bs = append(bs, map[string]any{"type": "tool_use", "id": r.Tool.ID, "name": r.Tool.Name, "input": r.Tool.Input})
+	for _, t := range r.Tools {
+		bs = append(bs, map[string]any{"type": "tool_use", "id": t.ID, "name": t.Name, "input": t.Input})
 	}
 	return bs
 }
 
 func (r Response) stopReason() string {
-	if r.Tool != nil {
+	if len(r.Tools) > 0 {
 		return "tool_use"
 	}
 	return "end_turn"

@@ -1,11 +1,13 @@
 package replay
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/askctl/askctl/claudecli"
 	"github.com/askctl/askctl/fakeclaude/fakeapi"
@@ -61,45 +63,71 @@ func Expected(sc *scenarios.Scenario, version string) []Want {
 			case scenarios.KindText:
 				add(n, why, protocol.TypeAssistant, "", map[string]string{"content[0].type": "text", "content[0].text": st.Text})
 			case scenarios.KindAsk, scenarios.KindTool:
-				name, input, output := protocol.ToolAskUserQuestion, canonicalJSON(st.Input()), ""
-				if st.Kind == scenarios.KindTool {
-					name, input, output = st.Tool.Name, canonicalJSON(st.Tool.Input), st.Tool.Output
-					if output == "" && name == "Bash" {
-						output = protocol.BashNoOutputText
+				// One call, or the calls of one model response that run at
+				// once (parallel steps): each tool_use and its request,
+				// then each result as its answer comes (by the user
+				// part's after; a tie in step order).
+				group := []*scenarios.Step{st}
+				for j := i + 1; j < len(turn) && turn[j].Parallel; j++ {
+					group = append(group, &turn[j])
+				}
+				i += len(group) - 1
+				for _, g := range group {
+					name, input := toolOf(g)
+					add(g.N, g.Describe(), protocol.TypeAssistant, "", map[string]string{"content[0].type": "tool_use", "content[0].name": name, "content[0].input": input})
+					add(g.N, g.Describe(), protocol.TypeControlRequest, protocol.SubtypeCanUseTool, map[string]string{"tool_name": name, "input": input})
+				}
+				order := slices.Clone(group)
+				slices.SortStableFunc(order, func(a, b *scenarios.Step) int { return cmp.Compare(after(a), after(b)) })
+				// A call that aborts the turn withdraws the others still
+				// pending before its own result is written.
+				withdrawRest := func(k int) {
+					for _, o := range order[k+1:] {
+						add(o.N, o.Describe()+" (withdrawn: another call aborted the turn)", protocol.TypeControlCancelRequest, "", nil)
 					}
 				}
-				add(n, why, protocol.TypeAssistant, "", map[string]string{"content[0].type": "tool_use", "content[0].name": name, "content[0].input": input})
-				add(n, why, protocol.TypeControlRequest, protocol.SubtypeCanUseTool, map[string]string{"tool_name": name, "input": input})
-				u := st.User
-				switch {
-				case u == nil:
-				case u.Silent && st.ExitAfter > 0:
-					exited = true
-				case u.Silent && st.CancelAfter == 0 && !claudecli.StdinCloseCancels.In(version):
-					// Stdin closes on the pending request: the tool fails,
-					// and the model has the last word.
-					add(n, why, protocol.TypeUser, "", map[string]string{"content[0].content": protocol.PermissionStreamClosedText, "content[0].is_error": "true"})
-					if i == len(turn)-1 {
-						add(n, "the model's reply to the failed tool", protocol.TypeAssistant, "", map[string]string{"content[0].type": "text", "content[0].text": fakeapi.StopAfterRejection})
+				for k, g := range order {
+					n, why = g.N, g.Describe()
+					if aborted {
+						add(n, why, protocol.TypeUser, "", map[string]string{"content[0].content": protocol.DenyInterruptText})
+						continue
 					}
-				case u.Silent:
-					add(n, why+" (withdrawn)", protocol.TypeControlCancelRequest, "", nil)
-					add(n, why, protocol.TypeUser, "", map[string]string{"content[0].content": protocol.DenyInterruptText})
-					aborted = true
-				case u.Skip != nil && u.Interrupt:
-					add(n, why, protocol.TypeUser, "", map[string]string{"content[0].content": protocol.DenyInterruptText})
-					aborted = true
-				case u.Skip != nil:
-					add(n, why, protocol.TypeUser, "", map[string]string{"content[0].content": *u.Skip, "content[0].is_error": "true"})
-				case st.Kind == scenarios.KindTool:
-					add(n, why, protocol.TypeUser, "", map[string]string{"content[0].content": output})
-				default:
-					r := u.Reply()
-					answers := map[string]protocol.AnswerValue{}
-					for q, a := range r.Answers {
-						answers[q] = protocol.AnswerValue(a)
+					u := g.User
+					switch {
+					case u == nil:
+					case u.Silent && g.ExitAfter > 0:
+						exited = true
+					case u.Silent && g.CancelAfter == 0 && !claudecli.StdinCloseCancels.In(version):
+						// Stdin closes on the pending request: the tool fails,
+						// and the model has the last word.
+						add(n, why, protocol.TypeUser, "", map[string]string{"content[0].content": protocol.PermissionStreamClosedText, "content[0].is_error": "true"})
+						if i == len(turn)-1 {
+							add(n, "the model's reply to the failed tool", protocol.TypeAssistant, "", map[string]string{"content[0].type": "text", "content[0].text": fakeapi.StopAfterRejection})
+						}
+					case u.Silent:
+						add(n, why+" (withdrawn)", protocol.TypeControlCancelRequest, "", nil)
+						withdrawRest(k)
+						add(n, why, protocol.TypeUser, "", map[string]string{"content[0].content": protocol.DenyInterruptText})
+						aborted = true
+					case u.Skip != nil && u.Interrupt:
+						withdrawRest(k)
+						add(n, why, protocol.TypeUser, "", map[string]string{"content[0].content": protocol.DenyInterruptText})
+						aborted = true
+					case u.Skip != nil:
+						add(n, why, protocol.TypeUser, "", map[string]string{"content[0].content": *u.Skip, "content[0].is_error": "true"})
+					case g.Kind == scenarios.KindTool:
+						add(n, why, protocol.TypeUser, "", map[string]string{"content[0].content": toolOutput(g)})
+					default:
+						r := u.Reply()
+						answers := map[string]protocol.AnswerValue{}
+						for q, a := range r.Answers {
+							answers[q] = protocol.AnswerValue(a)
+						}
+						add(n, why, protocol.TypeUser, "", map[string]string{"content[0].content": protocol.AskResultText(g.Questions, answers, r.Annotations)})
 					}
-					add(n, why, protocol.TypeUser, "", map[string]string{"content[0].content": protocol.AskResultText(st.Questions, answers, r.Annotations)})
+					if exited {
+						break
+					}
 				}
 			}
 		}
@@ -114,6 +142,30 @@ func Expected(sc *scenarios.Scenario, version string) []Want {
 		add(n, "turn end", protocol.TypeResult, protocol.ResultSuccess, nil)
 	}
 	return out
+}
+
+// toolOf is the tool a call step names, and its input as the CLI echoes it.
+func toolOf(st *scenarios.Step) (name, input string) {
+	if st.Kind == scenarios.KindTool {
+		return st.Tool.Name, canonicalJSON(st.Tool.Input)
+	}
+	return protocol.ToolAskUserQuestion, canonicalJSON(st.Input())
+}
+
+// toolOutput is what an allowed tool's result says.
+func toolOutput(st *scenarios.Step) string {
+	if st.Tool.Output == "" && st.Tool.Name == "Bash" {
+		return protocol.BashNoOutputText
+	}
+	return st.Tool.Output
+}
+
+// after is when the person answers st, from its ask.
+func after(st *scenarios.Step) time.Duration {
+	if st.User == nil {
+		return 0
+	}
+	return time.Duration(st.User.After)
 }
 
 func canonicalJSON(raw []byte) string {
