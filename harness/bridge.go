@@ -253,6 +253,12 @@ func (b *Bridge) start(ctx context.Context) error {
 		cmd.Dir = b.opts.Work
 	}
 	env := os.Environ()
+	if _, set := st.Env[claudecli.EnvConfigDir]; !set && os.Getenv(claudecli.EnvConfigDir) == "" && b.opts.RealClaude == "" {
+		// Where the claude shim has fakeclaude keep its session files: the
+		// bridge reads them there (a reply its agent took in before a
+		// crash), as it would where it and its agents share one config.
+		env = append(env, claudecli.EnvConfigDir+"="+filepath.Join(b.opts.Work, "claude-config"))
+	}
 	for k, v := range st.Env {
 		env = append(env, k+"="+v)
 	}
