@@ -301,7 +301,11 @@ func (b *Bridge) Sessions(ctx context.Context) ([]*bridgeapi.Session, error) {
 }
 
 func (b *Bridge) fillWaiting(ctx context.Context, ss *bridgeapi.Session) {
-	qs, _ := b.st.questions(ctx, bridgeapi.QuestionPending, ss.ID)
+	filter := ss.ID
+	if defect("status-pending-any-session") {
+		filter = ""
+	}
+	qs, _ := b.st.questions(ctx, bridgeapi.QuestionPending, filter)
 	if len(qs) > 0 {
 		ss.WaitingForUser, ss.PendingQuestionID = true, qs[0].ID
 	}

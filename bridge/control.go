@@ -29,6 +29,9 @@ func controlEvent(e bridgeapi.Event) (any, bool) {
 	case bridgeapi.EventSkipped:
 		return bridgeapi.ControlMessage{Type: protocol.TypeControlCancelRequest, RequestID: e.QuestionID, Status: bridgeapi.QuestionSkipped, Reason: e.Reason, Rule: e.Rule, Time: e.Time}, true
 	case bridgeapi.EventWithdrawn:
+		if defect("control-withdraw-unsent") {
+			return nil, false // a control_cancel_request only for what a person or the deadline settled
+		}
 		return bridgeapi.ControlMessage{Type: protocol.TypeControlCancelRequest, RequestID: e.QuestionID, Status: bridgeapi.QuestionWithdrawn, Reason: e.Reason, Time: e.Time}, true
 	case bridgeapi.EventStatus:
 		return e, true // not a CLI message: the session's state, as on /ws

@@ -40,6 +40,11 @@ var Defects = []string{
 	"self-answer",
 	// An SSE stream resumed with Last-Event-ID starts over as a new one.
 	"resume-ignores-last-id",
+	// A fourth batch, held out
+	"multi-json-text", "other-as-annotation", "deny-reason-field", "resume-skips-one", "takeover-no-replay",
+	"timeout-grace-added", "timeout-surface-silent", "status-pending-any-session", "cancel-first-pending",
+	"passthrough-tool-use-id", "orphan-answer-refused", "mcp-multi-flattened", "mcp-one-session",
+	"control-withdraw-unsent",
 }
 
 // activeMCPDefect is the active defect when it is one of the MCP server's.

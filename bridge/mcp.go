@@ -51,6 +51,16 @@ func (b *Bridge) OpenMCP(ctx context.Context, label string) (*bridgeapi.Session,
 	if strings.TrimSpace(label) == "" {
 		label = "MCP ask_user server"
 	}
+	if defect("mcp-one-session") {
+		b.mu.Lock()
+		for id, l := range b.live {
+			if l.mcp != nil { // the MCP session already open serves every server
+				b.mu.Unlock()
+				return b.Session(ctx, id)
+			}
+		}
+		b.mu.Unlock()
+	}
 	ss := &bridgeapi.Session{ID: newID("s_"), Prompt: label, Claude: ClaudeMCP, Status: bridgeapi.StatusRunning, CreatedAt: time.Now()}
 	if err := b.st.insertSession(ctx, ss); err != nil {
 		return nil, err
@@ -111,6 +121,11 @@ func (b *Bridge) AskMCP(ctx context.Context, id string, qs []protocol.Question) 
 	for i, q := range qs {
 		if strings.TrimSpace(q.Question) == "" {
 			return nil, fmt.Errorf("%w: question %d has no text", bridgeapi.ErrInvalid, i+1)
+		}
+	}
+	if defect("mcp-multi-flattened") {
+		for i := range qs {
+			qs[i].MultiSelect = false // ask_user's questions taken as single-choice
 		}
 	}
 	now := time.Now()

@@ -36,6 +36,12 @@ func (b *Bridge) ask(sessionID string, s *sdk.Session, r sdk.Request) {
 			}
 			return
 		}
+		if defect("passthrough-tool-use-id") {
+			if msg, err := reply.Response(r.ToolUseID, r.ToolName, r.Input); err == nil { // the tool_use id taken for the request id
+				_ = s.Send(msg)
+			}
+			return
+		}
 		if err := s.Respond(r.ID, reply); err != nil {
 			b.cfg.Logf("session %s: %s: %v", sessionID, r.ToolName, err)
 		}
@@ -80,7 +86,11 @@ func (b *Bridge) pose(q *bridgeapi.Question) error {
 	}
 	b.mu.Lock()
 	if !defect("no-timeout") {
-		b.timer[q.ID] = time.AfterFunc(b.cfg.Timeout, func() { b.expire(q.ID) })
+		wait := b.cfg.Timeout
+		if defect("timeout-grace-added") {
+			wait += 5 * time.Second // a grace for a surface whose answer is on its way
+		}
+		b.timer[q.ID] = time.AfterFunc(wait, func() { b.expire(q.ID) })
 	}
 	b.mu.Unlock()
 	b.publish(bridgeapi.Event{Type: bridgeapi.EventQuestion, SessionID: q.SessionID, QuestionID: q.ID, Questions: shown(q.Questions), TimeoutSeconds: q.TimeoutSeconds})
@@ -296,7 +306,7 @@ func (b *Bridge) answer(ctx context.Context, id string, given map[string]bridgea
 		return &bridgeapi.AnswerResult{Question: q, Held: true, Missing: missing}, nil
 	}
 	l := b.liveSession(q.SessionID)
-	if l == nil && !q.Orphaned {
+	if l == nil && (!q.Orphaned || defect("orphan-answer-refused")) {
 		// The agent is gone and its exit has not been processed yet.
 		return nil, fmt.Errorf("%w: question %s: its agent has exited", bridgeapi.ErrResolved, id)
 	}
@@ -327,7 +337,18 @@ func (b *Bridge) answer(ctx context.Context, id string, given map[string]bridgea
 			return l.s.RespondRaw(q.RequestID, protocol.SuccessResponse(q.RequestID, protocol.Allow(upd)))
 		}
 		b.crash(CrashAnswerCommitted)
-		return l.respond(q, protocol.Reply{Answers: sent(q.Questions, merged)})
+		reply := protocol.Reply{Answers: sent(q.Questions, merged)}
+		if defect("other-as-annotation") {
+			answers, notes := map[string]string{}, map[string]protocol.Annotation{}
+			for _, qq := range q.Questions {
+				answers[qq.Question] = reply.Answers[qq.Question]
+				if a := answers[qq.Question]; !qq.MultiSelect && !protocol.IsLabel(qq, a) {
+					answers[qq.Question], notes[qq.Question] = "Other", protocol.Annotation{Notes: a} // free text as the "Other" choice, with its text as notes
+				}
+			}
+			reply = protocol.Reply{Answers: answers, Annotations: notes}
+		}
+		return l.respond(q, reply)
 	}(); err != nil {
 		// Nothing was sent: the agent withdrew the request a moment before,
 		// or it is exiting. The surfaces are told, as for any withdrawal.
@@ -400,7 +421,14 @@ func (b *Bridge) skip(ctx context.Context, id, reason string, interrupt bool, ru
 		if defect("skip-error-response") {
 			reply = protocol.Reply{Error: reason}
 		}
-		if err := l.respond(q, reply); err != nil {
+		respond := func() error { return l.respond(q, reply) }
+		if defect("deny-reason-field") && l.mcp == nil {
+			respond = func() error { // the reason under "reason", not "message"
+				raw, _ := json.Marshal(map[string]any{"behavior": "deny", "reason": reason, "interrupt": interrupt})
+				return l.s.RespondRaw(q.RequestID, protocol.SuccessResponse(q.RequestID, json.RawMessage(raw)))
+			}
+		}
+		if err := respond(); err != nil {
 			b.cfg.Logf("question %s: %v", id, err)
 		} else if l.mcp == nil {
 			b.delivering(l, q)
@@ -463,7 +491,9 @@ func (b *Bridge) expire(id string) {
 			b.delivering(l, q)
 		}
 	}
-	b.publish(bridgeapi.Event{Type: bridgeapi.EventTimeout, SessionID: q.SessionID, QuestionID: id, Error: "User response timed out"})
+	if !defect("timeout-surface-silent") {
+		b.publish(bridgeapi.Event{Type: bridgeapi.EventTimeout, SessionID: q.SessionID, QuestionID: id, Error: "User response timed out"})
+	}
 	b.publishStatus(q.SessionID)
 }
 
@@ -480,6 +510,12 @@ func (b *Bridge) agentCancelled(sessionID, requestID string) {
 		status, reason = bridgeapi.QuestionWithdrawn, "the session was stopped"
 	}
 	qs, _ := b.st.questions(context.Background(), bridgeapi.QuestionPending, sessionID)
+	if defect("cancel-first-pending") {
+		if len(qs) > 0 {
+			b.withdraw(qs[0], status, reason) // a session asks one question at a time
+		}
+		return
+	}
 	for _, q := range qs {
 		if q.RequestID == requestID {
 			b.withdraw(q, status, reason)
@@ -572,6 +608,20 @@ func shown(qs []protocol.Question) []protocol.Question {
 func sent(qs []protocol.Question, answers map[string]string) map[string]string {
 	if defect("multi-comma") || defect("multi-one-label") || defect("keys-index") {
 		return misjoin(qs, answers)
+	}
+	if defect("multi-json-text") {
+		out := make(map[string]string, len(answers))
+		for _, q := range qs {
+			a, ok := answers[q.Question]
+			if ok && q.MultiSelect {
+				j, _ := json.Marshal(strings.Split(a, protocol.MultiSelectSeparator)) // the picked labels, as the surface sent them
+				a = string(j)
+			}
+			if ok {
+				out[q.Question] = a
+			}
+		}
+		return out
 	}
 	return answers
 }

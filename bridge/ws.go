@@ -102,7 +102,11 @@ func (s *Server) socket(w http.ResponseWriter, r *http.Request, d dialect) {
 		}
 	}
 	replayed := map[string]bool{}
-	for _, e := range s.B.Snapshot(ctx, session) {
+	snap := s.B.Snapshot(ctx, session)
+	if old != nil && defect("takeover-no-replay") {
+		snap = snap[:min(1, len(snap))] // the status only: the old connection has the questions shown
+	}
+	for _, e := range snap {
 		if m, ok := d.encode(e); ok {
 			_ = c.send(ctx, m)
 		}

@@ -35,7 +35,7 @@ type command struct {
 func commands() map[string]command {
 	return map[string]command{
 		"answer":      {"[!] answer [-conn C] [-qid ID] [-q TEXT] [-code CODE] [-partial] ALIAS [QUESTION=ANSWER…]  answer the current question (default: as the scenario's user part; -qid: that one; -q: the one shown that asks TEXT, of several pending at once); ! expects a rejection; -partial expects it held or refused", cmdAnswer},
-		"await":       {"[!] await [-timeout D] [-for D] [-conn C] [-qid ID] [-same] [-alive] ALIAS question|answered [N]|allowed|surface TYPE [N]|decided TOOL [N]|turn [N]|exit [CODE]|asked [N]|resumed|repeated  wait until it holds (repeated: the connection was told one event twice, by its id; decided TOOL N: the bridge decided N of the agent's TOOL permission prompts; question: sets ALIAS_Q to its id, and ALIAS_Q1, ALIAS_Q2, … by the order questions came; allowed: an answer, an allow, reached the agent; surface TYPE N: told N times; -qid: of that question, not the current one, with surface, answered and allowed); ! checks it does not happen for D (500ms)", cmdAwait},
+		"await":       {"[!] await [-timeout D] [-for D] [-conn C] [-qid ID] [-q TEXT] [-same] [-alive] ALIAS question|answered [N]|allowed|surface TYPE [N]|decided TOOL [N]|turn [N]|exit [CODE]|asked [N]|resumed|repeated  wait until it holds (repeated: the connection was told one event twice, by its id; decided TOOL N: the bridge decided N of the agent's TOOL permission prompts; question: sets ALIAS_Q to its id, and ALIAS_Q1, ALIAS_Q2, … by the order questions came; question -q TEXT: the question shown that asks TEXT, of several pending at once, becomes the current one (ALIAS_Q); allowed: an answer, an allow, reached the agent; surface TYPE N: told N times; -qid: of that question, not the current one, with surface, answered and allowed); ! checks it does not happen for D (500ms)", cmdAwait},
 		"check":       {"check ALIAS  once the agent has given its own verdict on every answer it got: it reported no failure (every answer as the scenario expects, one control_response per request, no protocol error)", cmdCheck},
 		"connect":     {"connect ALIAS CONN  open another surface connection to the session", cmdConnect},
 		"delivered":   {"delivered [-conn C] ALIAS  the current question as shown equals what the agent asked: every question, header, option label and description, multiSelect, in order", cmdDelivered},
@@ -492,7 +492,7 @@ func cmdRestart(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
-	f, args := flags(ts, args, []string{"timeout", "for", "conn", "qid"}, []string{"same", "alive"})
+	f, args := flags(ts, args, []string{"timeout", "for", "conn", "qid", "q"}, []string{"same", "alive"})
 	if len(args) < 2 {
 		ts.Fatalf("usage: await [-timeout D] [-for D] [-conn C] [-qid ID] [-same] ALIAS WHAT [ARG]")
 	}
@@ -580,6 +580,19 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	ctx, cancel := waitCtx(ts, duration(ts, f["timeout"], "10s"))
 	defer cancel()
+	if what == "question" && f["q"] != "" {
+		// One of several shown at once becomes the current question; the
+		// numbering of ALIAS_Qn is the awaits'.
+		got, err := s.SelectQuestion(ctx, conn, f["q"])
+		if err != nil {
+			fail(ts, "%v\n%s", err, summary(e, alias))
+		}
+		ts.Setenv(alias+"_Q", got)
+		return
+	}
+	if f["q"] != "" {
+		ts.Fatalf("await -q: only with question")
+	}
 	if what == "question" {
 		got, err := s.AwaitQuestion(ctx, conn, f["same"] != "")
 		if err != nil {

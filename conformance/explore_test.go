@@ -128,15 +128,22 @@ var exploredDefects = map[string]string{
 	"skip-error-response": "ws", "double-answer-acked": "ws", "replay-request-id": "ws", "takeover-skip-bypass": "ws",
 	"held-stops-deadline": "ws", "pending-filter-param": "http", "exit-withdraws-all": "ws",
 	"orphan-not-marked": "ws", "mcp-timeout-declined": "ws",
+	// Two requests of one session pending at once (one model response).
+	"skip-other-pending": "ws", "passthrough-withdraws-pending": "ws",
+	// A fourth batch, held out: written by a reader of the bridge and the
+	// requirements who read none of the suite, after the parallel explorer.
+	"multi-json-text": "ws", "other-as-annotation": "ws", "deny-reason-field": "ws", "resume-skips-one": "http",
+	"takeover-no-replay": "ws", "timeout-grace-added": "ws", "timeout-surface-silent": "ws",
+	"status-pending-any-session": "ws", "passthrough-tool-use-id": "ws", "orphan-answer-refused": "ws",
+	"mcp-multi-flattened": "ws", "mcp-one-session": "ws", "control-withdraw-unsent": "control-ws",
 }
 
 // unexploredDefects are the broken bridges the explorer is not asked to
 // find, each with why: what the model does not reach. Their own cases
 // catch them (TestBrokenBridges, conformance/README.md).
 var unexploredDefects = map[string]string{
-	"skip-other-pending": "it needs two questions pending in one session: the model's agents ask one at a time, on either route",
-	"passthrough-withdraws-pending": "it needs another tool's prompt while a question of the same session is pending: the model's agents " +
-		"ask for one permission at a time",
+	"cancel-first-pending": "a cancel withdraws the session's oldest question, whatever request it names: with two pending at once " +
+		"(one model response), the CLI withdraws both when it withdraws one, so which went first is seen by no one",
 	"questions-reencoded": "the questions come back re-encoded from the bridge's own types: the same JSON while the agent sends " +
 		"every field of every question, as fakeclaude does; a CLI that leaves out multiSelect or a description (optionalDescriptions) would show it",
 }

@@ -5,10 +5,12 @@ import (
 	"maps"
 	"regexp"
 
-	"github.com/askctl/askctl/harness"
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/askctl/askctl/harness"
+	"github.com/askctl/askctl/surface"
 
 	"pgregory.net/rapid"
 )
@@ -35,6 +37,7 @@ type xModel struct {
 	steps     int
 	ops       map[string]int // the steps taken, by operation
 	reqOfLine string         // the requirement the lines written now check
+	pairs     int            // requests asked beside another, so far (their ids: ALIAS_Pn)
 	now       float64        // the model's clock, in seconds of waiting
 	restarted bool           // the bridge was restarted (restart -kill)
 	// known are requirements the bridge is known to fail (the run's
@@ -127,8 +130,11 @@ type xSession struct {
 	cur     int    // the request being asked; len(reqs) once the agent is done
 	conn    string // the open connection, "" when none
 	dropped bool   // conn's stream is cut (drop), to be resumed
-	conns   int    // connections opened so far
-	shown   int    // questions awaited (ALIAS_Q1…)
+	// resumed: conn's stream was resumed (drop, resume): what comes after
+	// must reach it, each end of a question it was shown among it.
+	resumed bool
+	conns   int // connections opened so far
+	shown   int // questions awaited (ALIAS_Q1…)
 	exited  bool
 	// killed: its agent died with the bridge (restart -kill); its verdict
 	// is no longer checked, but a resumed agent's is.
@@ -157,6 +163,31 @@ type xReq struct {
 	// deadline), and an answer resumes the session (the late-answer path).
 	orphan bool
 	seen   bool // the open connection showed it (since it opened)
+	// pair is another AskUserQuestion call of the same model response
+	// (the CLI runs both at once, so both are pending together), ended by
+	// the person as the two show; pairFirst puts its call first in the
+	// response. toolBeside puts tool (a Read) in the response too, its
+	// prompt then coming while the question waits.
+	pair       *xReq
+	pairFirst  bool
+	toolBeside bool
+	// qvar names the variable of its question id where the order shown
+	// does not tell it (a pair's): "" for ALIAS_Qn.
+	qvar string
+}
+
+// endedReqs are the requests of s that ended once shown, those asked
+// beside another in one model response among them.
+func (s *xSession) endedReqs() []*xReq {
+	var out []*xReq
+	for _, r := range s.reqs {
+		for _, q := range []*xReq{r, r.pair} {
+			if q != nil && q.done && q.shown > 0 {
+				out = append(out, q)
+			}
+		}
+	}
+	return out
 }
 
 func (s *xSession) req() *xReq {
@@ -283,8 +314,56 @@ func (m *xModel) genReq(t *rapid.T, last, mcp bool) *xReq {
 	}
 	if len(tools) > 0 && !mcp && rapid.IntRange(0, 3).Draw(t, "tool") == 3 { // (shrunk to none)
 		r.tool = rapid.SampledFrom(tools).Draw(t, "policy")
+		// A Read runs at once with the question, a Bash before it.
+		r.toolBeside = rapid.Bool().Draw(t, "toolBeside")
+	}
+	if !mcp && r.tool == "" && rapid.IntRange(0, 3).Draw(t, "pair") == 3 { // (shrunk to none)
+		// Another question in the same model response: pending together.
+		p := &xReq{held: map[string]bool{}, outcome: "answer"}
+		for range rapid.IntRange(1, 2).Draw(t, "pairQuestions") {
+			p.qs = append(p.qs, m.genQuestion(t, used))
+		}
+		if m.caps.can("skip") && rapid.Bool().Draw(t, "pairSkip") {
+			p.outcome = "skip"
+			if rapid.Bool().Draw(t, "pairReasoned") {
+				p.reason = rapid.SampledFrom(xReasons).Draw(t, "pairReason")
+			}
+		} else {
+			p.answers = map[string]any{}
+			for _, qq := range p.qs {
+				p.answers[qq.Question] = genAnswer(t, qq)
+			}
+		}
+		r.pair, r.pairFirst = p, rapid.Bool().Draw(t, "pairFirst")
 	}
 	return r
+}
+
+// askStep is r's AskUserQuestion call as a scenario step: what the agent
+// expects of it.
+func (r *xReq) askStep(cancelAfter float64) map[string]any {
+	step := map[string]any{"ask": map[string]any{"questions": r.qs}}
+	switch r.outcome {
+	case "answer":
+		step["user"] = map[string]any{"answers": r.answers}
+	case "skip":
+		expect := map[string]any{"behavior": "deny"}
+		if r.reason != "" {
+			// The person's reason reaches the agent byte for byte.
+			expect["match"] = map[string]any{"message": r.reason}
+		}
+		step["expect"] = expect
+	case "timeout":
+		step["expect"] = map[string]any{"behavior": "deny"}
+	case "cancel":
+		step["user"] = map[string]any{"silent": true}
+		step["cancel_after"] = fmt.Sprintf("%dms", int(cancelAfter*1000))
+	case "exit":
+		step["user"] = map[string]any{"silent": true}
+		step["exit_after"] = fmt.Sprintf("%dms", int(cancelAfter*1000))
+		step["exit_code"] = 1
+	}
+	return step
 }
 
 // steps is the scenario the session's agent plays.
@@ -295,31 +374,28 @@ func (s *xSession) scenario(cancelAfter float64) string {
 	var b strings.Builder
 	b.WriteString(`{"prompt":"Help me set things up."}` + "\n")
 	for i, r := range s.reqs {
-		if r.tool != "" {
-			b.WriteString(toolStep(fmt.Sprintf("askctl-%s-%d.txt", s.alias, i), r.tool == "allow") + "\n")
+		file := fmt.Sprintf("askctl-%s-%d.txt", s.alias, i)
+		if r.tool != "" && !r.toolBeside {
+			b.WriteString(toolStep(file, r.tool == "allow") + "\n")
 		}
-		step := map[string]any{"ask": map[string]any{"questions": r.qs}}
-		switch r.outcome {
-		case "answer":
-			step["user"] = map[string]any{"answers": r.answers}
-		case "skip":
-			expect := map[string]any{"behavior": "deny"}
-			if r.reason != "" {
-				// The person's reason reaches the agent byte for byte.
-				expect["match"] = map[string]any{"message": r.reason}
+		// The calls of one model response: the question, and the other
+		// question or the Read that runs at once with it.
+		calls := []string{mustJSON(r.askStep(cancelAfter))}
+		if p := r.pair; p != nil {
+			calls = append(calls, mustJSON(p.askStep(cancelAfter)))
+			if r.pairFirst {
+				calls[0], calls[1] = calls[1], calls[0]
 			}
-			step["expect"] = expect
-		case "timeout":
-			step["expect"] = map[string]any{"behavior": "deny"}
-		case "cancel":
-			step["user"] = map[string]any{"silent": true}
-			step["cancel_after"] = fmt.Sprintf("%dms", int(cancelAfter*1000))
-		case "exit":
-			step["user"] = map[string]any{"silent": true}
-			step["exit_after"] = fmt.Sprintf("%dms", int(cancelAfter*1000))
-			step["exit_code"] = 1
 		}
-		b.WriteString(mustJSON(step) + "\n")
+		if r.tool != "" && r.toolBeside {
+			calls = append(calls, readStep(file, r.tool == "allow"))
+		}
+		for k, c := range calls {
+			if k > 0 {
+				c = beside(c)
+			}
+			b.WriteString(c + "\n")
+		}
 		if r.outcome == "cancel" || r.outcome == "exit" {
 			break // a withdrawal ends the turn; an exit, the agent
 		}
@@ -480,7 +556,11 @@ func (m *xModel) asked(s *xSession) {
 	if s.mcp {
 		deliver = "MCP-ANSWER" // it shows the question on the surface
 	}
-	if r.tool != "" {
+	if r.pair != nil {
+		m.askedPair(s, r)
+		return
+	}
+	if r.tool != "" && !r.toolBeside {
 		// Another tool's prompt comes first: decided wrongly, the agent
 		// gives up before it asks.
 		m.requirement("SDK-PASSTHROUGH")
@@ -488,7 +568,7 @@ func (m *xModel) asked(s *xSession) {
 		m.requirement(deliver)
 	}
 	m.emit("await -conn %s %s question", s.conn, s.alias)
-	if r.tool != "" {
+	if r.tool != "" && !r.toolBeside {
 		m.emit("check %s", s.alias) // the agent's verdict on the tool's decision
 	}
 	m.requirement(deliver)
@@ -497,6 +577,70 @@ func (m *xModel) asked(s *xSession) {
 	if m.checks(deliver) {
 		m.emit("delivered -conn %s %s", s.conn, s.alias)
 	}
+	if r.tool != "" && r.toolBeside {
+		// The Read's prompt came while the question waits: decided by the
+		// policy, and the question untouched.
+		m.ops["tool beside"]++
+		m.requirement("SDK-PASSTHROUGH")
+		m.emit("await %s decided Read", s.alias)
+		m.emit("check %s", s.alias) // the agent's verdict on the tool's decision
+		if (r.outcome == "answer" || r.outcome == "skip") && m.caps.can("pending") {
+			m.emit("pending -conn %s %s 1", s.conn, s.alias)
+		}
+	}
+}
+
+// askedPair writes what follows the agent asking two questions in one
+// model response: both show, each as asked; the person ends the other one
+// (its pair) first, and r stays the current question, pending.
+func (m *xModel) askedPair(s *xSession, r *xReq) {
+	p := r.pair
+	m.ops["pair"]++
+	m.requirement("SDK-DELIVER")
+	for range 2 {
+		m.emit("await -conn %s %s question", s.conn, s.alias)
+		if m.checks("SDK-DELIVER") {
+			m.emit("delivered -conn %s %s", s.conn, s.alias)
+		}
+	}
+	s.shown += 2
+	m.pairs++
+	m.requirement("SDK-SEQUENTIAL")
+	m.emit("await -conn %s -q %s %s question", s.conn, quote(p.qs[0].Question), s.alias)
+	p.qvar = fmt.Sprintf("%s_P%d", s.alias, 2*m.pairs-1)
+	m.emit("env %s=$%s_Q", p.qvar, s.alias)
+	ends := "SDK-SKIP-DENY"
+	if p.outcome == "skip" {
+		m.requirement(ends)
+		m.emit("skip-question -conn %s %s %s", s.conn, s.alias, quote(p.reason))
+		m.emit("await %s answered", s.alias)
+		m.emit("response %s behavior deny", s.alias)
+	} else {
+		ends = answerReq(p)
+		m.requirement(ends)
+		m.emit("answer -conn %s %s", s.conn, s.alias)
+		m.emit("await %s answered", s.alias)
+	}
+	m.emit("check %s", s.alias)
+	p.done, p.shown, p.seen = true, s.shown, true
+	m.requirement("SDK-SEQUENTIAL")
+	m.emit("await -conn %s -q %s %s question", s.conn, quote(r.qs[0].Question), s.alias)
+	r.qvar = fmt.Sprintf("%s_P%d", s.alias, 2*m.pairs)
+	m.emit("env %s=$%s_Q", r.qvar, s.alias)
+	r.shown, r.seen = s.shown, true
+	if (r.outcome == "answer" || r.outcome == "skip") && m.caps.can("pending") {
+		// Ending the one ended that one, and not the other.
+		m.requirement(ends)
+		m.emit("pending -conn %s %s 1", s.conn, s.alias)
+	}
+}
+
+// qid is the script's variable of r's question id.
+func qid(s *xSession, r *xReq) string {
+	if r.qvar != "" {
+		return "$" + r.qvar
+	}
+	return fmt.Sprintf("$%s_Q%d", s.alias, r.shown)
 }
 
 // ended is the request over; the agent asks its next one, if any.
@@ -576,8 +720,20 @@ func (m *xModel) answered(s *xSession) {
 		m.emit("answer -conn %s %s", s.conn, s.alias)
 	}
 	m.emit("await %s answered", s.alias)
+	m.toldEnd(s, surface.EventAnswered)
 	m.ended(s)
 	m.done()
+}
+
+// toldEnd checks that a resumed stream hears of its question's end: what
+// comes after a resume reaches it, the first event after the last it
+// heard among it.
+func (m *xModel) toldEnd(s *xSession, typ string) {
+	if !s.resumed || s.dropped || s.conn == "" {
+		return
+	}
+	m.requirement("UI-RECONNECT-REPLAY")
+	m.emit("await -conn %s %s surface %s", s.conn, s.alias, typ)
 }
 
 // rest is the answers to the questions of r not held yet, as arguments of
@@ -780,6 +936,7 @@ func (m *xModel) skipped(s *xSession) {
 	m.emit("skip-question -conn %s %s %s", s.conn, s.alias, quote(r.reason))
 	m.emit("await %s answered", s.alias)
 	m.emit("response %s behavior deny", s.alias)
+	m.toldEnd(s, surface.EventSkipped)
 	m.ended(s)
 	m.done()
 }
@@ -857,24 +1014,13 @@ func (m *xModel) late(t *rapid.T) {
 		if !s.live() || s.mcp {
 			return false
 		}
-		for _, r := range s.reqs {
-			if r.done && r.shown > 0 {
-				return true
-			}
-		}
-		return false
+		return len(s.endedReqs()) > 0
 	})
-	var ended []*xReq
-	for _, r := range s.reqs {
-		if r.done && r.shown > 0 {
-			ended = append(ended, r)
-		}
-	}
-	r := rapid.SampledFrom(ended).Draw(t, "ended")
+	r := rapid.SampledFrom(s.endedReqs()).Draw(t, "ended")
 	m.spend(t, costHold, nil)
 	m.emit("")
 	m.requirement("SDK-LATE-ANSWER")
-	qid := fmt.Sprintf("$%s_Q%d", s.alias, r.shown)
+	qid := qid(s, r)
 	if m.caps.can("skip") && rapid.Bool().Draw(t, "lateSkip") {
 		m.emit("! skip-question -conn %s -qid %s %s %s", s.conn, qid, s.alias, quote("Too late to skip"))
 	} else {
@@ -894,7 +1040,7 @@ func (m *xModel) otherSession(t *rapid.T) {
 	})
 	b := m.pick(t, func(s *xSession) bool { return s != a && s.live() && !s.mcp })
 	r := a.req()
-	qid := fmt.Sprintf("$%s_Q%d", a.alias, r.shown)
+	qid := qid(a, r)
 	m.spend(t, costHold, nil)
 	m.emit("")
 	m.requirement("SDK-ISOLATION")
@@ -920,7 +1066,7 @@ func (m *xModel) disconnect(t *rapid.T) {
 	m.emit("")
 	m.requirement("UI-RECONNECT-REPLAY")
 	m.emit("disconnect %s %s", s.alias, s.conn)
-	s.conn = ""
+	s.conn, s.resumed = "", false
 	for _, r := range s.reqs {
 		r.seen = false
 	}
@@ -931,7 +1077,7 @@ func (m *xModel) disconnect(t *rapid.T) {
 // pending question, replayed with the same id, and the session's status.
 func (m *xModel) open(s *xSession) {
 	s.conns++
-	s.conn = fmt.Sprintf("c%d", s.conns)
+	s.conn, s.resumed = fmt.Sprintf("c%d", s.conns), false
 	m.emit("connect %s %s", s.alias, s.conn)
 	r := s.req()
 	if r == nil || r.done || s.exited {
@@ -1018,7 +1164,7 @@ func (m *xModel) resume(t *rapid.T) {
 	m.requirement("UI-RECONNECT-REPLAY")
 	m.emit("resume %s %s", s.alias, s.conn)
 	m.emit("! await -conn %s -for 200ms %s repeated", s.conn, s.alias)
-	s.dropped = false
+	s.dropped, s.resumed = false, true
 	if r := s.req(); r != nil && !r.done && !r.seen && r.outcome != "timeout" && r.outcome != "cancel" && r.outcome != "exit" {
 		if r.shown > 0 {
 			m.emit("await -conn %s -same %s question", s.conn, s.alias)

@@ -16,7 +16,7 @@ import (
 // requirements, and whose scenarios parse, as the runner would read them.
 // A rendering mistake shows here in a second, not as a bridge's failure.
 func TestModelRendersValidCases(t *testing.T) {
-	known := map[string]bool{"skip-question": true, "skip": false}
+	known := map[string]bool{"skip-question": true, "skip": false, "env": true} // env: testscript's own
 	for name := range commands() {
 		if name != "skip" {
 			known[name] = true

@@ -38,6 +38,17 @@
 // A scenario can make fakeclaude withdraw a pending question (cancel_after) or
 // die while one is pending (exit_after), to check that a bridge copes.
 //
+// # Calls at once
+//
+// A model response that calls several tools the CLI may run concurrently
+// (AskUserQuestion, Read, Glob, Grep, WebFetch, WebSearch) has them run at
+// once: a step marked parallel joins the response of the call before it.
+// fakeclaude then sends every control_request before any answer, writes
+// each tool_result as its answer comes, and when one call aborts the turn
+// (a deny with interrupt, a withdrawal) withdraws the others still pending
+// before writing its result, as the real CLI does (seen with 2.1.318 to
+// 2.1.332 against the fake model API).
+//
 // # Transcript and live events
 //
 // Everything fakeclaude sends and receives, with timestamps, plus notes,

@@ -122,6 +122,39 @@ func (s *Session) AwaitQuestion(ctx context.Context, conn string, same bool) (st
 	return qid, nil
 }
 
+// SelectQuestion waits until connection conn has shown a question that
+// asks text, and makes it the current one: of several pending at once (the
+// calls of one model response), the one a case goes on with. It consumes
+// nothing: the question was awaited already, or is left to AwaitQuestion.
+func (s *Session) SelectQuestion(ctx context.Context, conn, text string) (string, error) {
+	shown := onSession(s.alias, fmt.Sprintf("connection %s of session %s shows a question that asks %q", conn, s.alias, text), func(ss *SessionState) (Verdict, string) {
+		if ss.shownOn(conn, text) != "" {
+			return Met, ""
+		}
+		return Unmet, ""
+	})
+	if err := s.e.Await(ctx, shown); err != nil {
+		return "", err
+	}
+	s.e.mu.Lock()
+	defer s.e.mu.Unlock()
+	qid := s.e.st.sessions[s.alias].shownOn(conn, text)
+	s.e.st.driver(s.alias).current = qid
+	s.e.changedLocked()
+	return qid, nil
+}
+
+// shownOn is the latest question connection conn was shown that asks text.
+func (ss *SessionState) shownOn(conn, text string) string {
+	var qid string
+	for _, ev := range ss.told {
+		if ev.Type == surface.EventQuestion && ev.Conn == conn && slices.Contains(questionTexts(ev.Questions), text) {
+			qid = ev.QuestionID
+		}
+	}
+	return qid
+}
+
 // orCurrent is qid, or the current question when qid is "".
 func (s *Session) orCurrent(qid string) (string, error) {
 	if qid != "" {
