@@ -566,6 +566,9 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 	if f["alive"] != "" && what != "surface" {
 		ts.Fatalf("await -alive: only with surface TYPE")
 	}
+	if neg && f["q"] != "" {
+		ts.Fatalf("await -q: only with question, and not negated")
+	}
 	if neg {
 		d := duration(ts, f["for"], "500ms")
 		ctx, cancel := waitCtx(ts, d+5*time.Second)
@@ -591,7 +594,7 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 		return
 	}
 	if f["q"] != "" {
-		ts.Fatalf("await -q: only with question")
+		ts.Fatalf("await -q: only with question, and not negated")
 	}
 	if what == "question" {
 		got, err := s.AwaitQuestion(ctx, conn, f["same"] != "")

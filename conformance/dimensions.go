@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/rogpeppe/go-internal/txtar"
 )
@@ -99,12 +100,19 @@ func toolStep(file string, allowed bool) string {
 // beside makes step a call in the same model response as the call before
 // it: the CLI runs both at once (scenarios' parallel), so both requests
 // are pending together in one session.
-func beside(step string) string {
+func beside(step string) string { return besideAfter(step, 0) }
+
+// besideAfter is beside, the model writing the call d after the one
+// before it: its request comes when the first one's is surely in.
+func besideAfter(step string, d time.Duration) string {
 	var m map[string]any
 	if err := json.Unmarshal([]byte(step), &m); err != nil {
 		panic(err)
 	}
 	m["parallel"] = true
+	if d > 0 {
+		m["delay"] = d.String()
+	}
 	return mustJSON(m)
 }
 
@@ -124,6 +132,11 @@ func readStep(file string, allowed bool) string {
 	}
 	return mustJSON(step)
 }
+
+// readAfter is how long after the question the model writes a Read of
+// the same response: the question is pending at the bridge by then, on a
+// busy machine too, so the prompt meets it there.
+const readAfter = 300 * time.Millisecond
 
 func session(steps ...string) []string {
 	return append(append([]string{`{"prompt":"Ask me."}`}, steps...), `{"text":"Done."}`)
@@ -325,7 +338,7 @@ check ALIAS
 [!cap:permissions] [policy:allow] await ALIAS turn
 [!cap:permissions] [policy:allow] check ALIAS
 `,
-			steps: session(ask(map[string]any{qDB.Question: "SQLite"}, qDB), beside(readStep("askctl-row.txt", true)))},
+			steps: session(ask(map[string]any{qDB.Question: "SQLite"}, qDB), besideAfter(readStep("askctl-row.txt", true), readAfter))},
 		{name: "denied while a question of the session is pending (one model response)", lines: `[!cap:permissions] [policy:deny] await ALIAS question
 [!cap:permissions] [policy:deny] await ALIAS decided Read
 [!cap:permissions] [policy:deny] pending ALIAS 1
@@ -333,7 +346,7 @@ check ALIAS
 [!cap:permissions] [policy:deny] await ALIAS turn
 [!cap:permissions] [policy:deny] check ALIAS
 `,
-			steps: session(ask(map[string]any{qDB.Question: "SQLite"}, qDB), beside(readStep("askctl-row.txt", false)))},
+			steps: session(ask(map[string]any{qDB.Question: "SQLite"}, qDB), besideAfter(readStep("askctl-row.txt", false), readAfter))},
 		{name: "allowed: a tool input with fields of every JSON type comes back unchanged", lines: `[!cap:permissions] [policy:allow] await ALIAS question
 [!cap:permissions] [policy:allow] answer ALIAS
 [!cap:permissions] [policy:allow] await ALIAS answered

@@ -408,7 +408,7 @@ func (e *explorer) check(w *exploreWorker, all []*exploreWorker, seed uint64) {
 	var shrinkStart time.Time
 	prop := func(t *rapid.T) {
 		e.mu.Lock()
-		stop := e.setupFailed != "" || e.failing != nil && e.failing != w
+		stop := e.setupFailed != "" || e.failing != nil && e.failing != w || w.ctx.Err() != nil
 		caps := e.caps
 		caps.lacks = maps.Clone(e.caps.lacks)
 		e.mu.Unlock()

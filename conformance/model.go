@@ -130,6 +130,7 @@ type xSession struct {
 	cur     int    // the request being asked; len(reqs) once the agent is done
 	conn    string // the open connection, "" when none
 	dropped bool   // conn's stream is cut (drop), to be resumed
+	reads   int    // Reads asked beside a question so far
 	// resumed: conn's stream was resumed (drop, resume): what comes after
 	// must reach it, each end of a question it was shown among it.
 	resumed bool
@@ -317,7 +318,9 @@ func (m *xModel) genReq(t *rapid.T, last, mcp bool) *xReq {
 		// A Read runs at once with the question, a Bash before it.
 		r.toolBeside = rapid.Bool().Draw(t, "toolBeside")
 	}
-	if !mcp && r.tool == "" && rapid.IntRange(0, 3).Draw(t, "pair") == 3 { // (shrunk to none)
+	// Not beside a request the agent withdraws or exits on: that ends the
+	// other call of the response too, at a moment of the agent's.
+	if !mcp && r.tool == "" && (r.outcome == "answer" || r.outcome == "skip") && rapid.IntRange(0, 3).Draw(t, "pair") == 3 { // (shrunk to none)
 		// Another question in the same model response: pending together.
 		p := &xReq{held: map[string]bool{}, outcome: "answer"}
 		for range rapid.IntRange(1, 2).Draw(t, "pairQuestions") {
@@ -387,14 +390,14 @@ func (s *xSession) scenario(cancelAfter float64) string {
 				calls[0], calls[1] = calls[1], calls[0]
 			}
 		}
-		if r.tool != "" && r.toolBeside {
-			calls = append(calls, readStep(file, r.tool == "allow"))
-		}
 		for k, c := range calls {
 			if k > 0 {
 				c = beside(c)
 			}
 			b.WriteString(c + "\n")
+		}
+		if r.tool != "" && r.toolBeside {
+			b.WriteString(besideAfter(readStep(file, r.tool == "allow"), readAfter) + "\n")
 		}
 		if r.outcome == "cancel" || r.outcome == "exit" {
 			break // a withdrawal ends the turn; an exit, the agent
@@ -582,10 +585,12 @@ func (m *xModel) asked(s *xSession) {
 		// policy, and the question untouched.
 		m.ops["tool beside"]++
 		m.requirement("SDK-PASSTHROUGH")
-		m.emit("await %s decided Read", s.alias)
+		s.reads++
+		m.emit("await %s decided Read %d", s.alias, s.reads)
 		m.emit("check %s", s.alias) // the agent's verdict on the tool's decision
 		if (r.outcome == "answer" || r.outcome == "skip") && m.caps.can("pending") {
-			m.emit("pending -conn %s %s 1", s.conn, s.alias)
+			// (The one before may be listed until its end is heard.)
+			m.emit("pending -within 2s -conn %s %s 1", s.conn, s.alias)
 		}
 	}
 }
@@ -629,9 +634,10 @@ func (m *xModel) askedPair(s *xSession, r *xReq) {
 	m.emit("env %s=$%s_Q", r.qvar, s.alias)
 	r.shown, r.seen = s.shown, true
 	if (r.outcome == "answer" || r.outcome == "skip") && m.caps.can("pending") {
-		// Ending the one ended that one, and not the other.
+		// Ending the one ended that one, and not the other (listed until
+		// its end is heard).
 		m.requirement(ends)
-		m.emit("pending -conn %s %s 1", s.conn, s.alias)
+		m.emit("pending -within 2s -conn %s %s 1", s.conn, s.alias)
 	}
 }
 

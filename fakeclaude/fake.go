@@ -742,6 +742,17 @@ func (f *fake) call(sts ...*scenarios.Step) {
 	announced := 0
 	f.route.askAll(calls, func(c toolCall) bool {
 		f.step = c.step.N
+		if d := c.step.Delay; d > 0 && announced > 0 {
+			// The model writes this call later in its response.
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-f.ctx.Done():
+				t.Stop()
+				f.stop()
+				return false
+			}
+		}
 		f.send(f.assistant(toolUseBlock(c.toolUseID, c.tool, c.input)))
 		if announced++; announced == len(calls) {
 			f.inResponse = false

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/askctl/askctl/profile"
+	"github.com/askctl/askctl/protocol"
 	"github.com/askctl/askctl/surface"
 	"github.com/askctl/askctl/transcript"
 )
@@ -130,3 +131,40 @@ func TestInvariants(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestRequestsByTheirTexts: a question shown is the agent's request that
+// asks its texts, whatever order the two calls of one model response
+// showed in; a surface that shows other texts is matched by order.
+func TestRequestsByTheirTexts(t *testing.T) {
+	ask := func(id, text string) transcript.Record {
+		return transcript.Record{Session: "a1", Dir: transcript.FromCLI, Msg: fmt.Appendf(nil, `{"type":"control_request","request_id":%q,"request":{"subtype":"can_use_tool","tool_name":"AskUserQuestion","tool_use_id":"tu_%s","input":{"questions":[{"question":%q,"header":"H","options":[{"label":"A","description":"a"},{"label":"B","description":"b"}],"multiSelect":false}]}}}`, id, id, text)}
+	}
+	shown := func(qid, text string) surface.Event {
+		return surface.Event{Conn: "main", Type: surface.EventQuestion, QuestionID: qid, Questions: []protocol.Question{{Question: text}}}
+	}
+	for _, c := range []struct {
+		name   string
+		events []surface.Event
+		want   map[string]string // question id → request id
+	}{
+		{"in order", []surface.Event{shown("q_1", "One?"), shown("q_2", "Two?")}, map[string]string{"q_1": "r1", "q_2": "r2"}},
+		{"the second shown first", []surface.Event{shown("q_2", "Two?"), shown("q_1", "One?")}, map[string]string{"q_1": "r1", "q_2": "r2"}},
+		{"texts changed: by order", []surface.Event{shown("q_x", "Two"), shown("q_y", "One")}, map[string]string{"q_x": "r1", "q_y": "r2"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newTestEnv()
+			s := newSessionState("s1", "a1", nil, false)
+			e.st.sessions["s1"], e.st.byAgent["a1"] = s, s
+			e.onRecord(ask("r1", "One?"))
+			e.onRecord(ask("r2", "Two?"))
+			for _, ev := range c.events {
+				s.show(ev)
+			}
+			for qid, want := range c.want {
+				if req, ok := s.requestOf(qid); !ok || req.ID != want {
+					t.Errorf("request of %s: %v %v, want %s", qid, req, ok, want)
+				}
+			}
+		})
+	}
+}

@@ -119,8 +119,24 @@ func (s *Session) AwaitQuestion(ctx context.Context, conn string, same bool) (st
 	if err := s.e.Await(ctx, Asked(s.alias, n)); err != nil {
 		return qid, fmt.Errorf("the surface shows question %s, but the agent did not ask %d question(s): %w", qid, n, err)
 	}
+	// Calls of one model response are pending together, and a question
+	// may show before the harness reads the agent's record of its own
+	// request: a moment for the request that asks its texts (a surface
+	// that shows other texts is matched by order after it).
+	wctx, cancel := context.WithTimeout(ctx, textMatchGrace)
+	defer cancel()
+	_ = s.e.Await(wctx, onSession(s.alias, "the agent's request behind question "+qid, func(ss *SessionState) (Verdict, string) {
+		if ss.matchedByText(qid) {
+			return Met, ""
+		}
+		return Unmet, ""
+	}))
 	return qid, nil
 }
+
+// textMatchGrace bounds AwaitQuestion's wait for the agent's request that
+// asks the texts a question shows.
+const textMatchGrace = 300 * time.Millisecond
 
 // SelectQuestion waits until connection conn has shown a question that
 // asks text, and makes it the current one: of several pending at once (the

@@ -347,6 +347,16 @@ func (s *SessionState) reqIndex(qid string) int {
 	return -1
 }
 
+// matchedByText reports whether question qid shows no texts, or the
+// agent made a request that asks them.
+func (s *SessionState) matchedByText(qid string) bool {
+	texts := s.shownTexts[qid]
+	if len(texts) == 0 {
+		return true
+	}
+	return slices.ContainsFunc(s.requests, func(r *Request) bool { return slices.Equal(questionTexts(r.asked), texts) })
+}
+
 // textsPending reports whether question id's texts match no request yet
 // while the agent's record of the request may still be on its way: the
 // surfaces can be told of a question before the harness reads the

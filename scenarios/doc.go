@@ -79,6 +79,9 @@
 //	                turn (a deny with interrupt, a withdrawal) withdraws the
 //	                others still pending first (control_cancel_request).
 //	                route sdk only; seen with the real CLI 2.1.318–2.1.332
+//	"delay"         with parallel: the model writes this call this long
+//	                after the one before it, so its request comes later
+//	                (the CLI starts each call as its block is complete)
 //
 // On an mcp step the person answers through the server's bridge: "answers"
 // (keyed by the question), "skip" (the server returns isError, the user

@@ -130,6 +130,10 @@ type Step struct {
 	// concurrently (ConcurrentTools): both control_requests are pending at
 	// once, and each is answered, cancelled or withdrawn on its own.
 	Parallel bool
+	// Delay, on a parallel call: the model writes its tool_use this long
+	// after the call before it, so its request comes that much later (the
+	// CLI starts each call as its block of the response is complete).
+	Delay time.Duration
 }
 
 // ConcurrentTools are the tools the CLI runs at once when one model
@@ -470,6 +474,7 @@ type StepLine struct {
 	ExitCode     *int             `json:"exit_code,omitempty"`
 	ExpectPrompt string           `json:"expect_prompt,omitempty"`
 	Parallel     bool             `json:"parallel,omitempty"`
+	Delay        *Duration        `json:"delay,omitempty"`
 	Comment      *json.RawMessage `json:"#,omitempty"` // free text for people
 }
 
@@ -677,6 +682,12 @@ func (p *parser) step(n int, sl StepLine) (Step, bool) {
 		st.ExitCode = *sl.ExitCode
 	}
 	st.Parallel = sl.Parallel
+	if sl.Delay != nil {
+		st.Delay = time.Duration(*sl.Delay)
+		if !sl.Parallel {
+			p.errorf(n, "delay", "delay goes with parallel: how long after the call before it the model writes this one")
+		}
+	}
 	if !st.Kind.Calls() {
 		for field, set := range map[string]bool{"id": sl.ID != "", "expect": sl.Expect != nil, "user": sl.User != nil, "cancel_after": sl.CancelAfter != nil, "exit_after": sl.ExitAfter != nil, "exit_code": sl.ExitCode != nil} {
 			if set {

@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -46,6 +47,9 @@ type Tool struct {
 	ID    string
 	Name  string
 	Input json.RawMessage
+	// Delay is how long after the block before it the model streams this
+	// one (a parallel step's delay).
+	Delay time.Duration
 }
 
 // Model is a scenario's model side: the responses of each turn, in order.
@@ -67,7 +71,7 @@ func ModelFor(sc *scenarios.Scenario) Model {
 			case scenarios.KindText:
 				cur.Text = append(cur.Text, st.Text)
 			case scenarios.KindAsk, scenarios.KindTool, scenarios.KindMCP:
-				t := Tool{ID: st.ToolUseID(), Name: protocol.ToolAskUserQuestion, Input: st.Input()}
+				t := Tool{ID: st.ToolUseID(), Name: protocol.ToolAskUserQuestion, Input: st.Input(), Delay: st.Delay}
 				if st.Kind == scenarios.KindTool {
 					t.Name = st.Tool.Name
 				} else if st.Kind == scenarios.KindMCP {
@@ -337,8 +341,32 @@ func stream(w http.ResponseWriter, model string, r Response) {
 		d, _ := json.Marshal(data)
 		fmt.Fprintf(&b, "event: %s\ndata: %s\n\n", name, d)
 	}
+	// A tool_use the model writes later (a delay) is streamed as it comes:
+	// what came before it is sent first.
+	delayed := slices.ContainsFunc(r.Tools, func(t Tool) bool { return t.Delay > 0 })
+	flush := func() {}
+	if delayed {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Cache-Control", "no-cache")
+		w.WriteHeader(http.StatusOK)
+		flush = func() {
+			_, _ = w.Write(b.Bytes())
+			b.Reset()
+			if f, ok := w.(http.Flusher); ok {
+				f.Flush()
+			}
+		}
+	}
 	ev("message_start", map[string]any{"type": "message_start", "message": map[string]any{"id": messageID(), "type": "message", "role": "assistant", "model": model, "content": []any{}, "stop_reason": nil, "stop_sequence": nil, "usage": usage(1)}})
+	tools := 0
 	for i, blk := range r.blocks() {
+		if blk["type"] == "tool_use" {
+			if d := r.Tools[tools].Delay; d > 0 {
+				flush()
+				time.Sleep(d)
+			}
+			tools++
+		}
 		switch blk["type"] {
 		case "text":
 			ev("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "text", "text": ""}})
@@ -351,6 +379,10 @@ func stream(w http.ResponseWriter, model string, r Response) {
 	}
 	ev("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": r.stopReason(), "stop_sequence": nil}, "usage": map[string]any{"output_tokens": 11}})
 	ev("message_stop", map[string]any{"type": "message_stop"})
+	if delayed {
+		flush()
+		return
+	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("Content-Length", fmt.Sprint(b.Len()))

@@ -160,12 +160,19 @@ func toolOutput(st *scenarios.Step) string {
 	return st.Tool.Output
 }
 
-// after is when the person answers st, from its ask.
+// after is when st ends, from its ask: when the person answers, or, for
+// a person who stays silent, when the agent withdraws it or exits.
 func after(st *scenarios.Step) time.Duration {
-	if st.User == nil {
+	u := st.User
+	switch {
+	case u == nil:
 		return 0
+	case u.Silent && st.CancelAfter > 0:
+		return st.CancelAfter
+	case u.Silent && st.ExitAfter > 0:
+		return st.ExitAfter
 	}
-	return time.Duration(st.User.After)
+	return time.Duration(u.After)
 }
 
 func canonicalJSON(raw []byte) string {

@@ -30,6 +30,36 @@ func TestReplayBuiltinsAgainstFakeclaude(t *testing.T) {
 	}
 }
 
+// TestReplayParallelCalls: calls of one model response end in the order
+// their answers come, a withdrawal at its cancel_after among them, and one
+// that aborts the turn withdraws the others first.
+func TestReplayParallelCalls(t *testing.T) {
+	const q1 = `{"question":"Which database?","header":"DB","options":[{"label":"Postgres","description":"p"},{"label":"SQLite","description":"s"}],"multiSelect":false}`
+	const q2 = `{"question":"Which cache?","header":"Cache","options":[{"label":"Redis","description":"r"},{"label":"None","description":"n"}],"multiSelect":false}`
+	tests := map[string]string{
+		"answered, then withdrawn": `{"ask":{"questions":[` + q1 + `]},"user":{"answers":{"Which database?":"SQLite"},"after":"100ms"}}` + "\n" +
+			`{"ask":{"questions":[` + q2 + `]},"parallel":true,"user":{"silent":true},"cancel_after":"600ms"}` + "\n",
+		"withdrawn first": `{"ask":{"questions":[` + q1 + `]},"user":{"answers":{"Which database?":"SQLite"},"after":"600ms"}}` + "\n" +
+			`{"ask":{"questions":[` + q2 + `]},"parallel":true,"user":{"silent":true},"cancel_after":"100ms"}` + "\n",
+		"the second answered first": `{"ask":{"questions":[` + q1 + `]},"user":{"answers":{"Which database?":"SQLite"},"after":"300ms"}}` + "\n" +
+			`{"ask":{"questions":[` + q2 + `]},"parallel":true,"user":{"answers":{"Which cache?":"Redis"}}}` + "\n" + `{"text":"Done."}` + "\n",
+		"a skip with interrupt": `{"ask":{"questions":[` + q1 + `]},"user":{"skip":"stop","interrupt":true}}` + "\n" +
+			`{"ask":{"questions":[` + q2 + `]},"parallel":true,"user":{"answers":{"Which cache?":"Redis"},"after":"2s"}}` + "\n",
+	}
+	for name, steps := range tests {
+		t.Run(name, func(t *testing.T) {
+			sc, err := scenarios.Parse("p.txtar", []byte("-- scenario.json --\n{\"name\":\"p\"}\n-- steps.jsonl --\n{\"prompt\":\"go\"}\n"+steps))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep := replay.Replay(context.Background(), sc, fake, opts)
+			if !rep.Match {
+				t.Errorf("error %q, diffs:\n%v", rep.Error, rep.Diffs)
+			}
+		})
+	}
+}
+
 // TestReplayCatchesADriftingAgent shows that replay fails, at the right step,
 // when the agent's tool_result text or message keys differ.
 func TestReplayCatchesADriftingAgent(t *testing.T) {
