@@ -59,7 +59,13 @@ type sessionLog struct {
 	// its last conversation row.
 	resumed  bool
 	leafType string
+	// toolRows are the assistant rows of this run's tool calls, by tool_use
+	// id: a tool_result row's parent is its call's row (calls of one model
+	// response end in any order).
+	toolRows map[string]toolRow
 }
+
+type toolRow struct{ uuid, name string }
 
 // openSession decides where the session file is, and, for a resumed
 // session, reads the leaf of its conversation. It reports false when the
@@ -260,6 +266,12 @@ func (l *sessionLog) assistant(m gjson.Result) {
 	}
 	row = append(row, kv{"madeBy", "model"})
 	l.leaf = id
+	if toolUse.Exists() {
+		if l.toolRows == nil {
+			l.toolRows = map[string]toolRow{}
+		}
+		l.toolRows[toolUse.Get("id").String()] = toolRow{uuid: id, name: toolUse.Get("name").String()}
+	}
 	l.write(append(row, l.common()...))
 	if toolUse.Exists() && !l.promptSaved {
 		// The CLI saves the last prompt soon after the turn's first tool
@@ -275,11 +287,16 @@ func (l *sessionLog) lastPrompt() {
 
 func (l *sessionLog) user(m gjson.Result) {
 	id := m.Get("uuid").String()
-	row := obj{{"parentUuid", nullable(l.leaf)}, {"isSidechain", false}, {"promptId", l.prompt}, {"type", protocol.TypeUser},
-		{"message", json.RawMessage(m.Get("message").Raw)}, {"uuid", id}, {"timestamp", m.Get("timestamp").String()}}
 	block := m.Get(`message.content.0`)
 	isResult := block.Get("type").String() == "tool_result"
-	mcpTool := isResult && strings.HasPrefix(l.lastTool, "mcp__")
+	// A tool result follows its call's row; the tool is its call's.
+	parent, tool := l.leaf, l.lastTool
+	if tr, ok := l.toolRows[block.Get("tool_use_id").String()]; ok && isResult {
+		parent, tool = tr.uuid, tr.name
+	}
+	row := obj{{"parentUuid", nullable(parent)}, {"isSidechain", false}, {"promptId", l.prompt}, {"type", protocol.TypeUser},
+		{"message", json.RawMessage(m.Get("message").Raw)}, {"uuid", id}, {"timestamp", m.Get("timestamp").String()}}
+	mcpTool := isResult && strings.HasPrefix(tool, "mcp__")
 	if r := m.Get("tool_use_result"); r.Exists() {
 		if mcpTool && r.IsObject() && r.Get("_meta").Exists() {
 			// The server's _meta is kept apart from the result.
@@ -303,10 +320,10 @@ func (l *sessionLog) user(m gjson.Result) {
 				row = append(row, kv{"holdsPersonsWords", true})
 			}
 		}
-		if l.lastTool == "Bash" && !failed {
+		if tool == "Bash" && !failed {
 			row = append(row, kv{"sandboxed", false})
 		}
-		row = append(row, kv{"sourceToolAssistantUUID", l.leaf})
+		row = append(row, kv{"sourceToolAssistantUUID", parent})
 		if l.stdinClosed {
 			// A request left unanswered when stdin closed, before
 			// claudecli.StdinCloseCancels.
@@ -317,7 +334,7 @@ func (l *sessionLog) user(m gjson.Result) {
 			row = append(row, kv{"permissionDecision", permissionDecision(pd)})
 		}
 		if mcpTool && meta.Get("permission_decision.decision").String() == "accept" {
-			l.mcpResult = l.lastTool
+			l.mcpResult = tool
 		}
 	}
 	if l.shutdown {
