@@ -138,6 +138,18 @@ func readStep(file string, allowed bool) string {
 // busy machine too, so the prompt meets it there.
 const readAfter = 300 * time.Millisecond
 
+// readBesideRow is the SDK-PASSTHROUGH row of a Read's prompt, decided
+// under policy (allow or deny), while a question of the session waits.
+func readBesideRow(policy string) row {
+	decided := map[string]string{"allow": "allowed", "deny": "denied"}[policy]
+	var lines strings.Builder
+	for _, l := range []string{"await ALIAS question", "await ALIAS decided Read", "pending ALIAS 1", "answer ALIAS", "await ALIAS turn", "check ALIAS"} {
+		fmt.Fprintf(&lines, "[!cap:permissions] [policy:%s] %s\n", policy, l)
+	}
+	return row{name: decided + " while a question of the session is pending (one model response)", lines: lines.String(),
+		steps: session(ask(map[string]any{qDB.Question: "SQLite"}, qDB), besideAfter(readStep("askctl-row.txt", policy == "allow"), readAfter))}
+}
+
 func session(steps ...string) []string {
 	return append(append([]string{`{"prompt":"Ask me."}`}, steps...), `{"text":"Done."}`)
 }
@@ -331,22 +343,7 @@ check ALIAS
 			steps: session(ask(map[string]any{qDB.Question: "SQLite"}, qDB), beside(ask(map[string]any{qFormat.Question: "Detailed"}, qFormat)))},
 	},
 	"SDK-PASSTHROUGH": {
-		{name: "allowed while a question of the session is pending (one model response)", lines: `[!cap:permissions] [policy:allow] await ALIAS question
-[!cap:permissions] [policy:allow] await ALIAS decided Read
-[!cap:permissions] [policy:allow] pending ALIAS 1
-[!cap:permissions] [policy:allow] answer ALIAS
-[!cap:permissions] [policy:allow] await ALIAS turn
-[!cap:permissions] [policy:allow] check ALIAS
-`,
-			steps: session(ask(map[string]any{qDB.Question: "SQLite"}, qDB), besideAfter(readStep("askctl-row.txt", true), readAfter))},
-		{name: "denied while a question of the session is pending (one model response)", lines: `[!cap:permissions] [policy:deny] await ALIAS question
-[!cap:permissions] [policy:deny] await ALIAS decided Read
-[!cap:permissions] [policy:deny] pending ALIAS 1
-[!cap:permissions] [policy:deny] answer ALIAS
-[!cap:permissions] [policy:deny] await ALIAS turn
-[!cap:permissions] [policy:deny] check ALIAS
-`,
-			steps: session(ask(map[string]any{qDB.Question: "SQLite"}, qDB), besideAfter(readStep("askctl-row.txt", false), readAfter))},
+		readBesideRow("allow"), readBesideRow("deny"),
 		{name: "allowed: a tool input with fields of every JSON type comes back unchanged", lines: `[!cap:permissions] [policy:allow] await ALIAS question
 [!cap:permissions] [policy:allow] answer ALIAS
 [!cap:permissions] [policy:allow] await ALIAS answered

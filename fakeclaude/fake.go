@@ -440,12 +440,8 @@ func (f *fake) playTurn(turn []scenarios.Step, prompt protocol.Line) bool {
 	played := 1
 	for i := 1; i < len(turn) && !f.stopped && !f.aborted; i++ {
 		f.step = turn[i].N
-		if j := i + 1; j < len(turn) && turn[j].Parallel {
+		if group := scenarios.Response(turn, i); len(group) > 1 {
 			// Calls of one model response that run at once.
-			group := []*scenarios.Step{&turn[i]}
-			for ; j < len(turn) && turn[j].Parallel; j++ {
-				group = append(group, &turn[j])
-			}
 			for k, st := range group {
 				text := st.Describe()
 				if k > 0 {
@@ -455,7 +451,7 @@ func (f *fake) playTurn(turn []scenarios.Step, prompt protocol.Line) bool {
 			}
 			f.call(group...)
 			played += len(group)
-			i = j - 1
+			i += len(group) - 1
 			continue
 		}
 		f.play(&turn[i], i == len(turn)-1)

@@ -112,9 +112,13 @@ func (r *sdkRoute) askAll(cs []toolCall, announce func(toolCall) bool, react fun
 		}
 		pend = append(pend, l)
 	}
-	end := func(i int, kind outcomeKind) {
+	take := func(i int) *live { // call i is no longer pending
 		l := pend[i]
-		pend = append(pend[:i:i], pend[i+1:]...)
+		pend = slices.Delete(pend, i, i+1)
+		return l
+	}
+	end := func(i int, kind outcomeKind) {
+		l := take(i)
 		if kind != outAnswered && kind != outStopped {
 			r.requests[l.id].state = cancelled
 		}
@@ -197,8 +201,7 @@ func (r *sdkRoute) askAll(cs []toolCall, announce func(toolCall) bool, react fun
 				endAll(outInterrupted)
 				continue
 			}
-			l := pend[got]
-			pend = append(pend[:got:got], pend[got+1:]...)
+			l := take(got)
 			if interrupts(answer) {
 				r.withdraw(pend) // before its own result, as the CLI does
 			}
@@ -206,8 +209,7 @@ func (r *sdkRoute) askAll(cs []toolCall, announce func(toolCall) bool, react fun
 		case waitEOF:
 			endAll(outEOF)
 		case waitCancel:
-			l := pend[which]
-			pend = append(pend[:which:which], pend[which+1:]...)
+			l := take(which)
 			r.requests[l.id].state = cancelled
 			f.send(protocol.CancelRequest(l.id))
 			r.withdraw(pend)

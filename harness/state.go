@@ -142,6 +142,7 @@ type Request struct {
 	askedMCP   bool                // Input is an ask_user call's (one question)
 	askedRaw   json.RawMessage     // Input's questions, as the agent wrote them
 	texts      map[string]bool     // the text of each of asked
+	textList   []string            // the same, in order
 	resultText string              // ToolResult's text
 	resultErr  bool                // ToolResult is an error
 }
@@ -264,9 +265,10 @@ func (s *SessionState) fromAgent(r transcript.Record) {
 
 func (s *SessionState) request(req *Request) {
 	req.asked, req.askedMCP = protocol.Asked(req.Input)
+	req.textList = questionTexts(req.asked)
 	req.texts = map[string]bool{}
-	for _, q := range req.asked {
-		req.texts[q.Question] = true
+	for _, t := range req.textList {
+		req.texts[t] = true
 	}
 	var in struct {
 		Questions json.RawMessage `json:"questions"`
@@ -328,14 +330,14 @@ func (s *SessionState) reqIndex(qid string) int {
 		k := -1
 		if texts := s.shownTexts[id]; len(texts) > 0 {
 			for j, r := range s.requests {
-				if !taken[j] && slices.Equal(questionTexts(r.asked), texts) {
+				if !taken[j] && slices.Equal(r.textList, texts) {
 					k = j
 					break
 				}
 			}
 		}
-		if k < 0 && !s.textsPending(id, taken) {
-			k = slices.Index(taken, false)
+		if k < 0 {
+			k = slices.Index(taken, false) // -1 while every request it could be is matched
 		}
 		if id == qid {
 			return k
@@ -354,20 +356,7 @@ func (s *SessionState) matchedByText(qid string) bool {
 	if len(texts) == 0 {
 		return true
 	}
-	return slices.ContainsFunc(s.requests, func(r *Request) bool { return slices.Equal(questionTexts(r.asked), texts) })
-}
-
-// textsPending reports whether question id's texts match no request yet
-// while the agent's record of the request may still be on its way: the
-// surfaces can be told of a question before the harness reads the
-// agent's request. A question whose texts match nothing once every
-// request it could be is known is matched by order.
-func (s *SessionState) textsPending(id string, taken []bool) bool {
-	texts := s.shownTexts[id]
-	if len(texts) == 0 {
-		return false
-	}
-	return !slices.Contains(taken, false) // no request left to match by order: wait for it
+	return slices.ContainsFunc(s.requests, func(r *Request) bool { return slices.Equal(r.textList, texts) })
 }
 
 // questionOf is the question id the surfaces showed for the i-th request

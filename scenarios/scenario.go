@@ -405,6 +405,16 @@ func (k Kind) Calls() bool { return k == KindAsk || k == KindTool || k == KindMC
 // Turns splits the steps into turns, each beginning with its prompt step.
 func (sc *Scenario) Turns() [][]Step { return TurnsOf(sc.Steps) }
 
+// Response is the call at steps[i] and the parallel calls after it: the
+// calls of one model response, which the CLI runs at once.
+func Response(steps []Step, i int) []*Step {
+	out := []*Step{&steps[i]}
+	for j := i + 1; j < len(steps) && steps[j].Parallel; j++ {
+		out = append(out, &steps[j])
+	}
+	return out
+}
+
 // TurnsOf splits steps into turns, each beginning with its prompt step.
 func TurnsOf(steps []Step) [][]Step {
 	var turns [][]Step

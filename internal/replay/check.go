@@ -67,10 +67,7 @@ func Expected(sc *scenarios.Scenario, version string) []Want {
 				// once (parallel steps): each tool_use and its request,
 				// then each result as its answer comes (by the user
 				// part's after; a tie in step order).
-				group := []*scenarios.Step{st}
-				for j := i + 1; j < len(turn) && turn[j].Parallel; j++ {
-					group = append(group, &turn[j])
-				}
+				group := scenarios.Response(turn, i)
 				i += len(group) - 1
 				for _, g := range group {
 					name, input := toolOf(g)
