@@ -11,7 +11,7 @@ STATICCHECK_VERSION := v0.8.2
 # Both run with -count=1: the suites build askctl from source in a
 # subprocess, which go test's cache does not see, so a cached pass could
 # be stale after a change to the bridge.
-E2E := TestServeRealCLI|TestMCPRealCLI|TestPage|TestPageLogout|TestPageTimeout|TestRecordRealCLI|TestRecordPrintModeMCP|TestEditedRecordingIsReported|TestRecordResumedSession|TestFidelity|TestFidelityCatchesDrift|TestReplayUserMessagesAndDefaultModel|TestReferenceBridgeBrowser|TestReferenceBridgeRealAgent|TestBrokenBridgesRealAgent|TestLearnRestoresARelease
+E2E := TestServeRealCLI|TestRestartDropsTheSpareTab|TestMCPRealCLI|TestPage|TestPageLogout|TestPageTimeout|TestRecordRealCLI|TestRecordPrintModeMCP|TestEditedRecordingIsReported|TestRecordResumedSession|TestFidelity|TestFidelityCatchesDrift|TestReplayUserMessagesAndDefaultModel|TestReferenceBridgeBrowser|TestReferenceBridgeRealAgent|TestBrokenBridgesRealAgent|TestLearnRestoresARelease
 
 .PHONY: help build conformance explore explore-browser replay demo test e2e race npm real-cli browser screenshots lint bench mutate fuzz fidelity fidelity-releases sdk-releases clean
 

@@ -137,10 +137,18 @@ func Setup(p *testscript.Params, cfg Config) error {
 				return err
 			}
 		}
-		l := &lazyEnv{cfg: &cfg, work: filepath.Join(env.WorkDir, "bridge")}
+		// This case's own: a case that waits for no timeout runs a bridge
+		// whose timeout is long (where the profile sets it), so that slow
+		// steps on a busy machine never meet a deadline the case does not
+		// check.
+		c := cfg
+		if script, ok := caseScript(p, env.WorkDir); ok && !strings.Contains(script, "$TIMEOUT") {
+			c.Profile = c.Profile.WithTimeout(UnwaitedTimeout)
+		}
+		l := &lazyEnv{cfg: &c, work: filepath.Join(env.WorkDir, "bridge")}
 		env.Values[keyEnv] = l
-		env.Values[keyCfg] = &cfg
-		t := cfg.Profile.Capabilities.Timeout.D()
+		env.Values[keyCfg] = &c
+		t := c.Profile.Capabilities.Timeout.D()
 		env.Setenv("TIMEOUT", t.String())
 		env.Setenv("TIMEOUT_GRACE", (t + time.Second).String())
 		env.Setenv("TIMEOUT_WAIT", (t + 10*time.Second).String())
@@ -186,6 +194,32 @@ func Setup(p *testscript.Params, cfg Config) error {
 		return false, fmt.Errorf("unknown condition %q", cond)
 	}
 	return nil
+}
+
+// UnwaitedTimeout is the bridge's timeout in a case that names no $TIMEOUT
+// (nor $TIMEOUT_GRACE, $TIMEOUT_WAIT), where the profile starts its bridge
+// with ${TIMEOUT}: such a case waits for no deadline, so none may end a
+// question while a busy machine plays its steps slowly. Cases that check
+// timeouts, and every explored sequence that waits one out, name them and
+// run with the declared timeout.
+const UnwaitedTimeout = 10 * time.Minute
+
+// caseScript is the text of the case whose work directory is workDir
+// (testscript's script-NAME), from p's files or directory.
+func caseScript(p *testscript.Params, workDir string) (string, bool) {
+	name := strings.TrimPrefix(filepath.Base(workDir), "script-")
+	files := p.Files
+	if p.Dir != "" {
+		files = append(slices.Clip(files), filepath.Join(p.Dir, name+".txtar"), filepath.Join(p.Dir, name+".txt"))
+	}
+	for _, f := range files {
+		if b := filepath.Base(f); b == name+".txtar" || b == name+".txt" {
+			if data, err := os.ReadFile(f); err == nil {
+				return string(data), true
+			}
+		}
+	}
+	return "", false
 }
 
 // EnvSlow is the slow factor (Config.Slow) when none is given: what a busy

@@ -21,6 +21,7 @@ import (
 	"github.com/askctl/askctl/internal/testenv"
 	"github.com/askctl/askctl/profile"
 	"github.com/askctl/askctl/surface"
+	"github.com/rogpeppe/go-internal/testscript"
 )
 
 // askctlBin is askctl built for this test run, the reference bridge the
@@ -411,11 +412,14 @@ func TestTooLateIsSkip(t *testing.T) {
 		return f
 	}
 	// The bridge's timeout is the declared one scaled by the slow factor
-	// (make race runs with ASKCTL_SLOW=2): the late answer comes after that.
+	// (make race runs with ASKCTL_SLOW=2): the late answer comes a second
+	// after that. A case that waits as long without naming $TIMEOUT runs
+	// a bridge whose timeout is long (conformance.UnwaitedTimeout), and
+	// its answer is in time.
 	slow, _ := strconv.ParseFloat(os.Getenv(conformance.EnvSlow), 64)
-	late := p.WithSlowTimeout(slow).Capabilities.Timeout.D() + 500*time.Millisecond
+	late := p.WithSlowTimeout(slow).Capabilities.Timeout.D() + time.Second
 	rep, err := conformance.RunSuite(context.Background(), conformance.Config{Profile: p, Askctl: askctlBin},
-		conformance.RunOptions{Files: []string{write("late", fmt.Sprintf("sleep %dms\n", late.Milliseconds())), write("in-time", "")}})
+		conformance.RunOptions{Files: []string{write("late", "sleep $TIMEOUT_GRACE\n"), write("slow", fmt.Sprintf("sleep %dms\n", late.Milliseconds())), write("in-time", "")}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -424,6 +428,10 @@ func TestTooLateIsSkip(t *testing.T) {
 		case "late":
 			if r.Status != conformance.Skip || !strings.Contains(r.Detail, "too late to judge") {
 				t.Errorf("an answer after the timeout: %s %q, want a SKIP saying the case was late", r.Status, r.Detail)
+			}
+		case "slow":
+			if r.Status != conformance.Pass {
+				t.Errorf("an answer as late, in a case that names no $TIMEOUT: %s %s", r.Status, r.Detail)
 			}
 		case "in-time":
 			if r.Status != conformance.Pass {
@@ -625,4 +633,36 @@ func TestMissingOperationsAreSkips(t *testing.T) {
 			t.Errorf("%s: skipped for %q, want the missing operation named", r.Case, r.Detail)
 		}
 	}
+}
+
+// A case that names no $TIMEOUT runs a bridge whose timeout is long, so
+// that slow steps on a busy machine meet no deadline the case does not
+// check; a case that names one gets the declared timeout. A page's
+// reconnect row lost its other session's question to the 10 s timeout
+// once the CPUs were busy (UI-RECONNECT-REPLAY, 1 run in 3).
+func TestTimeoutOnlyWhereTheCaseWaitsForIt(t *testing.T) {
+	p, err := profile.Load(filepath.Join("..", "profile", "builtin", "reference-ws.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for name, script := range map[string]string{
+		"waits":   "timeout-is " + p.Capabilities.Timeout.D().String() + " # then: await -timeout $TIMEOUT_WAIT ALIAS answered\n",
+		"unwaits": "timeout-is " + conformance.UnwaitedTimeout.String() + "\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name+".txtar"), []byte(script), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	params := testscript.Params{Dir: dir, Cmds: map[string]func(*testscript.TestScript, bool, []string){
+		"timeout-is": func(ts *testscript.TestScript, _ bool, args []string) {
+			if got := ts.Getenv("TIMEOUT"); got != args[0] {
+				ts.Fatalf("the bridge's timeout is %s, want %s", got, args[0])
+			}
+		},
+	}}
+	if err := conformance.Setup(&params, conformance.Config{Profile: p, Askctl: askctlBin}); err != nil {
+		t.Fatal(err)
+	}
+	testscript.Run(t, params)
 }

@@ -475,6 +475,9 @@ func (e *Env) Restart(ctx context.Context, kill bool) error {
 	if err := e.bridge.Restart(ctx, kill); err != nil {
 		return &SetupError{Op: "restarting the bridge", Err: err}
 	}
+	if w, ok := e.surf.(surface.RestartWatcher); ok {
+		w.BridgeRestarted()
+	}
 	return nil
 }
 

@@ -400,11 +400,21 @@ func (p *Profile) SetsTimeout() bool {
 // requirements put on it is read from the timeout declared, so none is
 // loosened. Otherwise p itself.
 func (p *Profile) WithSlowTimeout(slow float64) *Profile {
-	if slow <= 1 || !p.SetsTimeout() {
+	if slow <= 1 {
+		return p
+	}
+	return p.WithTimeout(time.Duration(float64(p.Capabilities.Timeout) * slow).Round(time.Millisecond))
+}
+
+// WithTimeout is p with the declared timeout d, where the harness sets the
+// bridge's timeout (SetsTimeout): the bridge is started with d, and every
+// rule on its deadline reads d. Otherwise p itself.
+func (p *Profile) WithTimeout(d time.Duration) *Profile {
+	if !p.SetsTimeout() || d == p.Capabilities.Timeout.D() {
 		return p
 	}
 	q := *p
-	q.Capabilities.Timeout = surface.Duration(time.Duration(float64(p.Capabilities.Timeout) * slow).Round(time.Millisecond))
+	q.Capabilities.Timeout = surface.Duration(d)
 	return &q
 }
 

@@ -117,4 +117,10 @@ func TestSlowScalesTheBridgesTimeout(t *testing.T) {
 	if fixed.WithSlowTimeout(3) != fixed {
 		t.Error("a timeout written in the profile was scaled: the bridge would not know")
 	}
+	if fixed.WithTimeout(time.Minute) != fixed {
+		t.Error("a timeout written in the profile was changed: the bridge would not know")
+	}
+	if got := p.WithTimeout(time.Minute).Capabilities.Timeout.D(); got != time.Minute {
+		t.Errorf("WithTimeout(1m) declares %v", got)
+	}
 }

@@ -106,6 +106,16 @@ type Warmer interface {
 	Warm(ctx context.Context) error
 }
 
+// RestartWatcher is a Surface that keeps something of its own open against
+// the bridge ahead of time (a browser tab at the page, for the next
+// person), which a restart of the bridge can spoil: a page whose load
+// straddled the restart may have lost its script with the old bridge. The
+// harness tells it once the restarted bridge is up, and it renews what it
+// keeps (in the background: the next Open waits for it).
+type RestartWatcher interface {
+	BridgeRestarted()
+}
+
 // Prober is a Conn that may lack an operation and can be asked whether it
 // has it before anything depends on it (an exec adapter): an *Unsupported
 // when it has not.

@@ -55,6 +55,8 @@ type browserSurface struct {
 	preparing bool         // a spare is being opened; spareDone closes when it is
 	spareDone chan struct{}
 	spareErr  error
+	restarts  int                // the bridge's restarts told (BridgeRestarted): a spare opened before the last one is not used
+	stopSpare context.CancelFunc // ends the spare's opening
 	// opened is the sessions a tab was opened for: a tab opened for one
 	// again (a reconnect) tells of what is pending, as a fresh page would,
 	// not of what ended while the spare tab looked on.
@@ -103,6 +105,9 @@ func (s *browserSurface) Close() error {
 	}
 	shared := s.shared
 	s.shared, s.spare, s.closed = nil, nil, true
+	if s.preparing {
+		s.stopSpare()
+	}
 	s.mu.Unlock()
 	for _, c := range tabs {
 		_ = c.Close()
@@ -117,6 +122,9 @@ func (s *browserSurface) Close() error {
 func (s *browserSurface) browser(ctx context.Context) (context.Context, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return nil, errors.New("the browser surface is closed")
+	}
 	if s.shared == nil {
 		path, err := chromium.Find(s.spec.Browser.Chromium)
 		if err != nil {
@@ -273,13 +281,13 @@ func (s *browserSurface) Open(ctx context.Context, session string, sink func(sur
 	}
 	target := s.pageURL(session)
 	s.mu.Lock()
-	if s.spare == nil && s.preparing {
+	for s.spare == nil && s.preparing { // again when one opened across a restart was dropped
 		done := s.spareDone
 		s.mu.Unlock()
 		select {
 		case <-done:
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, fmt.Errorf("opening %s in the browser: the tab opened ahead for it was not ready at the page within the step's own deadline", target)
 		}
 		s.mu.Lock()
 	}
@@ -328,11 +336,12 @@ func (s *browserSurface) prepareSpare() {
 		return
 	}
 	s.preparing, s.spareDone = true, make(chan struct{})
-	done := s.spareDone
+	done, restarts := s.spareDone, s.restarts
+	ctx, cancel := context.WithTimeout(context.Background(), s.spec.StartLimit())
+	s.stopSpare = cancel
 	s.mu.Unlock()
 	go func() {
-		defer close(done)
-		ctx, cancel := context.WithTimeout(context.Background(), s.spec.StartLimit())
+		defer close(done) // after a stale spare's successor is under way
 		defer cancel()
 		var c *browserConn
 		_, err := s.browser(ctx)
@@ -340,15 +349,38 @@ func (s *browserSurface) prepareSpare() {
 			c, err = s.newTab(ctx, s.pageURL(""), "", nil)
 		}
 		s.mu.Lock()
+		stale := s.restarts != restarts
 		s.preparing, s.spareErr = false, err
-		if err == nil && !s.closed && s.spare == nil {
+		if err == nil && !stale && !s.closed && s.spare == nil {
 			s.spare, c = c, nil
 		}
 		s.mu.Unlock()
 		if c != nil {
 			_ = c.Close()
 		}
+		if stale {
+			s.prepareSpare()
+		}
 	}()
+}
+
+// BridgeRestarted drops the spare tab, ready or on its way, and opens
+// another on the bridge that is up now (surface.RestartWatcher). A page
+// whose load straddled the restart can have lost its script with the old
+// bridge: it would wait for a replay that never comes, and Open with it.
+func (s *browserSurface) BridgeRestarted() {
+	s.mu.Lock()
+	s.restarts++
+	c := s.spare
+	s.spare = nil
+	if s.preparing {
+		s.stopSpare()
+	}
+	s.mu.Unlock()
+	if c != nil {
+		_ = c.Close()
+	}
+	s.prepareSpare()
 }
 
 // newTab opens a tab at target, with the driver in every document it
