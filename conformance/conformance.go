@@ -16,6 +16,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -142,14 +143,14 @@ func Setup(p *testscript.Params, cfg Config) error {
 		// steps on a busy machine never meet a deadline the case does not
 		// check.
 		c := cfg
-		if script, ok := caseScript(p, env.WorkDir); ok && !strings.Contains(script, "$TIMEOUT") {
+		if script, ok := caseScript(p, env.WorkDir); ok && !namesTimeout.MatchString(script) {
 			c.Profile = c.Profile.WithTimeout(UnwaitedTimeout)
 		}
 		l := &lazyEnv{cfg: &c, work: filepath.Join(env.WorkDir, "bridge")}
 		env.Values[keyEnv] = l
 		env.Values[keyCfg] = &c
 		t := c.Profile.Capabilities.Timeout.D()
-		env.Setenv("TIMEOUT", t.String())
+		env.Setenv("TIMEOUT", profile.TimeoutVar(t))
 		env.Setenv("TIMEOUT_GRACE", (t + time.Second).String())
 		env.Setenv("TIMEOUT_WAIT", (t + 10*time.Second).String())
 		name := strings.TrimSuffix(filepath.Base(env.WorkDir), "")
@@ -203,6 +204,10 @@ func Setup(p *testscript.Params, cfg Config) error {
 // timeouts, and every explored sequence that waits one out, name them and
 // run with the declared timeout.
 const UnwaitedTimeout = 10 * time.Minute
+
+// namesTimeout matches a case's use of $TIMEOUT, $TIMEOUT_GRACE or
+// $TIMEOUT_WAIT, braced or not.
+var namesTimeout = regexp.MustCompile(`\$\{?TIMEOUT`)
 
 // caseScript is the text of the case whose work directory is workDir
 // (testscript's script-NAME), from p's files or directory.

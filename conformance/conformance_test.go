@@ -423,6 +423,9 @@ func TestTooLateIsSkip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(rep.Results) != 3 {
+		t.Fatalf("%d results, want 3: %+v", len(rep.Results), rep.Results)
+	}
 	for _, r := range rep.Results {
 		switch r.Case {
 		case "late":
@@ -647,8 +650,9 @@ func TestTimeoutOnlyWhereTheCaseWaitsForIt(t *testing.T) {
 	}
 	dir := t.TempDir()
 	for name, script := range map[string]string{
-		"waits":   "timeout-is " + p.Capabilities.Timeout.D().String() + " # then: await -timeout $TIMEOUT_WAIT ALIAS answered\n",
-		"unwaits": "timeout-is " + conformance.UnwaitedTimeout.String() + "\n",
+		"waits":   "timeout-is " + profile.TimeoutVar(p.Capabilities.Timeout.D()) + " # then: await -timeout $TIMEOUT_WAIT ALIAS answered\n",
+		"braced":  "timeout-is " + profile.TimeoutVar(p.Capabilities.Timeout.D()) + " # then: await -timeout ${TIMEOUT_WAIT} ALIAS answered\n",
+		"unwaits": "timeout-is 600s\n",
 	} {
 		if err := os.WriteFile(filepath.Join(dir, name+".txtar"), []byte(script), 0o644); err != nil {
 			t.Fatal(err)
@@ -661,7 +665,7 @@ func TestTimeoutOnlyWhereTheCaseWaitsForIt(t *testing.T) {
 			}
 		},
 	}}
-	if err := conformance.Setup(&params, conformance.Config{Profile: p, Askctl: askctlBin}); err != nil {
+	if err := conformance.Setup(&params, conformance.Config{Profile: p, Askctl: askctlBin, Slow: 1}); err != nil {
 		t.Fatal(err)
 	}
 	testscript.Run(t, params)

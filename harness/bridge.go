@@ -139,7 +139,7 @@ func StartBridge(ctx context.Context, p *profile.Profile, opts Options) (*Bridge
 		return nil, err
 	}
 	b.vars = map[string]string{"WORK": work, "STATE": state, "PORT": strconv.Itoa(port), "CLAUDE": shim,
-		"CLAUDE_DIR": shimDir, "ASKCTL": opts.Askctl, "PROFILE_DIR": p.Dir, "TIMEOUT": p.Capabilities.Timeout.D().String()}
+		"CLAUDE_DIR": shimDir, "ASKCTL": opts.Askctl, "PROFILE_DIR": p.Dir, "TIMEOUT": profile.TimeoutVar(p.Capabilities.Timeout.D())}
 	b.profile = p.Expanded(b.vars)
 	if err := b.start(ctx); err != nil {
 		b.Close()

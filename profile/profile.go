@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -372,6 +373,15 @@ func (p *Profile) checkMCP() error {
 // timeout with the rest (WithSlowTimeout).
 func VarNames() []string {
 	return []string{"WORK", "STATE", "PORT", "CLAUDE", "CLAUDE_DIR", "ASKCTL", "PROFILE_DIR", "TIMEOUT"}
+}
+
+// TimeoutVar is d as ${TIMEOUT} gives it: whole seconds as "600s" (a
+// bridge that reads "Ns" reads it), else a Go duration ("1.5s").
+func TimeoutVar(d time.Duration) string {
+	if d%time.Second == 0 {
+		return strconv.FormatInt(int64(d/time.Second), 10) + "s"
+	}
+	return d.String()
 }
 
 // SetsTimeout reports whether the profile starts its bridge with the

@@ -120,6 +120,11 @@ func TestSlowScalesTheBridgesTimeout(t *testing.T) {
 	if fixed.WithTimeout(time.Minute) != fixed {
 		t.Error("a timeout written in the profile was changed: the bridge would not know")
 	}
+	for d, want := range map[time.Duration]string{10 * time.Minute: "600s", 2 * time.Second: "2s", 1500 * time.Millisecond: "1.5s"} {
+		if got := TimeoutVar(d); got != want {
+			t.Errorf("TimeoutVar(%v) = %q, want %q", d, got, want)
+		}
+	}
 	if got := p.WithTimeout(time.Minute).Capabilities.Timeout.D(); got != time.Minute {
 		t.Errorf("WithTimeout(1m) declares %v", got)
 	}

@@ -9,9 +9,9 @@
 // surface/browser, which registers itself: import it for that kind).
 //
 // What a surface can do beyond Surface and Conn is told by the interfaces
-// it implements: Interrupter, Resumer, Permitter, Prober, Warmer and
-// Overseer. An operation a surface lacks returns an *Unsupported error
-// naming it.
+// it implements: Interrupter, Resumer, Permitter, Prober, Warmer,
+// RestartWatcher and Overseer. An operation a surface lacks returns an
+// *Unsupported error naming it.
 //
 // askctl answer, skip, pending and watch use this package alone; the
 // harness (package harness) builds the conformance suite's cases on it.

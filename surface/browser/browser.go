@@ -287,7 +287,7 @@ func (s *browserSurface) Open(ctx context.Context, session string, sink func(sur
 		select {
 		case <-done:
 		case <-ctx.Done():
-			return nil, fmt.Errorf("opening %s in the browser: the tab opened ahead for it was not ready at the page within the step's own deadline", target)
+			return nil, fmt.Errorf("opening %s in the browser: waiting for the tab opened ahead for it: %w", target, stopped(ctx, context.Background(), s.spec.StartLimit(), ctx.Err()))
 		}
 		s.mu.Lock()
 	}
