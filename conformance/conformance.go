@@ -142,8 +142,9 @@ func Setup(p *testscript.Params, cfg Config) error {
 		// whose timeout is long (where the profile sets it), so that slow
 		// steps on a busy machine never meet a deadline the case does not
 		// check.
+		name := filepath.Base(env.WorkDir)
 		c := cfg
-		if script, ok := caseScript(p, env.WorkDir); ok && !namesTimeout.MatchString(script) {
+		if script, ok := caseScript(p, caseName(name)); ok && !namesTimeout.MatchString(script) {
 			c.Profile = c.Profile.WithTimeout(UnwaitedTimeout)
 		}
 		l := &lazyEnv{cfg: &c, work: filepath.Join(env.WorkDir, "bridge")}
@@ -153,7 +154,6 @@ func Setup(p *testscript.Params, cfg Config) error {
 		env.Setenv("TIMEOUT", profile.TimeoutVar(t))
 		env.Setenv("TIMEOUT_GRACE", (t + time.Second).String())
 		env.Setenv("TIMEOUT_WAIT", (t + 10*time.Second).String())
-		name := strings.TrimSuffix(filepath.Base(env.WorkDir), "")
 		env.Defer(func() {
 			if l.env == nil {
 				return
@@ -209,10 +209,9 @@ const UnwaitedTimeout = 10 * time.Minute
 // $TIMEOUT_WAIT, braced or not.
 var namesTimeout = regexp.MustCompile(`\$\{?TIMEOUT`)
 
-// caseScript is the text of the case whose work directory is workDir
-// (testscript's script-NAME), from p's files or directory.
-func caseScript(p *testscript.Params, workDir string) (string, bool) {
-	name := strings.TrimPrefix(filepath.Base(workDir), "script-")
+// caseScript is the text of the case named name, from p's files or
+// directory.
+func caseScript(p *testscript.Params, name string) (string, bool) {
 	files := p.Files
 	if p.Dir != "" {
 		files = append(slices.Clip(files), filepath.Join(p.Dir, name+".txtar"), filepath.Join(p.Dir, name+".txt"))
