@@ -14,7 +14,9 @@
 #
 # ASKCTL_MUTATE_EXPLORE=20s adds an exploration of that long (seed 1) to the
 # oracle, after the cases pass: the score with the explorer (reports in
-# .mutate/explore-*).
+# .mutate/explore-*). Each group's ledger (.mutate/*-ledger.tsv) says
+# for each mutant judged what killed it, the cases or the explorer, so one
+# run with the explorer also gives the score without it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -36,6 +38,15 @@ DIR[control]=bridge;         PROFILE[control]=control-ws; FILES[control]='^contr
 DIR[mcpask]=internal/mcpask; PROFILE[mcpask]=ws;        FILES[mcpask]='^mcpask\.go$'
 ALL_GROUPS=(core ws http control mcpask)
 
+# The unmutated source the ledger finds each mutant against, as it was when
+# the run began (so editing the tree meanwhile does not confuse it).
+origin="$out/origin"
+rm -rf "$origin"
+for d in bridge internal/mcpask; do
+	mkdir -p "$origin/$d"
+	cp "$d"/*.go "$origin/$d/"
+done
+
 groups=("$@")
 [ ${#groups[@]} -gt 0 ] || groups=("${ALL_GROUPS[@]}")
 for g in "${groups[@]}"; do
@@ -49,8 +60,10 @@ for g in "${groups[@]}"; do
 		[[ $b =~ ${FILES[$g]} ]] && continue
 		excl+=(-E "(^|/)$b\$")
 	done
+	ledger="$out/$prefix$g-ledger.tsv"
+	: > "$ledger"
 	echo "mutate: $g: $dir (${FILES[$g]}) through the ${PROFILE[$g]} surface"
-	(cd "$dir" && ASKCTL_MUTATE_PROFILE=${PROFILE[$g]} $gremlins unleash \
+	(cd "$dir" && ASKCTL_MUTATE_PROFILE=${PROFILE[$g]} ASKCTL_MUTATE_LEDGER=$ledger ASKCTL_MUTATE_ORIGIN=$origin $gremlins unleash \
 		--tags mutation --coverpkg github.com/askctl/askctl/$dir \
 		--workers "${MUTATE_WORKERS:-2}" --timeout-coefficient 4 \
 		"${excl[@]}" -o "$out/$prefix$g.json" "$root/$dir") | tee "$out/$prefix$g.log"

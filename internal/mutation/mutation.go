@@ -44,6 +44,16 @@ const EnvProfile = "ASKCTL_MUTATE_PROFILE"
 // passes: a mutant the cases miss and the explorer finds is killed.
 const EnvExplore = "ASKCTL_MUTATE_EXPLORE"
 
+// EnvLedger names a file the oracle appends one line to for each mutant it
+// judges: where the mutant is, what it changed, and what killed it (the
+// cases, the explorer) or that it lived. EnvOrigin is the unmutated module
+// root the mutant is found against. One run with the explorer so gives the
+// score with it and without it (the cases run first), mutant by mutant.
+const (
+	EnvLedger = "ASKCTL_MUTATE_LEDGER"
+	EnvOrigin = "ASKCTL_MUTATE_ORIGIN"
+)
+
 // CoveredPackages are the packages whose coverage the oracle reports: those
 // `make mutate` mutates.
 var CoveredPackages = []string{"github.com/askctl/askctl/bridge", "github.com/askctl/askctl/internal/mcpask"}
@@ -179,6 +189,8 @@ func Oracle(t *testing.T) {
 	// at the tool's timeout.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	verdict := "error"
+	t.Cleanup(func() { record(t, verdict) })
 	var first string
 	rep, err := conformance.RunSuite(ctx, conformance.Config{Profile: p, Askctl: askctlBin, ClaimTimeout: 5 * time.Second},
 		conformance.RunOptions{Parallel: 8, Progress: func(_, _ int, r conformance.Result) {
@@ -189,12 +201,20 @@ func Oracle(t *testing.T) {
 		}})
 	switch {
 	case first != "":
+		verdict = "cases\t" + first
 		t.Fatal(first)
 	case err != nil:
 		t.Fatal(err)
 	case rep.Failed():
+		verdict = fmt.Sprintf("cases\tfailing: %v", rep.Failing())
 		t.Fatalf("failing: %v", rep.Failing())
 	}
+	verdict = "lived"
+	defer func() {
+		if t.Failed() && verdict == "lived" {
+			verdict = "explore-error"
+		}
+	}()
 	if s := os.Getenv(EnvExplore); s != "" {
 		d, err := time.ParseDuration(s)
 		if err != nil {
@@ -206,7 +226,111 @@ func Oracle(t *testing.T) {
 		case err != nil:
 			t.Fatal(err)
 		case res.Failure != nil:
+			verdict = fmt.Sprintf("explore\tseed %d: %s %s", res.Failure.Seed, res.Failure.Status, res.Failure.Requirement)
 			t.Fatalf("explored: seed %d: %s %s: %s", res.Failure.Seed, res.Failure.Status, res.Failure.Requirement, res.Failure.Detail)
 		}
 	}
+}
+
+// record appends the mutant's line to the ledger EnvLedger names, if any:
+// file:line:col, the text it replaced and its replacement, and the verdict.
+// The run without a mutant (the tool's coverage run) writes nothing.
+func record(t *testing.T, verdict string) {
+	ledger, origin := os.Getenv(EnvLedger), os.Getenv(EnvOrigin)
+	if ledger == "" || origin == "" {
+		return
+	}
+	where, err := findMutant(origin)
+	if err != nil {
+		t.Logf("mutation ledger: %v", err)
+		return
+	}
+	if where == "" {
+		return
+	}
+	f, err := os.OpenFile(ledger, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Logf("mutation ledger: %v", err)
+		return
+	}
+	defer f.Close()
+	// One write of one short line: O_APPEND keeps the workers' lines whole.
+	verdict = strings.ReplaceAll(verdict, "\n", " ")
+	if len(verdict) > 300 {
+		verdict = verdict[:300] + "…"
+	}
+	if _, err := fmt.Fprintf(f, "%s\t%s\n", where, verdict); err != nil {
+		t.Logf("mutation ledger: %v", err)
+	}
+}
+
+// findMutant compares the Go files of the package the test runs in (in the
+// tool's copy of the module) with the same files under origin, and says
+// where the first one differs, as the tool names a mutant's position (the
+// operator token's first byte), with the text before and after.
+func findMutant(origin string) (string, error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return "", err
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	rel, err := filepath.Rel(root, wd)
+	if err != nil {
+		return "", err
+	}
+	files, err := filepath.Glob(filepath.Join(wd, "*.go"))
+	if err != nil {
+		return "", err
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		now, err := os.ReadFile(f)
+		if err != nil {
+			return "", err
+		}
+		was, err := os.ReadFile(filepath.Join(origin, rel, filepath.Base(f)))
+		if err != nil {
+			return "", err
+		}
+		if string(now) == string(was) {
+			continue
+		}
+		return describe(filepath.Base(f), was, now), nil
+	}
+	return "", nil
+}
+
+// ops are the bytes of Go's operators a mutation tool changes.
+const ops = "<>=!+-*/%&|^"
+
+// describe names the first difference between was and now.
+func describe(name string, was, now []byte) string {
+	i := 0
+	for i < len(was) && i < len(now) && was[i] == now[i] {
+		i++
+	}
+	// Back to the operator's first byte: "<=" made "<" differs at "=".
+	for i > 0 && strings.IndexByte(ops, was[i-1]) >= 0 {
+		i--
+	}
+	j := 0
+	for j < len(was)-i && j < len(now)-i && was[len(was)-1-j] == now[len(now)-1-j] {
+		j++
+	}
+	// And on to its last: "==" made "!=" differs only at "!".
+	end := func(b []byte) []byte {
+		k := len(b) - j
+		for k < len(b) && strings.IndexByte(ops, b[k]) >= 0 {
+			k++
+		}
+		return b[i:k]
+	}
+	line := 1 + strings.Count(string(was[:i]), "\n")
+	col := i - strings.LastIndexByte(string(was[:i]), '\n')
+	return fmt.Sprintf("%s:%d:%d\t%q→%q", name, line, col, end(was), end(now))
 }
