@@ -22,6 +22,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"go/scanner"
+	gotoken "go/token"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -265,9 +267,10 @@ func record(t *testing.T, verdict string) {
 }
 
 // findMutant compares the Go files of the package the test runs in (in the
-// tool's copy of the module) with the same files under origin, and says
-// where the first one differs, as the tool names a mutant's position (the
-// operator token's first byte), with the text before and after.
+// tool's copy of the module) with the same files under origin, token by
+// token (the tool writes a mutant back reformatted), and says where the
+// first token differs, as the tool names a mutant's position, with the
+// token before and after.
 func findMutant(origin string) (string, error) {
 	root, err := moduleRoot()
 	if err != nil {
@@ -297,40 +300,55 @@ func findMutant(origin string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		if string(now) == string(was) {
-			continue
+		if d := describe(filepath.Base(f), was, now); d != "" {
+			return d, nil
 		}
-		return describe(filepath.Base(f), was, now), nil
 	}
 	return "", nil
 }
 
-// ops are the bytes of Go's operators a mutation tool changes.
-const ops = "<>=!+-*/%&|^"
+type token1 struct {
+	pos  gotoken.Position
+	text string
+}
 
-// describe names the first difference between was and now.
+// tokens are src's tokens, comments left out.
+func tokens(name string, src []byte) []token1 {
+	fset := gotoken.NewFileSet()
+	file := fset.AddFile(name, -1, len(src))
+	var sc scanner.Scanner
+	sc.Init(file, src, nil, 0)
+	var out []token1
+	for {
+		pos, tok, lit := sc.Scan()
+		if tok == gotoken.EOF {
+			return out
+		}
+		text := lit
+		if text == "" || tok == gotoken.SEMICOLON {
+			text = tok.String()
+		}
+		out = append(out, token1{fset.Position(pos), text})
+	}
+}
+
+// describe names the first token that differs between was and now, at its
+// place in was ("" if none does).
 func describe(name string, was, now []byte) string {
+	a, b := tokens(name, was), tokens(name, now)
 	i := 0
-	for i < len(was) && i < len(now) && was[i] == now[i] {
+	for i < len(a) && i < len(b) && a[i].text == b[i].text {
 		i++
 	}
-	// Back to the operator's first byte: "<=" made "<" differs at "=".
-	for i > 0 && strings.IndexByte(ops, was[i-1]) >= 0 {
-		i--
+	if i == len(a) && i == len(b) {
+		return ""
 	}
-	j := 0
-	for j < len(was)-i && j < len(now)-i && was[len(was)-1-j] == now[len(now)-1-j] {
-		j++
+	at, before, after := "end", "", ""
+	if i < len(a) {
+		at, before = fmt.Sprintf("%d:%d", a[i].pos.Line, a[i].pos.Column), a[i].text
 	}
-	// And on to its last: "==" made "!=" differs only at "!".
-	end := func(b []byte) []byte {
-		k := len(b) - j
-		for k < len(b) && strings.IndexByte(ops, b[k]) >= 0 {
-			k++
-		}
-		return b[i:k]
+	if i < len(b) {
+		after = b[i].text
 	}
-	line := 1 + strings.Count(string(was[:i]), "\n")
-	col := i - strings.LastIndexByte(string(was[:i]), '\n')
-	return fmt.Sprintf("%s:%d:%d\t%q→%q", name, line, col, end(was), end(now))
+	return fmt.Sprintf("%s:%s\t%q→%q", name, at, before, after)
 }
