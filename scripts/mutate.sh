@@ -68,3 +68,5 @@ for g in "${groups[@]}"; do
 		--workers "${MUTATE_WORKERS:-2}" --timeout-coefficient 4 \
 		"${excl[@]}" -o "$out/$prefix$g.json" "$root/$dir") | tee "$out/$prefix$g.log"
 done
+# The score, by file: what the cases killed, what only the explorer did.
+go run ./internal/mutation/report -prefix "$prefix" -survivors "$out" | tee "$out/${prefix}score.md"

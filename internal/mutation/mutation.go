@@ -206,6 +206,7 @@ func Oracle(t *testing.T) {
 		verdict = "cases\t" + first
 		t.Fatal(first)
 	case err != nil:
+		verdict = "cases\tthe suite could not run: " + err.Error()
 		t.Fatal(err)
 	case rep.Failed():
 		verdict = fmt.Sprintf("cases\tfailing: %v", rep.Failing())
@@ -226,6 +227,7 @@ func Oracle(t *testing.T) {
 			conformance.ExploreOptions{Duration: d, Seed: 1, Shrink: time.Second})
 		switch {
 		case err != nil:
+			verdict = "explore-error\t" + err.Error()
 			t.Fatal(err)
 		case res.Failure != nil:
 			verdict = fmt.Sprintf("explore\tseed %d: %s %s", res.Failure.Seed, res.Failure.Status, res.Failure.Requirement)

@@ -61,10 +61,16 @@ type browserSurface struct {
 	// again (a reconnect) tells of what is pending, as a fresh page would,
 	// not of what ended while the spare tab looked on.
 	opened map[string]bool
+	// settled is the requests a person answered or skipped in one of this
+	// surface's tabs (under settledMu, apart from mu: a tab's lock is held
+	// when it is read). A tab opened for a session after that does not
+	// tell of them, as a page loaded then would not show them.
+	settledMu sync.Mutex
+	settled   map[string]bool
 }
 
 func newBrowserSurface(s surface.Spec, token func() (string, error)) *browserSurface {
-	return &browserSurface{spec: s, token: token, api: surface.NewAPI(s, token), tabs: map[*browserConn]bool{}, opened: map[string]bool{}}
+	return &browserSurface{spec: s, token: token, api: surface.NewAPI(s, token), tabs: map[*browserConn]bool{}, opened: map[string]bool{}, settled: map[string]bool{}}
 }
 
 // Warm starts the browser, logs it in and opens a tab at the page, before
@@ -435,7 +441,10 @@ func (s *browserSurface) newTab(ctx context.Context, target, session string, sin
 // and what it showed of this one is told, when it showed it (a question
 // the agent withdrew at once was seen then, and is not replayed later).
 // Again (the session had a tab before: a reconnect), what had ended is
-// kept from the person, as a page loaded now would not show it.
+// kept from the person, as a page loaded now would not show it; so is a
+// request the person answered or skipped in another tab before this one
+// was opened for the session, ended or not in what the spare has heard
+// (a tab in the background hears the bridge late on a busy machine).
 func (c *browserConn) adopt(session string, again bool, sink func(surface.Event)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -447,8 +456,13 @@ func (c *browserConn) adopt(session string, again bool, sink func(surface.Event)
 		if session != "" && r.Session != session {
 			continue
 		}
+		if c.s.settledHere(id) {
+			// The person settled it in another tab before opening this
+			// one; the spare may not have heard yet that it ended.
+			r.hidden = true
+		}
 		c.last[id] = r
-		if again && r.Ended != "" {
+		if r.hidden || again && r.Ended != "" {
 			continue // seen, so a later snapshot does not tell of it either
 		}
 		c.order = append(c.order, id)
@@ -500,6 +514,9 @@ type browserRequest struct {
 	seen    time.Time           // when this tab first showed it
 	endedAt time.Time           // when it first showed how it ended
 	qs      []protocol.Question // as the page showed it then
+	// hidden: a person had answered or skipped it in another tab before
+	// this tab was this person's, so this tab tells nothing of it.
+	hidden bool
 }
 
 type browserSession struct {
@@ -590,7 +607,18 @@ func (c *browserConn) onSnapshot(data string) {
 		if r.Session == "" {
 			r.Session = c.session
 		}
-		r.seen, r.endedAt, r.qs = prev.seen, prev.endedAt, prev.qs
+		r.seen, r.endedAt, r.qs, r.hidden = prev.seen, prev.endedAt, prev.qs, prev.hidden
+		if !seen && c.sink != nil && c.s.settledHere(r.ID) {
+			// A person answered or skipped it in another tab before this
+			// one showed it (the page may not have heard yet that it
+			// ended): this tab does not tell of it, as a page loaded now
+			// would not show it.
+			r.hidden = true
+		}
+		if r.hidden {
+			c.last[r.ID] = r
+			continue
+		}
 		if !seen {
 			// Shown, even if it ended before this snapshot was taken (an
 			// agent that withdraws a question at once).
@@ -794,7 +822,20 @@ func (c *browserConn) act(ctx context.Context, op, qid, call string) (string, st
 	if err != nil {
 		return "", "", fmt.Errorf("%s in the browser: the page did not settle question %s (it says %q): %w", op, qid, status, stopped(ctx, c.tab, c.s.spec.OpLimit(), err))
 	}
+	if k == "answered" || k == "skipped" {
+		c.s.settledMu.Lock()
+		c.s.settled[qid] = true
+		c.s.settledMu.Unlock()
+	}
 	return k, status, nil
+}
+
+// settledHere reports whether a person answered or skipped request qid in
+// one of this surface's tabs.
+func (s *browserSurface) settledHere(qid string) bool {
+	s.settledMu.Lock()
+	defer s.settledMu.Unlock()
+	return s.settled[qid]
 }
 
 func (c *browserConn) Answer(ctx context.Context, qid string, answers map[string][]string) (surface.Ack, error) {
