@@ -61,10 +61,16 @@ type xCaps struct {
 	mcp bool
 	// seconds is the declared timeout in seconds (0: none).
 	seconds float64
+	// pace is how many times slower than a socket's a step is through
+	// the surface (0 or 1: as a socket's): a page in a browser takes
+	// about half a second a step on a busy machine.
+	pace float64
 	// lacks are the operations the surface said it has not (a chat with
 	// no skip button), learnt as sequences run: none is generated again.
 	lacks map[string]bool
 }
+
+func (c xCaps) paceOr1() float64 { return max(1, c.pace) }
 
 // can reports whether the surface has operation op, as far as is known.
 func (c xCaps) can(op string) bool { return !c.lacks[op] }
@@ -85,11 +91,17 @@ func (c xCaps) canPart() bool {
 // what it waits at most (a check that nothing happens waits 300 ms), and
 // no step is taken that would leave a question the person is to answer
 // waiting past half the timeout. The other half is the margin for a busy
-// machine.
+// machine. A step through a surface that is slow to drive (a page in a
+// browser) costs more: xCaps.pace.
 const (
 	costStep = 0.1
 	costHold = 0.4
 )
+
+// stepCost and holdCost are what a step, and a step that waits to see
+// nothing happen, cost through this surface.
+func (m *xModel) stepCost() float64 { return costStep * m.caps.paceOr1() }
+func (m *xModel) holdCost() float64 { return costHold * m.caps.paceOr1() }
 
 // budget is how long a question the person is to answer may wait.
 func (m *xModel) budget() float64 {
@@ -691,7 +703,7 @@ func answerReq(r *xReq) string {
 
 func (m *xModel) answer(t *rapid.T) {
 	s := m.pick(t, func(s *xSession) bool { return s.awaitable() && s.req().outcome == "answer" })
-	m.spend(t, costStep, s.req())
+	m.spend(t, m.stepCost(), s.req())
 	m.answered(s)
 }
 
@@ -849,9 +861,9 @@ func (m *xModel) answerPart(t *rapid.T) {
 		// No hold after it: the timeout may come any moment, and the
 		// invariants catch a part sent as the whole answer.
 		late = m.lateInWait(r)
-		m.spend(t, late+costStep, nil)
+		m.spend(t, late+m.stepCost(), nil)
 	} else {
-		m.spend(t, costHold, nil)
+		m.spend(t, m.holdCost(), nil)
 	}
 	m.hold(s, args, part, late)
 }
@@ -912,7 +924,7 @@ func (m *xModel) hold(s *xSession, args []string, part string, late float64) {
 
 func (m *xModel) skip(t *rapid.T) {
 	s := m.pick(t, func(s *xSession) bool { return s.awaitable() && s.req().outcome == "skip" })
-	m.spend(t, costStep, s.req())
+	m.spend(t, m.stepCost(), s.req())
 	m.skipped(s)
 }
 
@@ -954,7 +966,7 @@ func (m *xModel) expire(t *rapid.T) {
 		return r != nil && !r.done && r.shown > 0 && r.outcome == "timeout"
 	})
 	r := s.req()
-	m.spend(t, max(0, r.since+m.caps.seconds+1-m.now)+costStep, r)
+	m.spend(t, max(0, r.since+m.caps.seconds+1-m.now)+m.stepCost(), r)
 	m.expired(s)
 }
 
@@ -986,7 +998,7 @@ func (m *xModel) withdraw(t *rapid.T) {
 		return r != nil && !r.done && r.shown > 0 && (r.outcome == "cancel" || r.outcome == "exit") && s.live() && r.seen
 	})
 	r := s.req()
-	m.spend(t, max(0, r.since+m.cancelAfter()+0.5-m.now)+costStep, r)
+	m.spend(t, max(0, r.since+m.cancelAfter()+0.5-m.now)+m.stepCost(), r)
 	m.withdrawn(s)
 }
 
@@ -1023,7 +1035,7 @@ func (m *xModel) late(t *rapid.T) {
 		return len(s.endedReqs()) > 0
 	})
 	r := rapid.SampledFrom(s.endedReqs()).Draw(t, "ended")
-	m.spend(t, costHold, nil)
+	m.spend(t, m.holdCost(), nil)
 	m.emit("")
 	m.requirement("SDK-LATE-ANSWER")
 	qid := qid(s, r)
@@ -1047,7 +1059,7 @@ func (m *xModel) otherSession(t *rapid.T) {
 	b := m.pick(t, func(s *xSession) bool { return s != a && s.live() && !s.mcp })
 	r := a.req()
 	qid := qid(a, r)
-	m.spend(t, costHold, nil)
+	m.spend(t, m.holdCost(), nil)
 	m.emit("")
 	m.requirement("SDK-ISOLATION")
 	if m.caps.can("skip") && rapid.Bool().Draw(t, "otherSkip") {
@@ -1068,7 +1080,7 @@ func (m *xModel) disconnect(t *rapid.T) {
 		t.Skip("no capability reconnect")
 	}
 	s := m.pick(t, func(s *xSession) bool { return s.conn != "" && !s.dropped && !s.mcp })
-	m.spend(t, costStep, nil)
+	m.spend(t, m.stepCost(), nil)
 	m.emit("")
 	m.requirement("UI-RECONNECT-REPLAY")
 	m.emit("disconnect %s %s", s.alias, s.conn)
@@ -1115,7 +1127,7 @@ func (m *xModel) connect(t *rapid.T) {
 		t.Skip("no capability reconnect")
 	}
 	s := m.pick(t, func(s *xSession) bool { return s.conn == "" && !s.exited && !s.mcp })
-	m.spend(t, costStep, s.req()) // it brings its own question within reach: not held to the budget
+	m.spend(t, m.stepCost(), s.req()) // it brings its own question within reach: not held to the budget
 	m.emit("")
 	m.requirement("UI-RECONNECT-REPLAY")
 	m.open(s)
@@ -1133,7 +1145,7 @@ func (m *xModel) takeover(t *rapid.T) {
 		return s.live() && r != nil && !r.done && r.seen && (r.outcome == "answer" || r.outcome == "skip") && !s.mcp
 	})
 	old := s.conn
-	m.spend(t, costHold, nil)
+	m.spend(t, m.holdCost(), nil)
 	m.emit("")
 	m.requirement("UI-TAKEOVER")
 	m.open(s)
@@ -1154,7 +1166,7 @@ func (m *xModel) drop(t *rapid.T) {
 		t.Skip("the surface does not resume streams")
 	}
 	s := m.pick(t, func(s *xSession) bool { return s.live() && !s.mcp })
-	m.spend(t, costStep, nil)
+	m.spend(t, m.stepCost(), nil)
 	m.emit("")
 	m.requirement("UI-RECONNECT-REPLAY")
 	m.emit("drop %s %s", s.alias, s.conn)
@@ -1165,7 +1177,7 @@ func (m *xModel) drop(t *rapid.T) {
 // resume reconnects a dropped stream: what happened meanwhile comes once.
 func (m *xModel) resume(t *rapid.T) {
 	s := m.pick(t, func(s *xSession) bool { return s.conn != "" && s.dropped })
-	m.spend(t, costHold, s.req()) // as connect
+	m.spend(t, m.holdCost(), s.req()) // as connect
 	m.emit("")
 	m.requirement("UI-RECONNECT-REPLAY")
 	m.emit("resume %s %s", s.alias, s.conn)
@@ -1196,7 +1208,7 @@ func (m *xModel) pending(t *rapid.T) {
 		// A question that ends by itself has no fixed count until it has.
 		return r == nil || r.done || (r.seen && (r.outcome == "answer" || r.outcome == "skip"))
 	})
-	m.spend(t, costStep, nil)
+	m.spend(t, m.stepCost(), nil)
 	m.emit("")
 	m.requirement("UI-RECONNECT-REPLAY")
 	if r := s.req(); r != nil && !r.done {
@@ -1236,7 +1248,7 @@ func (m *xModel) restart(t *rapid.T) {
 			t.Skip("an MCP session runs (its agent and ask server are not the bridge's children)")
 		}
 	}
-	m.spend(t, costStep, nil)
+	m.spend(t, m.stepCost(), nil)
 	m.restarted = true
 	m.emit("")
 	m.requirement("UI-PERSIST")

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/askctl/askctl/profile"
 	"github.com/askctl/askctl/scenarios"
 	"github.com/rogpeppe/go-internal/txtar"
 	"pgregory.net/rapid"
@@ -128,5 +129,25 @@ func TestSeedsPlayTheirOwnSequence(t *testing.T) {
 	}
 	if alone[0] == alone[1] {
 		t.Fatal("seeds 1000 and 1001 generated the same sequence")
+	}
+}
+
+// TestBrowserStepsCostMore: the model's clock runs faster through a page,
+// so that it leaves no question it means to answer to its timeout there.
+func TestBrowserStepsCostMore(t *testing.T) {
+	costs := map[string]float64{}
+	for _, name := range []string{"reference-ws", "reference-browser"} {
+		p, ok, err := profile.Builtin(name)
+		if !ok || err != nil {
+			t.Fatalf("profile %s: %v", name, err)
+		}
+		m := &xModel{caps: capsOf(Config{Profile: p})}
+		costs[name] = m.stepCost()
+		if m.holdCost() <= m.stepCost() {
+			t.Errorf("%s: a hold costs %v, a step %v", name, m.holdCost(), m.stepCost())
+		}
+	}
+	if costs["reference-ws"] != costStep || costs["reference-browser"] < 3*costStep {
+		t.Errorf("a step costs %v over ws and %v through the page; want %v, and three times that or more", costs["reference-ws"], costs["reference-browser"], costStep)
 	}
 }
