@@ -70,6 +70,10 @@ var askctlBin string
 func Main(m *testing.M) {
 	testenv.RunAsFakeclaude()
 	flag.Parse()
+	// The test binary built: a mutant the tool counts as killed with no
+	// verdict after this line ended the run some other way (a timeout, a
+	// crash); with none, it did not build.
+	record(func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }, "started")
 	code, err := run(m)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "mutation:", err)
@@ -192,7 +196,7 @@ func Oracle(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	verdict := "error"
-	t.Cleanup(func() { record(t, verdict) })
+	t.Cleanup(func() { record(t.Logf, verdict) })
 	var first string
 	rep, err := conformance.RunSuite(ctx, conformance.Config{Profile: p, Askctl: askctlBin, ClaimTimeout: 5 * time.Second},
 		conformance.RunOptions{Parallel: 8, Progress: func(_, _ int, r conformance.Result) {
@@ -237,16 +241,17 @@ func Oracle(t *testing.T) {
 }
 
 // record appends the mutant's line to the ledger EnvLedger names, if any:
-// file:line:col, the text it replaced and its replacement, and the verdict.
-// The run without a mutant (the tool's coverage run) writes nothing.
-func record(t *testing.T, verdict string) {
+// file:line:col, the text it replaced and its replacement, and the verdict
+// (or "started"). The run without a mutant (the tool's coverage run)
+// writes nothing.
+func record(logf func(string, ...any), verdict string) {
 	ledger, origin := os.Getenv(EnvLedger), os.Getenv(EnvOrigin)
 	if ledger == "" || origin == "" {
 		return
 	}
 	where, err := findMutant(origin)
 	if err != nil {
-		t.Logf("mutation ledger: %v", err)
+		logf("mutation ledger: %v", err)
 		return
 	}
 	if where == "" {
@@ -254,7 +259,7 @@ func record(t *testing.T, verdict string) {
 	}
 	f, err := os.OpenFile(ledger, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
-		t.Logf("mutation ledger: %v", err)
+		logf("mutation ledger: %v", err)
 		return
 	}
 	defer f.Close()
@@ -264,7 +269,7 @@ func record(t *testing.T, verdict string) {
 		verdict = verdict[:300] + "…"
 	}
 	if _, err := fmt.Fprintf(f, "%s\t%s\n", where, verdict); err != nil {
-		t.Logf("mutation ledger: %v", err)
+		logf("mutation ledger: %v", err)
 	}
 }
 

@@ -40,6 +40,11 @@ type mutant struct {
 	line, col         int
 	change, verdict   string // from the ledger: "a"→"b"; cases, explore, error, lived, explore-error
 	detail            string
+	// started: the ledger says the oracle's test binary built for it (a
+	// ledger from before that line has none: then unknown).
+	started bool
+	// ledgerStarts: the group's ledger has started lines at all.
+	ledgerStarts bool
 }
 
 // entry is one line of a ledger.
@@ -100,15 +105,22 @@ func load(dir, prefix string) ([]*mutant, []*entry, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		byPos := map[string][]*entry{}
+		byPos, starts := map[string][]*entry{}, map[string][]*entry{}
 		for _, e := range es {
 			k := fmt.Sprintf("%s:%d:%d", e.file, e.line, e.col)
+			if e.verdict == "started" {
+				starts[k] = append(starts[k], e)
+				e.used = true
+				continue
+			}
 			byPos[k] = append(byPos[k], e)
 		}
 		for _, f := range rep.Files {
 			for _, m := range f.Mutations {
 				mu := &mutant{file: filepath.Base(f.Name), typ: m.Type, status: m.Status, line: m.Line, col: m.Column}
-				match(mu, byPos[fmt.Sprintf("%s:%d:%d", mu.file, mu.line, mu.col)])
+				k := fmt.Sprintf("%s:%d:%d", mu.file, mu.line, mu.col)
+				match(mu, byPos[k])
+				mu.started, mu.ledgerStarts = len(starts[k]) > 0, len(starts) > 0
 				ms = append(ms, mu)
 			}
 		}
@@ -212,7 +224,11 @@ func readLedger(path string) ([]*entry, error) {
 }
 
 type counts struct {
-	total, notCovered, timedOut, other, cases, explore, lived, unknown int
+	total, notCovered, timedOut, other, cases, explore, lived int
+	// unbuilt: killed with no verdict, as the test binary did not build
+	// (a string's + made -); unknown: killed with no verdict after it
+	// built (a timeout or a crash of the test), or with no ledger at all.
+	unbuilt, unknown int
 }
 
 func (c *counts) add(m *mutant) {
@@ -230,8 +246,10 @@ func (c *counts) add(m *mutant) {
 		c.explore++
 	case m.verdict == "cases" || m.verdict == "error":
 		c.cases++
+	case m.verdict == "" && !m.started && m.ledgerStarts:
+		c.unbuilt++
 	default:
-		c.unknown++ // killed, with no ledger line (or an explorer error)
+		c.unknown++ // killed, with no verdict (or an explorer error)
 	}
 }
 
@@ -256,12 +274,14 @@ func write(w io.Writer, ms []*mutant, unmatched []*entry, survivors bool) {
 		c.add(m)
 		all.add(m)
 	}
-	fmt.Fprintln(w, "| file | mutants | not covered | timed out | killed by the cases | killed by the explorer only | killed, no ledger line | lived | killed without the explorer | with it |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| file | mutants | not covered | did not build | timed out | killed by the cases | killed by the explorer only | killed, no verdict | lived | killed without the explorer | with it |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
 	row := func(name string, c *counts) {
-		judged := c.cases + c.explore + c.unknown + c.lived
-		fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %d | %d | %d | %s | %s |\n", name, c.total, c.notCovered, c.timedOut, c.cases, c.explore, c.unknown, c.lived,
-			pct(c.cases, judged), pct(c.cases+c.explore+c.unknown, judged))
+		// Of the mutants the oracle ran: the timed out and those killed
+		// with no verdict count as killed, by which half unknown.
+		judged := c.cases + c.explore + c.unknown + c.timedOut + c.lived
+		fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %d | %d | %d | %d | %s | %s |\n", name, c.total, c.notCovered, c.unbuilt, c.timedOut, c.cases, c.explore, c.unknown, c.lived,
+			pct(c.cases, judged), pct(judged-c.lived, judged))
 	}
 	for _, n := range names {
 		row("`"+n+"`", files[n])
@@ -273,6 +293,13 @@ func write(w io.Writer, ms []*mutant, unmatched []*entry, survivors bool) {
 		for _, m := range ms {
 			if m.status == "LIVED" {
 				fmt.Fprintf(w, "- `%s:%d:%d` %s %s\n", m.file, m.line, m.col, m.typ, m.change)
+			}
+		}
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "Killed with no verdict (did not build, or the test ended some other way):")
+		for _, m := range ms {
+			if m.status == "KILLED" && (m.verdict == "" || m.verdict == "explore-error") {
+				fmt.Fprintf(w, "- `%s:%d:%d` %s built=%v\n", m.file, m.line, m.col, m.typ, m.started)
 			}
 		}
 		fmt.Fprintln(w)
