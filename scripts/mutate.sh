@@ -29,9 +29,11 @@ prefix=""
 [ -z "${ASKCTL_MUTATE_EXPLORE:-}" ] || prefix="explore-"
 mkdir -p "$out"
 
-# group: package dir, profile (surface), the files mutated (a regexp)
+# group: package dir, profiles (surfaces, in turn), the files mutated (a
+# regexp). The core files run through http as well as ws: the SSE stream's
+# ids (the events' sequence numbers) show only there.
 declare -A DIR PROFILE FILES
-DIR[core]=bridge;            PROFILE[core]=ws;          FILES[core]='^(bridge|session|question|publish|locks|store|events|model|mcp)\.go$'
+DIR[core]=bridge;            PROFILE[core]=ws,http;          FILES[core]='^(bridge|session|question|publish|locks|store|events|model|mcp)\.go$'
 DIR[ws]=bridge;              PROFILE[ws]=ws;            FILES[ws]='^ws\.go$'
 DIR[http]=bridge;            PROFILE[http]=http;        FILES[http]='^http\.go$'
 DIR[control]=bridge;         PROFILE[control]=control-ws; FILES[control]='^control\.go$'

@@ -36,9 +36,9 @@ import (
 	"github.com/askctl/askctl/profile"
 )
 
-// EnvProfile names the profile the oracle runs the suite through: one of
-// the built-in reference profiles by its surface kind (ws, http,
-// control-ws, browser), or a profile file. Default ws.
+// EnvProfile names the profiles the oracle runs the suite through, in turn,
+// comma-separated: each a surface kind of a built-in reference profile (ws,
+// http, control-ws, browser) or a profile file. Default ws.
 const EnvProfile = "ASKCTL_MUTATE_PROFILE"
 
 // EnvExplore, a duration, makes the oracle explore the bridge that long
@@ -177,45 +177,53 @@ func addCoverage(covDir, txt string) error {
 }
 
 // Oracle runs the conformance suite against the reference bridge built from
-// the mutated source, through the profile EnvProfile names.
+// the mutated source, through each profile EnvProfile names in turn (a
+// comma-separated list), and then explores it through the first.
 func Oracle(t *testing.T) {
-	name := os.Getenv(EnvProfile)
-	if name == "" {
-		name = "ws"
+	names := os.Getenv(EnvProfile)
+	if names == "" {
+		names = "ws"
 	}
-	p, ok, err := profile.Builtin("reference-" + name)
-	if !ok {
-		p, err = profile.Load(name)
+	var ps []*profile.Profile
+	for _, name := range strings.Split(names, ",") {
+		p, ok, err := profile.Builtin("reference-" + name)
+		if !ok {
+			p, err = profile.Load(name)
+		}
+		if err != nil {
+			t.Fatalf("%s=%s (surface kinds of the built-in reference profiles, or profile files, comma-separated): %v", EnvProfile, names, err)
+		}
+		ps = append(ps, p)
 	}
-	if err != nil {
-		t.Fatalf("%s=%s (a surface kind of a built-in reference profile, or a profile file): %v", EnvProfile, name, err)
-	}
-	// Every case at once (they mostly wait), and the first failure ends
-	// the run: a mutant that hangs the bridge is killed in seconds, not
-	// at the tool's timeout.
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	verdict := "error"
 	t.Cleanup(func() { record(t.Logf, verdict) })
-	var first string
-	rep, err := conformance.RunSuite(ctx, conformance.Config{Profile: p, Askctl: askctlBin, ClaimTimeout: 5 * time.Second},
-		conformance.RunOptions{Parallel: 8, Progress: func(_, _ int, r conformance.Result) {
-			if (r.Status == conformance.Fail || r.Status == conformance.Blocked) && first == "" {
-				first = fmt.Sprintf("%s %s: %s", r.Case, r.Status, r.Detail)
-				cancel()
-			}
-		}})
-	switch {
-	case first != "":
-		verdict = "cases\t" + first
-		t.Fatal(first)
-	case err != nil:
-		verdict = "cases\tthe suite could not run: " + err.Error()
-		t.Fatal(err)
-	case rep.Failed():
-		verdict = fmt.Sprintf("cases\tfailing: %v", rep.Failing())
-		t.Fatalf("failing: %v", rep.Failing())
+	for _, p := range ps {
+		// Every case at once (they mostly wait), and the first failure
+		// ends the run: a mutant that hangs the bridge is killed in
+		// seconds, not at the tool's timeout.
+		ctx, cancel := context.WithCancel(context.Background())
+		var first string
+		rep, err := conformance.RunSuite(ctx, conformance.Config{Profile: p, Askctl: askctlBin, ClaimTimeout: 5 * time.Second},
+			conformance.RunOptions{Parallel: 8, Progress: func(_, _ int, r conformance.Result) {
+				if (r.Status == conformance.Fail || r.Status == conformance.Blocked) && first == "" {
+					first = fmt.Sprintf("%s %s: %s", r.Case, r.Status, r.Detail)
+					cancel()
+				}
+			}})
+		cancel()
+		switch {
+		case first != "":
+			verdict = "cases\t" + first
+			t.Fatal(first)
+		case err != nil:
+			verdict = "cases\tthe suite could not run: " + err.Error()
+			t.Fatal(err)
+		case rep.Failed():
+			verdict = fmt.Sprintf("cases\tfailing: %v", rep.Failing())
+			t.Fatalf("failing: %v", rep.Failing())
+		}
 	}
+	p := ps[0]
 	verdict = "lived"
 	defer func() {
 		if t.Failed() && verdict == "lived" {
