@@ -584,7 +584,7 @@ func (s *Session) NotReplayed(conn string) (string, bool) {
 		}
 		opened := d.opened[conn]
 		shownOn := map[string]map[string]bool{} // question → connections told of it
-		ended := map[string]bool{}              // by the time conn began to open
+		ended := map[string]bool{}              // by the time conn was open
 		first := map[string]time.Time{}         // when it was first shown
 		var order []string
 		for _, ev := range ss.told {
@@ -615,9 +615,23 @@ func (s *Session) NotReplayed(conn string) (string, bool) {
 			qid = q
 			return
 		}
-		// Asked while no connection was open, and never shown anywhere.
+		// Asked while no connection was open, and never shown anywhere. A
+		// bridge may take its snapshot for a connection a moment after
+		// the connection is open (a WebSocket's handshake ends before its
+		// handler subscribes), so a question asked before the first thing
+		// the connection was told (a snapshot begins with the session's
+		// status) was the replay's to bring too.
+		replayBy := opened
+		for _, ev := range ss.told {
+			if ev.Conn == conn {
+				if ev.T.After(opened) {
+					replayBy = ev.T
+				}
+				break
+			}
+		}
 		for i, req := range ss.requests {
-			if ss.questionOf(i) != "?" || !req.T.Before(opened) || st.restartedBetween(req.T, opened) {
+			if ss.questionOf(i) != "?" || !req.T.Before(replayBy) || st.restartedBetween(req.T, replayBy) {
 				continue
 			}
 			if len(req.Responses) > 0 && req.Responses[0].T.Before(opened) || !req.Cancelled.IsZero() && req.Cancelled.Before(opened) {
