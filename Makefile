@@ -91,7 +91,7 @@ lint: ## gofmt, go vet, staticcheck, go mod tidy check
 bench: ## run the benchmarks (whole sessions; see the README for figures)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-mutate: ## mutation-test the reference bridge and the MCP ask server, the conformance suite as the oracle (about 40 min on 2 cores; not in CI; see conformance/MUTATION.md)
+mutate: ## mutation-test the reference bridge and the MCP ask server, the conformance suite as the oracle (over an hour on 2 cores with ASKCTL_MUTATE_EXPLORE=20s; not in CI; see conformance/MUTATION.md)
 	./scripts/mutate.sh
 
 fuzz: ## fuzz the line decoder for 30s

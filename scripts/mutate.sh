@@ -6,8 +6,8 @@
 # `go test -tags mutation` there: under that tag the package's tests are the
 # conformance suite against askctl built from the mutated source. Each file
 # group is checked through the surface that exercises it. Reports land in
-# .mutate/ (JSON and gremlins' log, one each per group). Not in CI: about
-# 40 minutes on 2 cores (MUTATE_WORKERS, default 2).
+# .mutate/ (JSON and gremlins' log, one each per group). Not in CI: over
+# an hour on 2 cores with the explorer (MUTATE_WORKERS, default 2).
 #
 #   scripts/mutate.sh            every group
 #   scripts/mutate.sh control    one group (see ALL_GROUPS)
