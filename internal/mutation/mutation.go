@@ -66,6 +66,11 @@ var mainPackages = []string{"github.com/askctl/askctl/cmd/askctl"}
 
 var askctlBin string
 
+// mutant is where the mutant under test is and what it changed (findMutant),
+// found once as the test binary starts: "" with no ledger to write, or no
+// mutant (the tool's coverage run).
+var mutant string
+
 // Main is the mutation test binary's TestMain.
 func Main(m *testing.M) {
 	testenv.RunAsFakeclaude()
@@ -73,7 +78,14 @@ func Main(m *testing.M) {
 	// The test binary built: a mutant the tool counts as killed with no
 	// verdict after this line ended the run some other way (a timeout, a
 	// crash); with none, it did not build.
-	record(func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }, "started")
+	logf := func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }
+	if origin := os.Getenv(EnvOrigin); os.Getenv(EnvLedger) != "" && origin != "" {
+		var err error
+		if mutant, err = findMutant(origin); err != nil {
+			logf("mutation ledger: %v", err)
+		}
+	}
+	record(logf, "started")
 	code, err := run(m)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "mutation:", err)
@@ -248,24 +260,15 @@ func Oracle(t *testing.T) {
 	}
 }
 
-// record appends the mutant's line to the ledger EnvLedger names, if any:
+// record appends the mutant's line to the ledger EnvLedger names:
 // file:line:col, the text it replaced and its replacement, and the verdict
-// (or "started"). The run without a mutant (the tool's coverage run)
-// writes nothing.
+// (or "started"). With no mutant found (no ledger asked for, or the tool's
+// coverage run) it writes nothing.
 func record(logf func(string, ...any), verdict string) {
-	ledger, origin := os.Getenv(EnvLedger), os.Getenv(EnvOrigin)
-	if ledger == "" || origin == "" {
+	if mutant == "" {
 		return
 	}
-	where, err := findMutant(origin)
-	if err != nil {
-		logf("mutation ledger: %v", err)
-		return
-	}
-	if where == "" {
-		return
-	}
-	f, err := os.OpenFile(ledger, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	f, err := os.OpenFile(os.Getenv(EnvLedger), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		logf("mutation ledger: %v", err)
 		return
@@ -276,7 +279,7 @@ func record(logf func(string, ...any), verdict string) {
 	if len(verdict) > 300 {
 		verdict = verdict[:300] + "…"
 	}
-	if _, err := fmt.Fprintf(f, "%s\t%s\n", where, verdict); err != nil {
+	if _, err := fmt.Fprintf(f, "%s\t%s\n", mutant, verdict); err != nil {
 		logf("mutation ledger: %v", err)
 	}
 }
