@@ -68,7 +68,8 @@ type Config struct {
 	// the bridge promises (an accepted session is started, an accepted
 	// answer reaches its agent exactly once); the kill tests end the
 	// process there. The points: CrashAccepted, CrashAnswerCommitted,
-	// CrashAnswerWritten, CrashResumeCommitted, CrashAskRead, CrashAskFound.
+	// CrashAnswerWritten, CrashResumeCommitted, CrashSkipCommitted,
+	// CrashExpiryCommitted, CrashAskRead, CrashAskFound (CrashPoints).
 	Crash func(point string)
 }
 
@@ -78,9 +79,16 @@ const (
 	CrashAnswerCommitted = "answer-committed" // an answer stored, nothing written to the agent
 	CrashAnswerWritten   = "answer-written"   // the answer written whole to the agent, not yet marked delivered
 	CrashResumeCommitted = "resume-committed" // a late answer stored, the session not yet resumed
+	CrashSkipCommitted   = "skip-committed"   // a person's skip stored, nothing written to the agent
+	CrashExpiryCommitted = "expiry-committed" // a timeout stored, nothing written to the agent
 	CrashAskRead         = "ask-read"         // an agent's question read, not yet stored
 	CrashAskFound        = "ask-found"        // a restarted bridge found the question a lost agent asked, not yet stored
 )
+
+// CrashPoints are the points Config.Crash is called at, in the order a
+// session meets them.
+var CrashPoints = []string{CrashAccepted, CrashAskRead, CrashAskFound, CrashAnswerCommitted, CrashAnswerWritten,
+	CrashResumeCommitted, CrashSkipCommitted, CrashExpiryCommitted}
 
 func (b *Bridge) crash(point string) {
 	if b.cfg.Crash != nil {

@@ -414,6 +414,7 @@ func (b *Bridge) skip(ctx context.Context, id, reason string, interrupt bool, ru
 		return nil, err
 	}
 	if l != nil {
+		b.crash(CrashSkipCommitted)
 		reply := protocol.Reply{Skip: true, Message: reason, Interrupt: interrupt}
 		if defect("skip-allow-empty") {
 			reply = protocol.Reply{Allow: true}
@@ -473,6 +474,7 @@ func (b *Bridge) expire(id string) {
 		return
 	}
 	if l := b.liveSession(q.SessionID); l != nil {
+		b.crash(CrashExpiryCommitted)
 		msg := TimeoutMessage(b.cfg.Timeout)
 		if defect("timeout-says-skipped") {
 			msg = bridgeapi.DefaultSkipReason

@@ -17,6 +17,7 @@ import (
 
 	"github.com/askctl/askctl/harness"
 	"github.com/askctl/askctl/internal/clip"
+	"github.com/askctl/askctl/profile"
 	"github.com/askctl/askctl/protocol"
 	"github.com/askctl/askctl/scenarios"
 	"github.com/askctl/askctl/surface"
@@ -34,9 +35,10 @@ type command struct {
 // lines are the reference in README.md.
 func commands() map[string]command {
 	return map[string]command{
-		"answer":      {"[!] answer [-conn C] [-qid ID] [-q TEXT] [-code CODE] [-partial] ALIAS [QUESTION=ANSWER…]  answer the current question (default: as the scenario's user part; -qid: that one; -q: the one shown that asks TEXT, of several pending at once); ! expects a rejection; -partial expects it held or refused", cmdAnswer},
+		"answer":      {"[!] answer [-conn C] [-qid ID] [-q TEXT] [-code CODE] [-partial] [-crash] ALIAS [QUESTION=ANSWER…]  answer the current question (default: as the scenario's user part; -qid: that one; -q: the one shown that asks TEXT, of several pending at once); ! expects a rejection; -partial expects it held or refused; -crash: the bridge is armed to crash as it takes it, so no reply is checked", cmdAnswer},
 		"await":       {"[!] await [-timeout D] [-for D] [-conn C] [-qid ID] [-q TEXT] [-same] [-alive] ALIAS question|answered [N]|allowed|surface TYPE [N]|decided TOOL [N]|turn [N]|exit [CODE]|asked [N]|resumed|repeated  wait until it holds (repeated: the connection was told one event twice, by its id; decided TOOL N: the bridge decided N of the agent's TOOL permission prompts; question: sets ALIAS_Q to its id, and ALIAS_Q1, ALIAS_Q2, … by the order questions came; question -q TEXT: the question shown that asks TEXT, of several pending at once, becomes the current one (ALIAS_Q); allowed: an answer, an allow, reached the agent; surface TYPE N: told N times; -qid: of that question, not the current one, with surface, answered and allowed); ! checks it does not happen for D (500ms)", cmdAwait},
 		"check":       {"check ALIAS  once the agent has given its own verdict on every answer it got: it reported no failure (every answer as the scenario expects, one control_response per request, no protocol error)", cmdCheck},
+		"crashed":     {"crashed [-timeout D]  wait (20s, or D; times --slow) until the bridge armed by restart -crash-at has ended itself there (killed), and start it again, disarmed; connections must be reopened", cmdCrashed},
 		"connect":     {"connect ALIAS CONN  open another surface connection to the session", cmdConnect},
 		"delivered":   {"delivered [-conn C] ALIAS  the current question as shown equals what the agent asked: every question, header, option label and description, multiSelect, in order", cmdDelivered},
 		"dimension":   {"dimension NAME  name the dimension row the lines after it check: a failure names it (the generated rows, conformance/dimensions.go)", cmdDimension},
@@ -53,8 +55,8 @@ func commands() map[string]command {
 		"requirement": {"requirement ID  name the requirement the case checks (first line of every case)", cmdRequirement},
 		"response":    {"[!] response [-within D] ALIAS PATH [WANT]  gjson PATH on the permission result the agent received for the current question; WANT is JSON, text, or ~REGEXP", cmdResponse},
 		"resume":      {"resume ALIAS CONN  reconnect a dropped stream asking for what it missed after the last event it heard", cmdResume},
-		"restart":     {"restart [-kill]  restart the bridge (-kill: SIGKILL, as a crash); connections must be reopened", cmdRestart},
-		"skip":        {"[!] skip-question [-conn C] [-qid ID] [-q TEXT] [-code CODE] ALIAS [REASON]  skip the current question (-qid: that one; -q: the one shown that asks TEXT)", cmdSkip},
+		"restart":     {"restart [-kill | -crash-at POINT]  restart the bridge (-kill: SIGKILL, as a crash; -crash-at: armed to end itself at POINT, one of the profile's capabilities.crash.points, the first time it gets there: crashed waits for it); connections must be reopened", cmdRestart},
+		"skip":        {"[!] skip-question [-conn C] [-qid ID] [-q TEXT] [-code CODE] [-crash] ALIAS [REASON]  skip the current question (-qid: that one; -q: the one shown that asks TEXT; -crash: as answer -crash)", cmdSkip},
 		"row-skip":    {"row-skip WHY  skip the current dimension row, saying why (generated where a row's condition leaves its lines out)", cmdRowSkip},
 		"sleep":       {"sleep DURATION  the person takes their time, DURATION as written (never scaled by --slow: it is set against the bridge's own clock, such as its timeout)", cmdSleep},
 		"start":       {"start [-detached] ALIAS SCENARIO  start a session whose agent plays SCENARIO (built-in name, a steps .jsonl or a .txtar in $WORK; a resumed agent plays the .jsonl's BASE.resume.jsonl beside it); opens connection main unless -detached. A route mcp scenario runs the agent in print mode with the profile's mcp.config, and main watches every session for its question", cmdStart},
@@ -480,14 +482,58 @@ func cmdResume(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 func cmdRestart(ts *testscript.TestScript, neg bool, args []string) {
-	f, args := flags(ts, args, nil, []string{"kill"})
-	if neg || len(args) != 0 {
-		ts.Fatalf("usage: restart [-kill]")
+	f, args := flags(ts, args, []string{"crash-at"}, []string{"kill"})
+	if neg || len(args) != 0 || (f["kill"] != "" && f["crash-at"] != "") {
+		ts.Fatalf("usage: restart [-kill | -crash-at POINT]")
 	}
 	ctx, cancel := waitCtx(ts, 30*time.Second)
 	defer cancel()
+	if p := f["crash-at"]; p != "" {
+		if !slices.Contains(profile.CrashPointNames(), p) {
+			ts.Fatalf("restart -crash-at %s: no such point (the points: %s)", p, strings.Join(profile.CrashPointNames(), ", "))
+		}
+		if err := envOf(ts).RestartCrashingAt(ctx, p); err != nil {
+			fail(ts, "%v", err)
+		}
+		return
+	}
 	if err := envOf(ts).Restart(ctx, f["kill"] != ""); err != nil {
 		fail(ts, "%v", err)
+	}
+}
+
+// cmdCrashed waits for the bridge armed by restart -crash-at to end itself
+// there, and starts it again.
+func cmdCrashed(ts *testscript.TestScript, neg bool, args []string) {
+	f, args := flags(ts, args, []string{"timeout"}, nil)
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: crashed [-timeout D]")
+	}
+	d := 20 * time.Second
+	if t := f["timeout"]; t != "" {
+		var err error
+		if d, err = time.ParseDuration(t); err != nil {
+			ts.Fatalf("crashed -timeout: %v", err)
+		}
+	}
+	ctx, cancel := waitCtx(ts, d)
+	defer cancel()
+	if err := envOf(ts).Crashed(ctx); err != nil {
+		fail(ts, "%v", err)
+	}
+}
+
+// crashing is the end of an operation the bridge was armed to crash on
+// (answer -crash, skip-question -crash): the bridge may die before it
+// replies, so no reply is checked; crashed checks that it died.
+func crashing(ts *testscript.TestScript, neg bool, what string, err error) {
+	if neg {
+		ts.Fatalf("-crash: not with !")
+	}
+	if err != nil {
+		ts.Logf("%s: no reply, as the bridge was armed to crash: %v", what, err)
+	} else {
+		ts.Logf("%s: the bridge replied before it crashed", what)
 	}
 }
 
@@ -739,9 +785,9 @@ func rejected(ts *testscript.TestScript, neg bool, code string, err error, what 
 }
 
 func cmdAnswer(ts *testscript.TestScript, neg bool, args []string) {
-	f, args := flags(ts, args, []string{"conn", "qid", "q", "code"}, []string{"partial"})
+	f, args := flags(ts, args, []string{"conn", "qid", "q", "code"}, []string{"partial", "crash"})
 	if len(args) < 1 {
-		ts.Fatalf("usage: answer [-conn C] [-qid ID] [-q TEXT] [-code CODE] [-partial] ALIAS [QUESTION=ANSWER…]")
+		ts.Fatalf("usage: answer [-conn C] [-qid ID] [-q TEXT] [-code CODE] [-partial] [-crash] ALIAS [QUESTION=ANSWER…]")
 	}
 	e := envOf(ts)
 	alias := args[0]
@@ -770,6 +816,10 @@ func cmdAnswer(ts *testscript.TestScript, neg bool, args []string) {
 	defer cancel()
 	ack, err := s.Answer(ctx, connFlag(f), qid, answers)
 	what := fmt.Sprintf("the answer %v to %s", answers, qid)
+	if f["crash"] != "" {
+		crashing(ts, neg, what, err)
+		return
+	}
 	if f["partial"] != "" {
 		// Part of a request's answers: the bridge may hold them or refuse
 		// them, but must not take them as the whole answer.
@@ -798,9 +848,9 @@ func cmdAnswer(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 func cmdSkip(ts *testscript.TestScript, neg bool, args []string) {
-	f, args := flags(ts, args, []string{"conn", "code", "qid", "q"}, nil)
+	f, args := flags(ts, args, []string{"conn", "code", "qid", "q"}, []string{"crash"})
 	if len(args) < 1 || len(args) > 2 {
-		ts.Fatalf("usage: skip-question [-conn C] [-qid ID] [-q TEXT] [-code CODE] ALIAS [REASON]")
+		ts.Fatalf("usage: skip-question [-conn C] [-qid ID] [-q TEXT] [-code CODE] [-crash] ALIAS [REASON]")
 	}
 	e := envOf(ts)
 	s, qid := mustCurrent(ts, e, "skip-question", args[0])
@@ -812,6 +862,10 @@ func cmdSkip(ts *testscript.TestScript, neg bool, args []string) {
 	ctx, cancel := waitCtx(ts, 15*time.Second)
 	defer cancel()
 	err := s.Skip(ctx, connFlag(f), qid, reason)
+	if f["crash"] != "" {
+		crashing(ts, neg, "skipping "+qid, err)
+		return
+	}
 	tooLate(ts, neg, err, s, qid, "skipping "+qid)
 	rejected(ts, neg, f["code"], err, "skipping "+qid, e, args[0])
 }

@@ -110,7 +110,7 @@ func (c *Config) defaults() {
 
 // Setup makes p run conformance cases against cfg's bridge, keeping what p
 // already sets up: it adds the custom commands, the conditions
-// [cap:NAME], [surface:KIND], [policy:allow|deny], [agent:fake|real], and a lazily started
+// [cap:NAME], [crash:POINT], [surface:KIND], [policy:allow|deny], [agent:fake|real], and a lazily started
 // bridge per case with its variables ($TIMEOUT, $TIMEOUT_GRACE: the
 // declared timeout, and one second more).
 func Setup(p *testscript.Params, cfg Config) error {
@@ -174,6 +174,11 @@ func Setup(p *testscript.Params, cfg Config) error {
 					return false, fmt.Errorf("unknown capability %q", arg)
 				}
 				return cfg.Profile.Capabilities.Has(arg), nil
+			case "crash":
+				if !slices.Contains(profile.CrashPointNames(), arg) {
+					return false, fmt.Errorf("unknown crash point %q (the points: %s)", arg, strings.Join(profile.CrashPointNames(), ", "))
+				}
+				return cfg.Profile.Capabilities.HasCrashPoint(arg), nil
 			case "surface":
 				return cfg.Profile.Surface.Kind == arg, nil
 			case "agent":

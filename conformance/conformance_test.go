@@ -670,3 +670,44 @@ func TestTimeoutOnlyWhereTheCaseWaitsForIt(t *testing.T) {
 	}
 	testscript.Run(t, params)
 }
+
+// TestCrashRowsFailWhereNothingCrashes: a profile that declares crash
+// points its bridge does not have (the arming variable is one askctl serve
+// ignores) fails the row at crashed, naming the point, instead of passing
+// or hanging; a point it does not declare leaves the row skipped.
+func TestCrashRowsFailWhereNothingCrashes(t *testing.T) {
+	p, err := profile.Load(filepath.Join("..", "profile", "builtin", "reference-ws.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Capabilities.Crash = &profile.Crash{Env: "ASKCTL_NOT_A_CRASH_SWITCH", Points: []string{profile.CrashAnswerCommitted}}
+	dir := t.TempDir()
+	write := func(name, point string) string {
+		f := filepath.Join(dir, name+".txtar")
+		body := fmt.Sprintf("requirement UI-PERSIST\n[crash:%[1]s] restart -crash-at %[1]s\n[crash:%[1]s] start s1 late-answer\n[crash:%[1]s] await s1 question\n[crash:%[1]s] answer -crash s1 'Which database should I use?=Postgres'\n[crash:%[1]s] crashed -timeout 2s\n", point)
+		if err := os.WriteFile(f, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	rep, err := conformance.RunSuite(context.Background(), conformance.Config{Profile: p, Askctl: askctlBin},
+		conformance.RunOptions{Files: []string{write("armed", profile.CrashAnswerCommitted), write("undeclared", profile.CrashSkipCommitted)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Results {
+		switch r.Case {
+		case "armed":
+			if r.Status != conformance.Fail || !strings.Contains(r.Detail, "never got to crash point answer-committed") {
+				t.Errorf("a bridge that does not crash where armed: %s %q, want a FAIL naming the point", r.Status, r.Detail)
+			}
+		case "undeclared":
+			if r.Status == conformance.Fail {
+				t.Errorf("a row of a point the profile does not declare: %s %q, want it not run", r.Status, r.Detail)
+			}
+		}
+	}
+	if len(rep.Results) != 2 {
+		t.Fatalf("%d results, want 2: %+v", len(rep.Results), rep.Results)
+	}
+}

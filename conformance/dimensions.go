@@ -605,6 +605,8 @@ func conditionWhy(c string) string {
 		return "it is for a bridge that does not declare capability " + val
 	case kind == "policy" && !not:
 		return "the profile's policy for other tools is not " + val
+	case kind == "crash" && !not:
+		return "the bridge declares no crash point " + val + " (capabilities.crash)"
 	case kind == "surface" && !not:
 		return "it needs a " + val + " surface"
 	}

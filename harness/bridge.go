@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/askctl/askctl/claudecli"
@@ -76,6 +77,7 @@ type Bridge struct {
 	exited  chan struct{}
 	exitErr error
 	logPath string
+	crashAt string // the crash point the running bridge was started armed with
 }
 
 // Profile is the bridge's profile, with every ${NAME} expanded.
@@ -262,6 +264,11 @@ func (b *Bridge) start(ctx context.Context) error {
 	for k, v := range st.Env {
 		env = append(env, k+"="+v)
 	}
+	b.mu.Lock()
+	if b.crashAt != "" {
+		env = append(env, b.profile.Capabilities.Crash.Env+"="+b.crashAt)
+	}
+	b.mu.Unlock()
 	switch c := b.profile.Claude; {
 	case c == "path":
 		env = append(env, "PATH="+b.vars["CLAUDE_DIR"]+string(os.PathListSeparator)+os.Getenv("PATH"))
@@ -395,6 +402,51 @@ func (b *Bridge) Restart(ctx context.Context, kill bool) error {
 	if err := b.Stop(kill); err != nil {
 		return err
 	}
+	return b.start(ctx)
+}
+
+// RestartCrashingAt restarts the bridge as Restart does, armed to end
+// itself at point (one of the profile's capabilities.crash.points), the
+// first time it gets there; Crashed waits for that.
+func (b *Bridge) RestartCrashingAt(ctx context.Context, point string) error {
+	if !b.profile.Capabilities.HasCrashPoint(point) {
+		return fmt.Errorf("the profile declares no crash point %q (capabilities.crash)", point)
+	}
+	if err := b.Stop(false); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	b.crashAt = point
+	b.mu.Unlock()
+	return b.start(ctx)
+}
+
+// Crashed waits until the armed bridge has ended itself at its crash
+// point (killed: SIGKILL, as it was armed to), as long as ctx allows, and
+// starts it again, disarmed, on the same port and state directory. A
+// bridge that runs on, or ends another way, is an error saying so, with
+// its log.
+func (b *Bridge) Crashed(ctx context.Context) error {
+	b.mu.Lock()
+	point, exited := b.crashAt, b.exited
+	b.mu.Unlock()
+	if point == "" {
+		return errors.New("the bridge was not armed to crash (restart -crash-at POINT first)")
+	}
+	select {
+	case <-exited:
+	case <-ctx.Done():
+		return fmt.Errorf("the bridge never got to crash point %s (it runs on): either it did not do the step the point follows, or it does not end itself there when %s=%s; its log:\n%s",
+			point, b.profile.Capabilities.Crash.Env, point, b.LogTail(15))
+	}
+	b.mu.Lock()
+	cmd, err := b.cmd, b.exitErr
+	b.crashAt = ""
+	b.mu.Unlock()
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		return fmt.Errorf("the bridge armed to crash at %s ended another way (%v), not killed there; its log:\n%s", point, err, b.LogTail(15))
+	}
+	b.opts.Logf("bridge crashed at %s, as armed; starting it again", point)
 	return b.start(ctx)
 }
 

@@ -457,6 +457,56 @@ func (e *Env) Pending(ctx context.Context, alias, conn string) ([]surface.Pendin
 // Restart restarts the bridge (kill: as a crash). Open connections are
 // dropped; reopen them.
 func (e *Env) Restart(ctx context.Context, kill bool) error {
+	e.closeConns()
+	e.mu.Lock()
+	e.st.restarts = append(e.st.restarts, time.Now())
+	e.mu.Unlock()
+	if err := e.bridge.Restart(ctx, kill); err != nil {
+		return &SetupError{Op: "restarting the bridge", Err: err}
+	}
+	if w, ok := e.surf.(surface.RestartWatcher); ok {
+		w.BridgeRestarted()
+	}
+	return nil
+}
+
+// RestartCrashingAt restarts the bridge, as Restart does, armed to end
+// itself at crash point (capabilities.crash); Crashed waits for that and
+// starts it again. Connections must be reopened after each.
+func (e *Env) RestartCrashingAt(ctx context.Context, point string) error {
+	e.closeConns()
+	e.mu.Lock()
+	e.st.restarts = append(e.st.restarts, time.Now())
+	e.mu.Unlock()
+	if err := e.bridge.RestartCrashingAt(ctx, point); err != nil {
+		return &SetupError{Op: "restarting the bridge armed to crash at " + point, Err: err}
+	}
+	if w, ok := e.surf.(surface.RestartWatcher); ok {
+		w.BridgeRestarted()
+	}
+	return nil
+}
+
+// Crashed waits, as long as ctx allows, for the armed bridge to end itself
+// at its crash point, and starts it again. The connections are closed:
+// they must be reopened, as after Restart.
+func (e *Env) Crashed(ctx context.Context) error {
+	err := e.bridge.Crashed(ctx)
+	e.closeConns()
+	e.mu.Lock()
+	e.st.restarts = append(e.st.restarts, time.Now())
+	e.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if w, ok := e.surf.(surface.RestartWatcher); ok {
+		w.BridgeRestarted()
+	}
+	return nil
+}
+
+// closeConns closes and forgets every surface connection.
+func (e *Env) closeConns() {
 	e.mu.Lock()
 	var conns []surface.Conn
 	for _, d := range e.st.drivers {
@@ -469,16 +519,6 @@ func (e *Env) Restart(ctx context.Context, kill bool) error {
 	for _, c := range conns {
 		_ = c.Close()
 	}
-	e.mu.Lock()
-	e.st.restarts = append(e.st.restarts, time.Now())
-	e.mu.Unlock()
-	if err := e.bridge.Restart(ctx, kill); err != nil {
-		return &SetupError{Op: "restarting the bridge", Err: err}
-	}
-	if w, ok := e.surf.(surface.RestartWatcher); ok {
-		w.BridgeRestarted()
-	}
-	return nil
 }
 
 // Await waits until exp is met. It fails at once when exp is unmeetable,

@@ -108,6 +108,37 @@ type Capabilities struct {
 	Takeover    bool             `json:"takeover"`
 	Persist     bool             `json:"persist"`
 	Permissions bool             `json:"permissions"`
+	// Crash, when set, says how the harness makes the bridge end itself
+	// (kill -9, as a crash would) at a named point of its work, the first
+	// time it gets there: the crash rows of UI-PERSIST check what the
+	// restarted bridge keeps of what it had accepted.
+	Crash *Crash `json:"crash,omitempty"`
+}
+
+// Crash is how a bridge is armed to crash: the harness starts it with the
+// environment variable Env set to one of Points (the suite's names, below).
+type Crash struct {
+	Env    string   `json:"env"`
+	Points []string `json:"points"`
+}
+
+// The crash points the suite knows: where a bridge has accepted something
+// and not yet acted on it. A bridge declares those it can stop at.
+const (
+	CrashAskRead         = "ask-read"         // an agent's question read, not yet stored
+	CrashAnswerCommitted = "answer-committed" // a person's answer stored, nothing written to the agent
+	CrashSkipCommitted   = "skip-committed"   // a person's skip stored, nothing written to the agent
+	CrashExpiryCommitted = "expiry-committed" // a timeout stored, nothing written to the agent
+)
+
+// CrashPointNames are the crash points the suite knows.
+func CrashPointNames() []string {
+	return []string{CrashAskRead, CrashAnswerCommitted, CrashSkipCommitted, CrashExpiryCommitted}
+}
+
+// HasCrashPoint reports whether the bridge can be made to crash at point.
+func (c Capabilities) HasCrashPoint(point string) bool {
+	return c.Crash != nil && slices.Contains(c.Crash.Points, point)
 }
 
 // Has reports whether the capability named is declared.
@@ -127,13 +158,15 @@ func (c Capabilities) Has(name string) bool {
 		return c.Persist
 	case "permissions":
 		return c.Permissions
+	case "crash":
+		return c.Crash != nil
 	}
 	return false
 }
 
 // CapabilityNames are the capabilities a profile can declare.
 func CapabilityNames() []string {
-	return []string{"sdk", "mcp", "timeout", "reconnect", "takeover", "persist", "permissions"}
+	return []string{"sdk", "mcp", "timeout", "reconnect", "takeover", "persist", "permissions", "crash"}
 }
 
 // Policy is what the bridge claims to do where the requirements leave it a
@@ -245,6 +278,27 @@ func lineAt(data []byte, off int) int {
 
 var varRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
+func (p *Profile) checkCrash(c *Crash) error {
+	if p.Start == nil {
+		return p.errAt("capabilities.crash", "the harness arms a crash by starting the bridge: the profile needs a start")
+	}
+	if !p.Capabilities.Persist {
+		return p.errAt("capabilities.crash", "crash rows check what a restarted bridge kept: declare persist too")
+	}
+	if !regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`).MatchString(c.Env) {
+		return p.errAt("capabilities.crash.env", "want the name of the environment variable that arms a crash point, got %q", c.Env)
+	}
+	if len(c.Points) == 0 {
+		return p.errAt("capabilities.crash.points", "missing: name the points the bridge can crash at (of %s)", strings.Join(CrashPointNames(), ", "))
+	}
+	for i, pt := range c.Points {
+		if !slices.Contains(CrashPointNames(), pt) {
+			return p.errAt(fmt.Sprintf("capabilities.crash.points[%d]", i), "unknown point %q: want one of %s", pt, strings.Join(CrashPointNames(), ", "))
+		}
+	}
+	return nil
+}
+
 func (p *Profile) check() error {
 	if strings.TrimSpace(p.Name) == "" {
 		return p.errAt("name", "missing: name the bridge")
@@ -310,6 +364,11 @@ func (p *Profile) check() error {
 	}
 	if !p.Capabilities.SDK && !p.Capabilities.MCP {
 		return p.errAt("capabilities", "declares neither sdk nor mcp: which route does the bridge serve?")
+	}
+	if c := p.Capabilities.Crash; c != nil {
+		if err := p.checkCrash(c); err != nil {
+			return err
+		}
 	}
 	if o := p.Policy.OtherTools; o != "" && o != "allow" && o != "deny" {
 		return p.errAt("policy.other_tools", "want allow or deny, got %q", o)

@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -44,12 +43,7 @@ func TestMain(m *testing.M) {
 		os.Unsetenv(envTestAsAskctl)
 		if at := os.Getenv(envTestCrashAt); at != "" {
 			os.Unsetenv(envTestCrashAt)
-			crashHook = func(point string) {
-				if point == at {
-					_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
-					select {} // the signal is on its way
-				}
-			}
+			crashHook = killedAt(at)
 		}
 		askctlMain()
 	}

@@ -11,7 +11,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/askctl/askctl/bridge"
@@ -247,6 +249,23 @@ func (s scenarioStore) env(name, text string) ([]string, string, error) {
 // the test binary runs as askctl serve and ends itself at a named point.
 var crashHook func(point string)
 
+// EnvCrashAt names a point of bridge.CrashPoints where askctl serve ends
+// itself (kill -9), the first time it gets there: the conformance suite's
+// crash rows (a profile's capabilities.crash) check what a restarted
+// bridge keeps of what it had promised. Never set in use.
+const EnvCrashAt = "ASKCTL_CRASH_AT"
+
+// killedAt is a Config.Crash that ends the process (kill -9, so nothing
+// is flushed or closed) at point.
+func killedAt(point string) func(string) {
+	return func(p string) {
+		if p == point {
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {} // the signal is on its way
+		}
+	}
+}
+
 func runServe(ctx context.Context, o *serveOptions) error {
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(o.io.err, "askctl serve: "+format+"\n", args...)
@@ -268,6 +287,14 @@ func runServe(ctx context.Context, o *serveOptions) error {
 			return exitWithMessage{exitUsage, "--policy: " + err.Error()}
 		}
 	}
+	crash := crashHook
+	if at := o.io.getenv(EnvCrashAt); at != "" && crash == nil {
+		if !slices.Contains(bridge.CrashPoints, at) {
+			return exitWithMessage{exitUsage, fmt.Sprintf("%s=%s: no such crash point (the points: %s)", EnvCrashAt, at, strings.Join(bridge.CrashPoints, ", "))}
+		}
+		logf("%s=%s: this bridge ends itself (kill -9) when it gets there", EnvCrashAt, at)
+		crash = killedAt(at)
+	}
 	claude, env, err := agentCLI(ctx, o.claude, logf)
 	if err != nil {
 		return err
@@ -284,7 +311,7 @@ func runServe(ctx context.Context, o *serveOptions) error {
 	}
 	defer ln.Close()
 	b, err := bridge.New(bridge.Config{DB: db, Claude: claude, Env: append(append(env, fakeclaude.Env{CLIVersion: o.rel.play}.Environ()...), o.env...), SessionEnv: scenarioStore{dir: filepath.Join(dir, "scenarios"), fake: o.claude == "fakeclaude"}.env, Timeout: o.timeout,
-		TimeoutInterrupt: o.timeoutInterrupt, OtherTools: o.otherTools, MaxStarting: o.maxStarting, Policy: pol, Logf: logf, Crash: crashHook})
+		TimeoutInterrupt: o.timeoutInterrupt, OtherTools: o.otherTools, MaxStarting: o.maxStarting, Policy: pol, Logf: logf, Crash: crash})
 	if err != nil {
 		return err
 	}

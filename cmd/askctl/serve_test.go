@@ -14,17 +14,20 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/askctl/askctl/bridge"
 	"github.com/askctl/askctl/bridgeapi"
 	"github.com/askctl/askctl/fakeclaude"
 	"github.com/askctl/askctl/fakeclaude/fakeapi"
 	"github.com/askctl/askctl/internal/agent"
 	"github.com/askctl/askctl/internal/testenv"
+	"github.com/askctl/askctl/profile"
 	"github.com/askctl/askctl/scenarios"
 	"github.com/askctl/askctl/transcript"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -1111,5 +1114,27 @@ func TestWatchSaysBridgeDownAndBack(t *testing.T) {
 	cancel()
 	if code := <-done; code != 0 {
 		t.Errorf("watch, which runs until interrupted: exit %d, want 0\n%s", code, watched.String())
+	}
+}
+
+// TestServeCrashAtNamesItsPoints: a crash point the bridge does not have
+// is refused, naming the ones it has; and every point the conformance
+// suite can arm (a profile's capabilities.crash) is one of them.
+func TestServeCrashAtNamesItsPoints(t *testing.T) {
+	var stderr bytes.Buffer
+	env := func(k string) string {
+		if k == EnvCrashAt {
+			return "answer-sent"
+		}
+		return ""
+	}
+	code := run(context.Background(), []string{"askctl", "serve", "--addr", "127.0.0.1:0", "--state", t.TempDir()}, env, strings.NewReader(""), &bytes.Buffer{}, &stderr)
+	if code != exitUsage || !strings.Contains(stderr.String(), "answer-sent: no such crash point") || !strings.Contains(stderr.String(), bridge.CrashAnswerCommitted) {
+		t.Errorf("exit %d, %s", code, stderr.String())
+	}
+	for _, p := range profile.CrashPointNames() {
+		if !slices.Contains(bridge.CrashPoints, p) {
+			t.Errorf("the suite arms crash point %s, which askctl serve does not have (%v)", p, bridge.CrashPoints)
+		}
 	}
 }
