@@ -39,7 +39,7 @@ func commands() map[string]command {
 		"await":       {"[!] await [-timeout D] [-for D] [-conn C] [-qid ID] [-q TEXT] [-same] [-alive] ALIAS question|answered [N]|allowed|surface TYPE [N]|decided TOOL [N]|turn [N]|exit [CODE]|asked [N]|resumed|repeated  wait until it holds (repeated: the connection was told one event twice, by its id; decided TOOL N: the bridge decided N of the agent's TOOL permission prompts; question: sets ALIAS_Q to its id, and ALIAS_Q1, ALIAS_Q2, … by the order questions came; question -q TEXT: the question shown that asks TEXT, of several pending at once, becomes the current one (ALIAS_Q); allowed: an answer, an allow, reached the agent; surface TYPE N: told N times; -qid: of that question, not the current one, with surface, answered and allowed); ! checks it does not happen for D (500ms)", cmdAwait},
 		"check":       {"check ALIAS  once the agent has given its own verdict on every answer it got: it reported no failure (every answer as the scenario expects, one control_response per request, no protocol error)", cmdCheck},
 		"crashed":     {"crashed [-timeout D]  wait (20s, or D; times --slow) until the bridge armed by restart -crash-at has ended itself there (killed), and start it again, disarmed; connections must be reopened", cmdCrashed},
-		"connect":     {"connect ALIAS CONN  open another surface connection to the session", cmdConnect},
+		"connect":     {"connect [-after ID] ALIAS CONN  open another surface connection to the session (-after: as a client that heard event ID of some log before, SSE's Last-Event-ID: 0 asks for the whole log, an id ahead of the bridge's log is another log's; a surface without event ids skips the case)", cmdConnect},
 		"delivered":   {"delivered [-conn C] ALIAS  the current question as shown equals what the agent asked: every question, header, option label and description, multiSelect, in order", cmdDelivered},
 		"dimension":   {"dimension NAME  name the dimension row the lines after it check: a failure names it (the generated rows, conformance/dimensions.go)", cmdDimension},
 		"disconnect":  {"disconnect ALIAS CONN  close a surface connection", cmdDisconnect},
@@ -52,10 +52,11 @@ func commands() map[string]command {
 		"permit":      {"permit [-conn C] ALIAS allow|deny [REASON]  wait for another tool's permission prompt on the surface (capability permissions) and allow or deny it", cmdPermit},
 		"race":        {"race ALIAS LABEL1 LABEL2  two answers to the current (single) question at once: exactly one is accepted", cmdRace},
 		"raw":         {"raw [-conn C] ALIAS DATA  send DATA where an answer goes, in the surface's own protocol: it must be rejected with a message", cmdRaw},
+		"repeat":      {"repeat N COMMAND [ARG…]  run the suite's COMMAND N times, as a line each (a person who changes their mind again and again; a log longer than a bridge's page)", cmdRepeat},
 		"requirement": {"requirement ID  name the requirement the case checks (first line of every case)", cmdRequirement},
 		"response":    {"[!] response [-within D] ALIAS PATH [WANT]  gjson PATH on the permission result the agent received for the current question; WANT is JSON, text, or ~REGEXP", cmdResponse},
 		"resume":      {"resume ALIAS CONN  reconnect a dropped stream asking for what it missed after the last event it heard", cmdResume},
-		"restart":     {"restart [-kill | -crash-at POINT]  restart the bridge (-kill: SIGKILL, as a crash; -crash-at: armed to end itself at POINT, one of the profile's capabilities.crash.points, the first time it gets there: crashed waits for it); connections must be reopened", cmdRestart},
+		"restart":     {"restart [-kill] [-crash-at POINT]  restart the bridge (-kill: SIGKILL, as a crash; -crash-at: armed to end itself at POINT, one of the profile's capabilities.crash.points, the first time it gets there: crashed waits for it); connections must be reopened", cmdRestart},
 		"skip":        {"[!] skip-question [-conn C] [-qid ID] [-q TEXT] [-code CODE] [-crash] ALIAS [REASON]  skip the current question (-qid: that one; -q: the one shown that asks TEXT; -crash: as answer -crash)", cmdSkip},
 		"row-skip":    {"row-skip WHY  skip the current dimension row, saying why (generated where a row's condition leaves its lines out)", cmdRowSkip},
 		"sleep":       {"sleep DURATION  the person takes their time, DURATION as written (never scaled by --slow: it is set against the bridge's own clock, such as its timeout)", cmdSleep},
@@ -433,13 +434,48 @@ func loadScenario(ts *testscript.TestScript, name string) *scenarios.Scenario {
 	return sc
 }
 
+func cmdRepeat(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 2 {
+		ts.Fatalf("usage: repeat N COMMAND [ARG…]")
+	}
+	n, err := strconv.Atoi(args[0])
+	if err != nil || n < 1 || n > 10000 {
+		ts.Fatalf("repeat %s: want a count from 1 to 10000", args[0])
+	}
+	name := args[1]
+	if name == "skip" || name == "repeat" {
+		ts.Fatalf("repeat: not %s", name)
+	}
+	c, ok := commands()[name]
+	if name == "skip-question" {
+		c, ok = commands()["skip"]
+	}
+	if !ok {
+		ts.Fatalf("repeat: %s is not one of the suite's commands", name)
+	}
+	for range n {
+		c.run(ts, neg, args[2:])
+	}
+}
+
 func cmdConnect(ts *testscript.TestScript, neg bool, args []string) {
+	f, args := flags(ts, args, []string{"after"}, nil)
 	if neg || len(args) != 2 {
-		ts.Fatalf("usage: connect ALIAS CONN")
+		ts.Fatalf("usage: connect [-after ID] ALIAS CONN")
 	}
 	ctx, cancel := waitCtx(ts, 15*time.Second)
 	defer cancel()
-	if err := envOf(ts).Open(ctx, args[0], args[1]); err != nil {
+	e := envOf(ts)
+	if a := f["after"]; a != "" {
+		id, err := strconv.ParseInt(a, 10, 64)
+		if err != nil || id < 0 {
+			ts.Fatalf("connect -after %s: want an event id (0 or more)", a)
+		}
+		err = e.OpenAfter(ctx, args[0], args[1], id)
+		rejected(ts, false, "", err, "opening a connection after event "+a, e, args[0]) // an unsupported opening is a SKIP
+		return
+	}
+	if err := e.Open(ctx, args[0], args[1]); err != nil {
 		fail(ts, "%v", err)
 	}
 }
@@ -483,8 +519,8 @@ func cmdResume(ts *testscript.TestScript, neg bool, args []string) {
 
 func cmdRestart(ts *testscript.TestScript, neg bool, args []string) {
 	f, args := flags(ts, args, []string{"crash-at"}, []string{"kill"})
-	if neg || len(args) != 0 || (f["kill"] != "" && f["crash-at"] != "") {
-		ts.Fatalf("usage: restart [-kill | -crash-at POINT]")
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: restart [-kill] [-crash-at POINT]")
 	}
 	ctx, cancel := waitCtx(ts, 30*time.Second)
 	defer cancel()
@@ -492,7 +528,7 @@ func cmdRestart(ts *testscript.TestScript, neg bool, args []string) {
 		if !slices.Contains(profile.CrashPointNames(), p) {
 			ts.Fatalf("restart -crash-at %s: no such point (the points: %s)", p, strings.Join(profile.CrashPointNames(), ", "))
 		}
-		if err := envOf(ts).RestartCrashingAt(ctx, p); err != nil {
+		if err := envOf(ts).RestartCrashingAt(ctx, p, f["kill"] != ""); err != nil {
 			fail(ts, "%v", err)
 		}
 		return

@@ -711,3 +711,39 @@ func TestCrashRowsFailWhereNothingCrashes(t *testing.T) {
 		t.Fatalf("%d results, want 2: %+v", len(rep.Results), rep.Results)
 	}
 }
+
+// TestConnectAfterWithoutEventIDs: a surface whose events carry no ids
+// (ws) has no connection opened after an id: the case is skipped, naming
+// the operation; and repeat runs its command as many times as it says.
+func TestConnectAfterWithoutEventIDs(t *testing.T) {
+	p, err := profile.Load(filepath.Join("..", "profile", "builtin", "reference-ws.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		f := filepath.Join(dir, name+".txtar")
+		if err := os.WriteFile(f, []byte("requirement UI-RECONNECT-REPLAY\nstart s1 ask-single\nawait s1 question\n"+body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	rep, err := conformance.RunSuite(context.Background(), conformance.Config{Profile: p, Askctl: askctlBin},
+		conformance.RunOptions{Files: []string{write("after", "connect -after 0 s1 x\n"), write("repeat", "repeat 3 connect s1 x\nanswer s1\nawait s1 answered\n")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Results {
+		switch r.Case {
+		case "after":
+			if r.Status != conformance.Skip || !strings.Contains(r.Detail, "connect -after") {
+				t.Errorf("connect -after over ws: %s %q, want a SKIP naming it", r.Status, r.Detail)
+			}
+		case "repeat":
+			// The second connect of one name fails: it is open.
+			if r.Status != conformance.Fail || !strings.Contains(r.Detail, "connection x is open") {
+				t.Errorf("repeat 3 connect: %s %q, want the second to fail", r.Status, r.Detail)
+			}
+		}
+	}
+}

@@ -405,14 +405,15 @@ func (b *Bridge) Restart(ctx context.Context, kill bool) error {
 	return b.start(ctx)
 }
 
-// RestartCrashingAt restarts the bridge as Restart does, armed to end
+// RestartCrashingAt restarts the bridge as Restart does (killing it when
+// kill), armed to end
 // itself at point (one of the profile's capabilities.crash.points), the
 // first time it gets there; Crashed waits for that.
-func (b *Bridge) RestartCrashingAt(ctx context.Context, point string) error {
+func (b *Bridge) RestartCrashingAt(ctx context.Context, point string, kill bool) error {
 	if !b.profile.Capabilities.HasCrashPoint(point) {
 		return fmt.Errorf("the profile declares no crash point %q (capabilities.crash)", point)
 	}
-	if err := b.Stop(false); err != nil {
+	if err := b.Stop(kill); err != nil {
 		return err
 	}
 	b.mu.Lock()

@@ -219,16 +219,27 @@ func (e *Env) expectAgent(alias string, sc *scenarios.Scenario, agentTimeout tim
 // Open connects a person to alias's session as connection conn (a second
 // connection to a session takes it over, where the bridge does that).
 func (e *Env) Open(ctx context.Context, alias, conn string) error {
-	return e.open(ctx, alias, conn, false)
+	return e.open(ctx, alias, conn, false, -1)
+}
+
+// OpenAfter opens connection conn to alias's session as a client that
+// heard event lastID of some log before (surface.AfterOpener): 0, the
+// start of the log; or an id ahead of the bridge's, another log's. An
+// *surface.Unsupported where the surface has no such opening.
+func (e *Env) OpenAfter(ctx context.Context, alias, conn string, lastID int64) error {
+	if _, ok := e.surf.(surface.AfterOpener); !ok {
+		return &surface.Unsupported{Op: "connect -after", Message: "the surface has no event ids to resume after"}
+	}
+	return e.open(ctx, alias, conn, false, lastID)
 }
 
 // OpenAll opens connection conn as a view of every session (a dashboard),
 // where the surface has one, and files its events under alias's session.
 func (e *Env) OpenAll(ctx context.Context, alias, conn string) error {
-	return e.open(ctx, alias, conn, true)
+	return e.open(ctx, alias, conn, true, -1)
 }
 
-func (e *Env) open(ctx context.Context, alias, conn string, all bool) error {
+func (e *Env) open(ctx context.Context, alias, conn string, all bool, after int64) error {
 	s, err := e.session(alias)
 	if err != nil {
 		return err
@@ -260,7 +271,13 @@ func (e *Env) open(ctx context.Context, alias, conn string, all bool) error {
 		return fmt.Errorf("session %s: the bridge's session is not known yet (a route MCP session is known by its first question: await it first)", alias)
 	}
 	e.mu.Unlock()
-	c, err := e.surf.Open(ctx, id, func(ev surface.Event) {
+	opener := e.surf.Open
+	if after >= 0 {
+		opener = func(ctx context.Context, session string, sink func(surface.Event)) (surface.Conn, error) {
+			return e.surf.(surface.AfterOpener).OpenAfter(ctx, session, after, sink)
+		}
+	}
+	c, err := opener(ctx, id, func(ev surface.Event) {
 		if all && ev.Session != "" {
 			e.mu.Lock()
 			if s.mcp && s.id == "" && s.mcpQuestion(ev) && !e.st.bound(ev.Session) {
@@ -470,15 +487,16 @@ func (e *Env) Restart(ctx context.Context, kill bool) error {
 	return nil
 }
 
-// RestartCrashingAt restarts the bridge, as Restart does, armed to end
+// RestartCrashingAt restarts the bridge, as Restart does (killing it when
+// kill), armed to end
 // itself at crash point (capabilities.crash); Crashed waits for that and
 // starts it again. Connections must be reopened after each.
-func (e *Env) RestartCrashingAt(ctx context.Context, point string) error {
+func (e *Env) RestartCrashingAt(ctx context.Context, point string, kill bool) error {
 	e.closeConns()
 	e.mu.Lock()
 	e.st.restarts = append(e.st.restarts, time.Now())
 	e.mu.Unlock()
-	if err := e.bridge.RestartCrashingAt(ctx, point); err != nil {
+	if err := e.bridge.RestartCrashingAt(ctx, point, kill); err != nil {
 		return &SetupError{Op: "restarting the bridge armed to crash at " + point, Err: err}
 	}
 	if w, ok := e.surf.(surface.RestartWatcher); ok {

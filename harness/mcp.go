@@ -42,7 +42,7 @@ func (e *Env) StartMCP(ctx context.Context, alias string, sc *scenarios.Scenario
 		return err
 	}
 	// Watch first, so the question is not missed.
-	if err := e.open(ctx, alias, "main", true); err != nil {
+	if err := e.open(ctx, alias, "main", true, -1); err != nil {
 		forget()
 		return err
 	}

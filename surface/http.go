@@ -54,6 +54,16 @@ func (h *httpSurface) Start(ctx context.Context, prompt string) (string, error) 
 func (h *httpSurface) Close() error { return nil }
 
 func (h *httpSurface) Open(ctx context.Context, session string, sink func(Event)) (Conn, error) {
+	return h.open(ctx, session, -1, sink)
+}
+
+// OpenAfter opens the stream with Last-Event-ID lastID on its first
+// request, as an EventSource that heard that id before.
+func (h *httpSurface) OpenAfter(ctx context.Context, session string, lastID int64, sink func(Event)) (Conn, error) {
+	return h.open(ctx, session, lastID, sink)
+}
+
+func (h *httpSurface) open(ctx context.Context, session string, after int64, sink func(Event)) (Conn, error) {
 	api, err := h.client()
 	if err != nil {
 		return nil, err
@@ -65,7 +75,7 @@ func (h *httpSurface) Open(ctx context.Context, session string, sink func(Event)
 	go func() {
 		defer close(c.done)
 		opened := false
-		last := int64(-1) // a new client first; after a drop, resume after the last event seen
+		last := after // a new client first (-1); after a drop, resume after the last event seen
 		var err error
 		// wentDown: the stream ended by itself (the bridge stopped or the
 		// network failed), and the connection says so, and says when it

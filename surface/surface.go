@@ -89,6 +89,15 @@ type Resumer interface {
 	Resume(ctx context.Context) error
 }
 
+// AfterOpener is a Surface whose connection can open as a client that
+// heard event lastID of some log before (SSE's Last-Event-ID on its first
+// request): 0 asks for the whole log; an id ahead of the bridge's log is
+// another log's (a page kept open while its bridge was redeployed with a
+// new database), and the bridge must take it as a new client's.
+type AfterOpener interface {
+	OpenAfter(ctx context.Context, session string, lastID int64, sink func(Event)) (Conn, error)
+}
+
 // Overseer is a Surface whose connection opened with no session (Open with
 // session "") hears every session as it happens, besides each session's
 // own connections: two people, each with a connection of their own, can
