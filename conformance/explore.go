@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/askctl/askctl/profile"
 	"pgregory.net/rapid"
 )
 
@@ -579,6 +580,23 @@ func paceOf(kind string) float64 {
 	return 1
 }
 
+// crashPoints are the points the model may crash cfg's bridge at: those
+// of a person's answer or skip that it declares, with persist, and with
+// fakeclaude as the agent (the resumed agent plays the model's script).
+func crashPoints(cfg Config) []string {
+	c := cfg.Profile.Capabilities
+	if !c.Persist || cfg.RealClaude != "" {
+		return nil
+	}
+	var out []string
+	for _, p := range []string{profile.CrashAnswerCommitted, profile.CrashSkipCommitted} {
+		if c.HasCrashPoint(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // capsOf is what the model may do with cfg's bridge.
 func capsOf(cfg Config) xCaps {
 	p := cfg.Profile
@@ -589,6 +607,7 @@ func capsOf(cfg Config) xCaps {
 		reconnect:  c.Reconnect,
 		takeover:   c.Takeover,
 		persist:    c.Persist,
+		crashAt:    crashPoints(cfg),
 		mcp:        c.MCP && p.MCP != nil,
 		resume:     p.Surface.ResumesStreams(),
 		allowTools: !c.Permissions && p.Policy.OtherTools != "deny",

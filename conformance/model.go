@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/askctl/askctl/harness"
+	"github.com/askctl/askctl/profile"
 	"github.com/askctl/askctl/surface"
 
 	"pgregory.net/rapid"
@@ -56,6 +57,11 @@ type xCaps struct {
 	// persist: the bridge keeps its questions across a restart, so the
 	// model may restart it (once a sequence).
 	persist bool
+	// crashAt are the points the bridge can be armed to crash at as it
+	// stores what the person did (capabilities.crash: answer-committed,
+	// skip-committed), so the model may crash it there instead of a
+	// restart.
+	crashAt []string
 	// mcp: the bridge serves an MCP ask_user tool; some sessions ask
 	// through it (one question a call).
 	mcp bool
@@ -469,6 +475,7 @@ func (m *xModel) actions() map[string]func(*rapid.T) {
 		"pending":      m.pending,
 		"think":        m.think,
 		"restart":      m.restart,
+		"crash":        m.crash,
 	}
 	names := slices.Sorted(maps.Keys(acts))
 	// One step: the operations in an order drawn at random, the first
@@ -1239,6 +1246,20 @@ func (m *xModel) restart(t *rapid.T) {
 	if !m.caps.persist || m.restarted {
 		t.Skip("no capability persist, or restarted already")
 	}
+	m.restartable(t)
+	m.spend(t, m.stepCost(), nil)
+	m.restarted = true
+	m.emit("")
+	m.requirement("UI-PERSIST")
+	m.emit("restart -kill")
+	m.killed()
+	m.done()
+}
+
+// restartable skips the step unless every session's agent is at rest or
+// waits on a question the person is to end: one that ends by itself would
+// race with the kill.
+func (m *xModel) restartable(t *rapid.T) {
 	for _, s := range m.sessions {
 		r := s.req()
 		if r != nil && !r.done && !s.exited && (r.shown == 0 || (r.outcome != "answer" && r.outcome != "skip")) {
@@ -1248,11 +1269,84 @@ func (m *xModel) restart(t *rapid.T) {
 			t.Skip("an MCP session runs (its agent and ask server are not the bridge's children)")
 		}
 	}
-	m.spend(t, m.stepCost(), nil)
+}
+
+// crash arms the bridge to end itself as it stores an answer, before it
+// writes it to the agent (capabilities.crash: answer-committed), by a
+// restart that kills it (every agent dies, as in restart), then starts a
+// session whose request, of any shape, the person answers: the bridge
+// crashes there, and once started again it must resume the session with
+// that answer, byte for byte, and list again what was pending
+// (UI-PERSIST). Once a sequence, in place of restart.
+func (m *xModel) crash(t *rapid.T) {
+	if len(m.caps.crashAt) == 0 || m.restarted || len(m.sessions) >= 3 {
+		t.Skip("no crash point, restarted already, or three sessions")
+	}
+	m.restartable(t)
+	m.spend(t, 3*m.stepCost(), nil)
+	point := rapid.SampledFrom(m.caps.crashAt).Draw(t, "crashAt")
+	r := &xReq{held: map[string]bool{}}
+	used := map[string]bool{}
+	for range rapid.IntRange(1, 4).Draw(t, "crashQuestions") {
+		r.qs = append(r.qs, m.genQuestion(t, used))
+	}
+	do := "answer -crash -conn main %s"
+	if point == profile.CrashSkipCommitted {
+		r.outcome = "skip"
+		if rapid.Bool().Draw(t, "reasoned") {
+			r.reason = rapid.SampledFrom(xReasons).Draw(t, "reason")
+		}
+		do = "skip-question -crash -conn main %s " + quote(r.reason)
+	} else {
+		r.outcome, r.answers = "answer", map[string]any{}
+		for _, qq := range r.qs {
+			r.answers[qq.Question] = genAnswer(t, qq)
+		}
+	}
+	m.ops["crash at "+point]++
 	m.restarted = true
 	m.emit("")
 	m.requirement("UI-PERSIST")
-	m.emit("restart -kill")
+	m.emit("restart -kill -crash-at %s", point)
+	m.killed()
+	s := &xSession{alias: fmt.Sprintf("s%d", len(m.sessions)+1), conn: "main", conns: 1, reqs: []*xReq{r}}
+	m.sessions = append(m.sessions, s)
+	r.since = m.now
+	m.files[s.alias+".jsonl"] = s.scenario(m.cancelAfter())
+	m.files[s.alias+".resume.jsonl"] = r.resumed()
+	m.requirement("UI-PERSIST")
+	m.emit("start %s %s.jsonl", s.alias, s.alias)
+	m.emit("await -conn main %s question", s.alias)
+	s.shown++
+	r.shown, r.seen = s.shown, true
+	m.emit(do, s.alias)
+	m.emit("crashed")
+	// The crash killed every agent again: what was pending stays so.
+	for _, o := range m.sessions {
+		if o.mcp || o == s {
+			continue
+		}
+		o.conn, o.dropped = "", false
+		for _, q := range o.reqs {
+			q.seen = false
+		}
+		if q := o.req(); q != nil && !q.done && q.orphan && m.caps.reconnect {
+			m.open(o)
+		}
+	}
+	m.requirement("UI-PERSIST")
+	m.emit("await -timeout 20s %s resumed", s.alias)
+	m.emit("check %s", s.alias)
+	s.conn = ""
+	r.done, r.orphan = true, true
+	s.cur = len(s.reqs)
+	m.done()
+}
+
+// killed is what a kill of the bridge leaves: every agent dead, every
+// connection closed; a question that was pending is an orphan, listed
+// again on a new connection, and answering it resumes its session.
+func (m *xModel) killed() {
 	for _, s := range m.sessions {
 		if s.mcp {
 			continue // its agent asks no more; its main connection watches on
@@ -1277,15 +1371,29 @@ func (m *xModel) restart(t *rapid.T) {
 			s.cur = len(s.reqs) // its agent asks nothing more
 		}
 	}
-	m.done()
 }
 
-// resumed is what the agent of a session resumed by the answer to r
+// resumed is what the agent of a session resumed by the end of r plays:
+// for a skip, its first message must carry the person's reason, byte for
+// byte where no quoting can change it (a bridge's own default where they
+// gave none); for an answer, see answered.
+func (r *xReq) resumed() string {
+	if r.outcome != "skip" {
+		return r.answeredResume()
+	}
+	first := map[string]any{"prompt": "You previously asked; the user declined."}
+	if v := r.reason; v != "" && !strings.ContainsAny(v, "\"\\\n\t") {
+		first["expect_prompt"] = regexp.QuoteMeta(v)
+	}
+	return mustJSON(first) + "\n" + mustJSON(map[string]any{"text": "Going on without it."}) + "\n"
+}
+
+// answeredResume is what the agent of a session resumed by the answer to r
 // plays: its first message must carry the person's answers. How a bridge
 // words it is its own, so the check is each answer (each label of a
 // multiSelect one), in the questions' order, where it is plain text that
 // no quoting can change.
-func (r *xReq) resumed() string {
+func (r *xReq) answeredResume() string {
 	var parts []string
 	for _, qq := range r.qs {
 		vals, ok := r.answers[qq.Question].([]string)

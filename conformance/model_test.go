@@ -27,6 +27,7 @@ func TestModelRendersValidCases(t *testing.T) {
 		"none":       {},
 		"ws":         {seconds: 2, reconnect: true, takeover: true, persist: true, mcp: true, allowTools: true},
 		"http":       {seconds: 2, reconnect: true, resume: true, persist: true, mcp: true, allowTools: true},
+		"crash":      {seconds: 2, reconnect: true, persist: true, mcp: true, allowTools: true, crashAt: []string{"answer-committed", "skip-committed"}},
 		"deny tools": {seconds: 2, reconnect: true, denyTools: true},
 		"no skip":    {seconds: 10, reconnect: true, lacks: map[string]bool{"skip": true}},
 	}
@@ -149,5 +150,38 @@ func TestBrowserStepsCostMore(t *testing.T) {
 	}
 	if costs["reference-ws"] != costStep || costs["reference-browser"] < 3*costStep {
 		t.Errorf("a step costs %v over ws and %v through the page; want %v, and three times that or more", costs["reference-ws"], costs["reference-browser"], costStep)
+	}
+}
+
+// TestCrashStepsAreGenerated: a bridge with crash points gets sequences
+// that crash it at each (the step is reachable, and taken in place of a
+// restart), and one without gets none. Seeds one at a time, as the
+// explorer plays them (rapid runs one check a seed once it is set up).
+func TestCrashStepsAreGenerated(t *testing.T) {
+	rapidReady()
+	gen := func(caps xCaps) map[string]int {
+		ops := map[string]int{}
+		for seed := range uint64(300) {
+			checkSeed(&exploreTB{}, 5000+seed, func(rt *rapid.T) {
+				m := &xModel{caps: caps}
+				m.generate(rt)
+				for k, v := range m.ops {
+					ops[k] += v
+				}
+				if m.ops["crash"] > 0 && m.ops["restart"] > 0 {
+					t.Errorf("seed %d both crashed and restarted the bridge:\n%s", 5000+seed, m.script())
+				}
+			})
+		}
+		return ops
+	}
+	ops := gen(xCaps{seconds: 2, reconnect: true, persist: true, crashAt: []string{profile.CrashAnswerCommitted, profile.CrashSkipCommitted}})
+	for _, p := range []string{profile.CrashAnswerCommitted, profile.CrashSkipCommitted} {
+		if ops["crash at "+p] == 0 {
+			t.Errorf("no sequence crashed the bridge at %s: %v", p, ops)
+		}
+	}
+	if ops = gen(xCaps{seconds: 2, reconnect: true, persist: true}); ops["crash"] > 0 {
+		t.Errorf("a bridge with no crash points was crashed: %v", ops)
 	}
 }
