@@ -35,7 +35,7 @@ type command struct {
 // lines are the reference in README.md.
 func commands() map[string]command {
 	return map[string]command{
-		"answer":      {"[!] answer [-conn C] [-qid ID] [-q TEXT] [-code CODE] [-partial] [-crash] ALIAS [QUESTION=ANSWER…]  answer the current question (default: as the scenario's user part; -qid: that one; -q: the one shown that asks TEXT, of several pending at once); ! expects a rejection; -partial expects it held or refused; -crash: the bridge is armed to crash as it takes it, so no reply is checked", cmdAnswer},
+		"answer":      {"[!] answer [-conn C] [-qid ID] [-q TEXT] [-code CODE] [-partial] [-crash] ALIAS [QUESTION=ANSWER…]  answer the current question (default: as the scenario's user part; -qid: that one; -q: the one shown that asks TEXT, of several pending at once); ! expects a rejection; -partial expects it held or refused; -crash: the bridge is armed to crash as it takes it, so its reply, if any, is not checked", cmdAnswer},
 		"await":       {"[!] await [-timeout D] [-for D] [-conn C] [-qid ID] [-q TEXT] [-same] [-alive] ALIAS question|answered [N]|allowed|surface TYPE [N]|decided TOOL [N]|turn [N]|exit [CODE]|asked [N]|resumed|repeated  wait until it holds (repeated: the connection was told one event twice, by its id; decided TOOL N: the bridge decided N of the agent's TOOL permission prompts; question: sets ALIAS_Q to its id, and ALIAS_Q1, ALIAS_Q2, … by the order questions came; question -q TEXT: the question shown that asks TEXT, of several pending at once, becomes the current one (ALIAS_Q); allowed: an answer, an allow, reached the agent; surface TYPE N: told N times; -qid: of that question, not the current one, with surface, answered and allowed); ! checks it does not happen for D (500ms)", cmdAwait},
 		"check":       {"check ALIAS  once the agent has given its own verdict on every answer it got: it reported no failure (every answer as the scenario expects, one control_response per request, no protocol error)", cmdCheck},
 		"crashed":     {"crashed [-timeout D]  wait (20s, or D; times --slow) until the bridge armed by restart -crash-at has ended itself there (killed), and start it again, disarmed; connections must be reopened", cmdCrashed},
@@ -52,7 +52,7 @@ func commands() map[string]command {
 		"permit":      {"permit [-conn C] ALIAS allow|deny [REASON]  wait for another tool's permission prompt on the surface (capability permissions) and allow or deny it", cmdPermit},
 		"race":        {"race ALIAS LABEL1 LABEL2  two answers to the current (single) question at once: exactly one is accepted", cmdRace},
 		"raw":         {"raw [-conn C] ALIAS DATA  send DATA where an answer goes, in the surface's own protocol: it must be rejected with a message", cmdRaw},
-		"repeat":      {"repeat N COMMAND [ARG…]  run the suite's COMMAND N times, as a line each (a person who changes their mind again and again; a log longer than a bridge's page)", cmdRepeat},
+		"repeat":      {"[!] repeat N COMMAND [ARG…]  run the suite's COMMAND N times (! : each negated), as a line each (a person who changes their mind again and again; a log longer than a bridge's page)", cmdRepeat},
 		"requirement": {"requirement ID  name the requirement the case checks (first line of every case)", cmdRequirement},
 		"response":    {"[!] response [-within D] ALIAS PATH [WANT]  gjson PATH on the permission result the agent received for the current question; WANT is JSON, text, or ~REGEXP", cmdResponse},
 		"resume":      {"resume ALIAS CONN  reconnect a dropped stream asking for what it missed after the last event it heard", cmdResume},
@@ -444,7 +444,7 @@ func cmdRepeat(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	name := args[1]
 	if name == "skip" || name == "repeat" {
-		ts.Fatalf("repeat: not %s", name)
+		ts.Fatalf("repeat: not %s (testscript's own skip ends the case; a repeat of repeat is one repeat)", name)
 	}
 	c, ok := commands()[name]
 	if name == "skip-question" {
@@ -528,9 +528,15 @@ func cmdRestart(ts *testscript.TestScript, neg bool, args []string) {
 		if !slices.Contains(profile.CrashPointNames(), p) {
 			ts.Fatalf("restart -crash-at %s: no such point (the points: %s)", p, strings.Join(profile.CrashPointNames(), ", "))
 		}
-		if err := envOf(ts).RestartCrashingAt(ctx, p, f["kill"] != ""); err != nil {
+		err := envOf(ts).RestartCrashingAt(ctx, p, f["kill"] != "")
+		var un *surface.Unsupported
+		switch {
+		case errors.As(err, &un):
+			skipUnsupported(ts, un) // a point the profile does not declare
+		case err != nil:
 			fail(ts, "%v", err)
 		}
+		ts.Setenv("CRASH_OP", "")
 		return
 	}
 	if err := envOf(ts).Restart(ctx, f["kill"] != ""); err != nil {
@@ -555,6 +561,10 @@ func cmdCrashed(ts *testscript.TestScript, neg bool, args []string) {
 	ctx, cancel := waitCtx(ts, d)
 	defer cancel()
 	if err := envOf(ts).Crashed(ctx); err != nil {
+		if op := ts.Getenv("CRASH_OP"); op != "" {
+			first, rest, _ := strings.Cut(err.Error(), "\n")
+			fail(ts, "%s (the operation armed to crash it: %s)\n%s", first, op, rest)
+		}
 		fail(ts, "%v", err)
 	}
 }
@@ -562,15 +572,13 @@ func cmdCrashed(ts *testscript.TestScript, neg bool, args []string) {
 // crashing is the end of an operation the bridge was armed to crash on
 // (answer -crash, skip-question -crash): the bridge may die before it
 // replies, so no reply is checked; crashed checks that it died.
-func crashing(ts *testscript.TestScript, neg bool, what string, err error) {
-	if neg {
-		ts.Fatalf("-crash: not with !")
-	}
+func crashing(ts *testscript.TestScript, what string, err error) {
+	said := "the bridge replied before it crashed"
 	if err != nil {
-		ts.Logf("%s: no reply, as the bridge was armed to crash: %v", what, err)
-	} else {
-		ts.Logf("%s: the bridge replied before it crashed", what)
+		said = fmt.Sprintf("no reply, as the bridge was armed to crash: %v", err)
 	}
+	ts.Logf("%s: %s", what, said)
+	ts.Setenv("CRASH_OP", what+": "+said) // crashed says it, should the bridge not crash
 }
 
 func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
@@ -822,6 +830,9 @@ func rejected(ts *testscript.TestScript, neg bool, code string, err error, what 
 
 func cmdAnswer(ts *testscript.TestScript, neg bool, args []string) {
 	f, args := flags(ts, args, []string{"conn", "qid", "q", "code"}, []string{"partial", "crash"})
+	if neg && f["crash"] != "" {
+		ts.Fatalf("answer -crash: not with ! (no reply is checked)")
+	}
 	if len(args) < 1 {
 		ts.Fatalf("usage: answer [-conn C] [-qid ID] [-q TEXT] [-code CODE] [-partial] [-crash] ALIAS [QUESTION=ANSWER…]")
 	}
@@ -853,7 +864,7 @@ func cmdAnswer(ts *testscript.TestScript, neg bool, args []string) {
 	ack, err := s.Answer(ctx, connFlag(f), qid, answers)
 	what := fmt.Sprintf("the answer %v to %s", answers, qid)
 	if f["crash"] != "" {
-		crashing(ts, neg, what, err)
+		crashing(ts, what, err)
 		return
 	}
 	if f["partial"] != "" {
@@ -885,6 +896,9 @@ func cmdAnswer(ts *testscript.TestScript, neg bool, args []string) {
 
 func cmdSkip(ts *testscript.TestScript, neg bool, args []string) {
 	f, args := flags(ts, args, []string{"conn", "code", "qid", "q"}, []string{"crash"})
+	if neg && f["crash"] != "" {
+		ts.Fatalf("skip-question -crash: not with ! (no reply is checked)")
+	}
 	if len(args) < 1 || len(args) > 2 {
 		ts.Fatalf("usage: skip-question [-conn C] [-qid ID] [-q TEXT] [-code CODE] [-crash] ALIAS [REASON]")
 	}
@@ -899,7 +913,7 @@ func cmdSkip(ts *testscript.TestScript, neg bool, args []string) {
 	defer cancel()
 	err := s.Skip(ctx, connFlag(f), qid, reason)
 	if f["crash"] != "" {
-		crashing(ts, neg, "skipping "+qid, err)
+		crashing(ts, "skipping "+qid, err)
 		return
 	}
 	tooLate(ts, neg, err, s, qid, "skipping "+qid)

@@ -690,25 +690,72 @@ func TestCrashRowsFailWhereNothingCrashes(t *testing.T) {
 		}
 		return f
 	}
+	unguarded := filepath.Join(dir, "unguarded.txtar")
+	if err := os.WriteFile(unguarded, []byte("requirement UI-PERSIST\nrestart -crash-at skip-committed\nstart s1 ask-single\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	rep, err := conformance.RunSuite(context.Background(), conformance.Config{Profile: p, Askctl: askctlBin},
-		conformance.RunOptions{Files: []string{write("armed", profile.CrashAnswerCommitted), write("undeclared", profile.CrashSkipCommitted)}})
+		conformance.RunOptions{Files: []string{write("armed", profile.CrashAnswerCommitted), write("undeclared", profile.CrashSkipCommitted), unguarded}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range rep.Results {
 		switch r.Case {
 		case "armed":
-			if r.Status != conformance.Fail || !strings.Contains(r.Detail, "never got to crash point answer-committed") {
-				t.Errorf("a bridge that does not crash where armed: %s %q, want a FAIL naming the point", r.Status, r.Detail)
+			if r.Status != conformance.Fail || !strings.Contains(r.Detail, "never got to crash point answer-committed") || !strings.Contains(r.Detail, "the operation armed to crash it") {
+				t.Errorf("a bridge that does not crash where armed: %s %q, want a FAIL naming the point and what the answer got", r.Status, r.Detail)
 			}
 		case "undeclared":
 			if r.Status == conformance.Fail {
 				t.Errorf("a row of a point the profile does not declare: %s %q, want it not run", r.Status, r.Detail)
 			}
+		case "unguarded":
+			if r.Status != conformance.Skip || !strings.Contains(r.Detail, "skip-committed") {
+				t.Errorf("a case that arms a point the profile does not declare: %s %q, want a SKIP naming it", r.Status, r.Detail)
+			}
 		}
+	}
+	if len(rep.Results) != 3 {
+		t.Fatalf("%d results, want 3: %+v", len(rep.Results), rep.Results)
+	}
+}
+
+// TestCrashThroughAWrapper: a bridge that start runs through a shell
+// (sh -c, as npm start does) crashes where armed, and the shell exits 137
+// for it: that is the crash, and the row passes. A plain restart after
+// an armed one starts the bridge disarmed.
+func TestCrashThroughAWrapper(t *testing.T) {
+	p, err := profile.Load(filepath.Join("..", "profile", "builtin", "reference-ws.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := *p.Start
+	// The shell passes a TERM on and waits for the bridge to end, as npm
+	// start does, and exits with the bridge's status.
+	st.Args = []string{"-c", `trap 'kill $p; wait $p; exit 143' TERM; ` + st.Command + " " + strings.Join(st.Args, " ") + ` & p=$!; wait $p; exit $?`}
+	st.Command = "sh"
+	p.Start = &st
+	f := filepath.Join(t.TempDir(), "wrapped.txtar")
+	body := "requirement UI-PERSIST\nrestart -crash-at answer-committed\nstart s1 late-answer\nawait s1 question\nanswer -crash s1 'Which database should I use?=Postgres'\ncrashed\nrestart\nawait -timeout 20s s1 resumed\ncheck s1\n"
+	if err := os.WriteFile(f, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Armed, then restarted plainly: disarmed, an answer goes through.
+	g := filepath.Join(filepath.Dir(f), "disarmed.txtar")
+	if err := os.WriteFile(g, []byte("requirement SDK-ANSWER-SINGLE\nrestart -crash-at answer-committed\nrestart\nstart s1 ask-single\nawait s1 question\nanswer s1\nawait s1 answered\ncheck s1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := conformance.RunSuite(context.Background(), conformance.Config{Profile: p, Askctl: askctlBin}, conformance.RunOptions{Files: []string{f, g}})
+	if err != nil {
+		t.Fatal(err)
 	}
 	if len(rep.Results) != 2 {
 		t.Fatalf("%d results, want 2: %+v", len(rep.Results), rep.Results)
+	}
+	for _, r := range rep.Results {
+		if r.Status != conformance.Pass {
+			t.Errorf("%s (through sh -c): %s %s", r.Case, r.Status, r.Detail)
+		}
 	}
 }
 

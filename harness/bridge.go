@@ -402,6 +402,9 @@ func (b *Bridge) Restart(ctx context.Context, kill bool) error {
 	if err := b.Stop(kill); err != nil {
 		return err
 	}
+	b.mu.Lock()
+	b.crashAt = "" // a restart with no point starts the bridge disarmed
+	b.mu.Unlock()
 	return b.start(ctx)
 }
 
@@ -411,7 +414,7 @@ func (b *Bridge) Restart(ctx context.Context, kill bool) error {
 // first time it gets there; Crashed waits for that.
 func (b *Bridge) RestartCrashingAt(ctx context.Context, point string, kill bool) error {
 	if !b.profile.Capabilities.HasCrashPoint(point) {
-		return fmt.Errorf("the profile declares no crash point %q (capabilities.crash)", point)
+		return &surface.Unsupported{Op: "restart -crash-at " + point, Message: "the profile declares no crash point " + point + " (capabilities.crash)"}
 	}
 	if err := b.Stop(kill); err != nil {
 		return err
@@ -423,10 +426,11 @@ func (b *Bridge) RestartCrashingAt(ctx context.Context, point string, kill bool)
 }
 
 // Crashed waits until the armed bridge has ended itself at its crash
-// point (killed: SIGKILL, as it was armed to), as long as ctx allows, and
-// starts it again, disarmed, on the same port and state directory. A
-// bridge that runs on, or ends another way, is an error saying so, with
-// its log.
+// point (killed: SIGKILL, as it was armed to, or a wrapper such as sh -c
+// or npm start exiting 137 for it), as long as ctx allows, and starts it
+// again, disarmed, on the same port and state directory, within its own
+// start limit. A bridge that runs on, or ends another way, is an error
+// saying so, with its log.
 func (b *Bridge) Crashed(ctx context.Context) error {
 	b.mu.Lock()
 	point, exited := b.crashAt, b.exited
@@ -444,12 +448,23 @@ func (b *Bridge) Crashed(ctx context.Context) error {
 	cmd, err := b.cmd, b.exitErr
 	b.crashAt = ""
 	b.mu.Unlock()
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !(ws.Signaled() && ws.Signal() == syscall.SIGKILL || ws.Exited() && ws.ExitStatus() == 128+int(syscall.SIGKILL)) {
 		return fmt.Errorf("the bridge armed to crash at %s ended another way (%v), not killed there; its log:\n%s", point, err, b.LogTail(15))
 	}
 	b.opts.Logf("bridge crashed at %s, as armed; starting it again", point)
-	return b.start(ctx)
+	// Its own start limit (waitReady's), not what the wait for the crash
+	// left of ctx.
+	if err := b.start(context.WithoutCancel(ctx)); err != nil {
+		return startError{err}
+	}
+	return nil
 }
+
+// startError is a bridge's failure to start again after its crash: the
+// run's set-up, not the case's verdict.
+type startError struct{ error }
+
+func (e startError) Unwrap() error { return e.error }
 
 // Subscribe hands the live records of every agent to sink.
 func (b *Bridge) Subscribe(sink transcript.Sink) (cancel func()) { return b.hub.Subscribe("", sink) }

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -497,6 +498,10 @@ func (e *Env) RestartCrashingAt(ctx context.Context, point string, kill bool) er
 	e.st.restarts = append(e.st.restarts, time.Now())
 	e.mu.Unlock()
 	if err := e.bridge.RestartCrashingAt(ctx, point, kill); err != nil {
+		var un *surface.Unsupported
+		if errors.As(err, &un) {
+			return err
+		}
 		return &SetupError{Op: "restarting the bridge armed to crash at " + point, Err: err}
 	}
 	if w, ok := e.surf.(surface.RestartWatcher); ok {
@@ -515,6 +520,9 @@ func (e *Env) Crashed(ctx context.Context) error {
 	e.st.restarts = append(e.st.restarts, time.Now())
 	e.mu.Unlock()
 	if err != nil {
+		if se := (startError{}); errors.As(err, &se) {
+			return &SetupError{Op: "starting the bridge again after its crash", Err: se.error}
+		}
 		return err
 	}
 	if w, ok := e.surf.(surface.RestartWatcher); ok {
