@@ -551,14 +551,7 @@ func cmdCrashed(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 0 {
 		ts.Fatalf("usage: crashed [-timeout D]")
 	}
-	d := 20 * time.Second
-	if t := f["timeout"]; t != "" {
-		var err error
-		if d, err = time.ParseDuration(t); err != nil {
-			ts.Fatalf("crashed -timeout: %v", err)
-		}
-	}
-	ctx, cancel := waitCtx(ts, d)
+	ctx, cancel := waitCtx(ts, duration(ts, f["timeout"], "20s"))
 	defer cancel()
 	if err := envOf(ts).Crashed(ctx); err != nil {
 		if op := ts.Getenv("CRASH_OP"); op != "" {

@@ -681,25 +681,15 @@ func TestCrashRowsFailWhereNothingCrashes(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Capabilities.Crash = &profile.Crash{Env: "ASKCTL_NOT_A_CRASH_SWITCH", Points: []string{profile.CrashAnswerCommitted}}
-	dir := t.TempDir()
-	write := func(name, point string) string {
-		f := filepath.Join(dir, name+".txtar")
-		body := fmt.Sprintf("requirement UI-PERSIST\n[crash:%[1]s] restart -crash-at %[1]s\n[crash:%[1]s] start s1 late-answer\n[crash:%[1]s] await s1 question\n[crash:%[1]s] answer -crash s1 'Which database should I use?=Postgres'\n[crash:%[1]s] crashed -timeout 2s\n", point)
-		if err := os.WriteFile(f, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return f
+	guarded := func(point string) string {
+		return fmt.Sprintf("requirement UI-PERSIST\n[crash:%[1]s] restart -crash-at %[1]s\n[crash:%[1]s] start s1 late-answer\n[crash:%[1]s] await s1 question\n[crash:%[1]s] answer -crash s1 'Which database should I use?=Postgres'\n[crash:%[1]s] crashed -timeout 2s\n", point)
 	}
-	unguarded := filepath.Join(dir, "unguarded.txtar")
-	if err := os.WriteFile(unguarded, []byte("requirement UI-PERSIST\nrestart -crash-at skip-committed\nstart s1 ask-single\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	rep, err := conformance.RunSuite(context.Background(), conformance.Config{Profile: p, Askctl: askctlBin},
-		conformance.RunOptions{Files: []string{write("armed", profile.CrashAnswerCommitted), write("undeclared", profile.CrashSkipCommitted), unguarded}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range rep.Results {
+	results := runCaseFiles(t, p, map[string]string{
+		"armed":      guarded(profile.CrashAnswerCommitted),
+		"undeclared": guarded(profile.CrashSkipCommitted),
+		"unguarded":  "requirement UI-PERSIST\nrestart -crash-at skip-committed\nstart s1 ask-single\n",
+	})
+	for _, r := range results {
 		switch r.Case {
 		case "armed":
 			if r.Status != conformance.Fail || !strings.Contains(r.Detail, "never got to crash point answer-committed") || !strings.Contains(r.Detail, "the operation armed to crash it") {
@@ -714,9 +704,6 @@ func TestCrashRowsFailWhereNothingCrashes(t *testing.T) {
 				t.Errorf("a case that arms a point the profile does not declare: %s %q, want a SKIP naming it", r.Status, r.Detail)
 			}
 		}
-	}
-	if len(rep.Results) != 3 {
-		t.Fatalf("%d results, want 3: %+v", len(rep.Results), rep.Results)
 	}
 }
 
@@ -735,24 +722,12 @@ func TestCrashThroughAWrapper(t *testing.T) {
 	st.Args = []string{"-c", `trap 'kill $p; wait $p; exit 143' TERM; ` + st.Command + " " + strings.Join(st.Args, " ") + ` & p=$!; wait $p; exit $?`}
 	st.Command = "sh"
 	p.Start = &st
-	f := filepath.Join(t.TempDir(), "wrapped.txtar")
-	body := "requirement UI-PERSIST\nrestart -crash-at answer-committed\nstart s1 late-answer\nawait s1 question\nanswer -crash s1 'Which database should I use?=Postgres'\ncrashed\nrestart\nawait -timeout 20s s1 resumed\ncheck s1\n"
-	if err := os.WriteFile(f, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	// Armed, then restarted plainly: disarmed, an answer goes through.
-	g := filepath.Join(filepath.Dir(f), "disarmed.txtar")
-	if err := os.WriteFile(g, []byte("requirement SDK-ANSWER-SINGLE\nrestart -crash-at answer-committed\nrestart\nstart s1 ask-single\nawait s1 question\nanswer s1\nawait s1 answered\ncheck s1\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	rep, err := conformance.RunSuite(context.Background(), conformance.Config{Profile: p, Askctl: askctlBin}, conformance.RunOptions{Files: []string{f, g}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rep.Results) != 2 {
-		t.Fatalf("%d results, want 2: %+v", len(rep.Results), rep.Results)
-	}
-	for _, r := range rep.Results {
+	results := runCaseFiles(t, p, map[string]string{
+		"wrapped": "requirement UI-PERSIST\nrestart -crash-at answer-committed\nstart s1 late-answer\nawait s1 question\nanswer -crash s1 'Which database should I use?=Postgres'\ncrashed\nrestart\nawait -timeout 20s s1 resumed\ncheck s1\n",
+		// Armed, then restarted plainly: disarmed, an answer goes through.
+		"disarmed": "requirement SDK-ANSWER-SINGLE\nrestart -crash-at answer-committed\nrestart\nstart s1 ask-single\nawait s1 question\nanswer s1\nawait s1 answered\ncheck s1\n",
+	})
+	for _, r := range results {
 		if r.Status != conformance.Pass {
 			t.Errorf("%s (through sh -c): %s %s", r.Case, r.Status, r.Detail)
 		}
@@ -767,20 +742,12 @@ func TestConnectAfterWithoutEventIDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	write := func(name, body string) string {
-		f := filepath.Join(dir, name+".txtar")
-		if err := os.WriteFile(f, []byte("requirement UI-RECONNECT-REPLAY\nstart s1 ask-single\nawait s1 question\n"+body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return f
-	}
-	rep, err := conformance.RunSuite(context.Background(), conformance.Config{Profile: p, Askctl: askctlBin},
-		conformance.RunOptions{Files: []string{write("after", "connect -after 0 s1 x\n"), write("repeat", "repeat 3 connect s1 x\nanswer s1\nawait s1 answered\n")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range rep.Results {
+	const head = "requirement UI-RECONNECT-REPLAY\nstart s1 ask-single\nawait s1 question\n"
+	results := runCaseFiles(t, p, map[string]string{
+		"after":  head + "connect -after 0 s1 x\n",
+		"repeat": head + "repeat 3 connect s1 x\nanswer s1\nawait s1 answered\n",
+	})
+	for _, r := range results {
 		switch r.Case {
 		case "after":
 			if r.Status != conformance.Skip || !strings.Contains(r.Detail, "connect -after") {
@@ -793,4 +760,31 @@ func TestConnectAfterWithoutEventIDs(t *testing.T) {
 			}
 		}
 	}
+}
+
+// runCaseFiles runs each case (name: its script) against p's bridge, and
+// returns the results by case, one for each.
+func runCaseFiles(t *testing.T, p *profile.Profile, cases map[string]string) map[string]conformance.Result {
+	t.Helper()
+	dir := t.TempDir()
+	var files []string
+	for name, body := range cases {
+		f := filepath.Join(dir, name+".txtar")
+		if err := os.WriteFile(f, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	rep, err := conformance.RunSuite(context.Background(), conformance.Config{Profile: p, Askctl: askctlBin}, conformance.RunOptions{Files: files})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]conformance.Result{}
+	for _, r := range rep.Results {
+		out[r.Case] = r
+	}
+	if len(out) != len(cases) {
+		t.Fatalf("%d results, want %d: %+v", len(rep.Results), len(cases), rep.Results)
+	}
+	return out
 }

@@ -1321,25 +1321,14 @@ func (m *xModel) crash(t *rapid.T) {
 	r.shown, r.seen = s.shown, true
 	m.emit(do, s.alias)
 	m.emit("crashed")
-	// The crash killed every agent again: what was pending stays so.
-	for _, o := range m.sessions {
-		if o.mcp || o == s {
-			continue
-		}
-		o.conn, o.dropped = "", false
-		for _, q := range o.reqs {
-			q.seen = false
-		}
-		if q := o.req(); q != nil && !q.done && q.orphan && m.caps.reconnect {
-			m.open(o)
-		}
-	}
+	// Its request ended in the crash, which killed every agent again:
+	// what was pending stays so.
+	r.done, r.orphan = true, true
+	s.cur = len(s.reqs)
+	m.killed()
 	m.requirement("UI-PERSIST")
 	m.emit("await -timeout 20s %s resumed", s.alias)
 	m.emit("check %s", s.alias)
-	s.conn = ""
-	r.done, r.orphan = true, true
-	s.cur = len(s.reqs)
 	m.done()
 }
 

@@ -395,26 +395,24 @@ func (b *Bridge) Stop(kill bool) error {
 
 // Restart stops the bridge (killing it when kill) and starts it again, on
 // the same port and state directory.
-func (b *Bridge) Restart(ctx context.Context, kill bool) error {
-	if b.profile.Start == nil {
-		return errors.New("the profile has no start: the harness cannot restart the bridge")
-	}
-	if err := b.Stop(kill); err != nil {
-		return err
-	}
-	b.mu.Lock()
-	b.crashAt = "" // a restart with no point starts the bridge disarmed
-	b.mu.Unlock()
-	return b.start(ctx)
-}
+func (b *Bridge) Restart(ctx context.Context, kill bool) error { return b.restart(ctx, kill, "") }
 
 // RestartCrashingAt restarts the bridge as Restart does (killing it when
-// kill), armed to end
-// itself at point (one of the profile's capabilities.crash.points), the
-// first time it gets there; Crashed waits for that.
+// kill), armed to end itself at point (one of the profile's
+// capabilities.crash.points), the first time it gets there; Crashed waits
+// for that.
 func (b *Bridge) RestartCrashingAt(ctx context.Context, point string, kill bool) error {
 	if !b.profile.Capabilities.HasCrashPoint(point) {
 		return &surface.Unsupported{Op: "restart -crash-at " + point, Message: "the profile declares no crash point " + point + " (capabilities.crash)"}
+	}
+	return b.restart(ctx, kill, point)
+}
+
+// restart stops the bridge and starts it armed at crash point point ("":
+// disarmed).
+func (b *Bridge) restart(ctx context.Context, kill bool, point string) error {
+	if b.profile.Start == nil {
+		return errors.New("the profile has no start: the harness cannot restart the bridge")
 	}
 	if err := b.Stop(kill); err != nil {
 		return err

@@ -475,34 +475,30 @@ func (e *Env) Pending(ctx context.Context, alias, conn string) ([]surface.Pendin
 // Restart restarts the bridge (kill: as a crash). Open connections are
 // dropped; reopen them.
 func (e *Env) Restart(ctx context.Context, kill bool) error {
-	e.closeConns()
-	e.mu.Lock()
-	e.st.restarts = append(e.st.restarts, time.Now())
-	e.mu.Unlock()
-	if err := e.bridge.Restart(ctx, kill); err != nil {
-		return &SetupError{Op: "restarting the bridge", Err: err}
-	}
-	if w, ok := e.surf.(surface.RestartWatcher); ok {
-		w.BridgeRestarted()
-	}
-	return nil
+	return e.restart("restarting the bridge", func() error { return e.bridge.Restart(ctx, kill) })
 }
 
 // RestartCrashingAt restarts the bridge, as Restart does (killing it when
-// kill), armed to end
-// itself at crash point (capabilities.crash); Crashed waits for that and
-// starts it again. Connections must be reopened after each.
+// kill), armed to end itself at crash point (capabilities.crash); Crashed
+// waits for that and starts it again. Connections must be reopened after
+// each. A point the profile does not declare is an *surface.Unsupported.
 func (e *Env) RestartCrashingAt(ctx context.Context, point string, kill bool) error {
+	return e.restart("restarting the bridge armed to crash at "+point, func() error { return e.bridge.RestartCrashingAt(ctx, point, kill) })
+}
+
+// restart closes every connection, notes the restart, and restarts the
+// bridge by do: its failure is a *SetupError (op), but for an
+// *surface.Unsupported.
+func (e *Env) restart(op string, do func() error) error {
 	e.closeConns()
 	e.mu.Lock()
 	e.st.restarts = append(e.st.restarts, time.Now())
 	e.mu.Unlock()
-	if err := e.bridge.RestartCrashingAt(ctx, point, kill); err != nil {
-		var un *surface.Unsupported
-		if errors.As(err, &un) {
+	if err := do(); err != nil {
+		if un := (*surface.Unsupported)(nil); errors.As(err, &un) {
 			return err
 		}
-		return &SetupError{Op: "restarting the bridge armed to crash at " + point, Err: err}
+		return &SetupError{Op: op, Err: err}
 	}
 	if w, ok := e.surf.(surface.RestartWatcher); ok {
 		w.BridgeRestarted()
