@@ -47,6 +47,12 @@ var Defects = []string{
 	"control-withdraw-unsent",
 }
 
+// Variants are not defects: bridges that differ from the reference one
+// as the requirements allow, for the suite's tests that it passes them.
+// parts-refused refuses part of a request's answers (SDK-ANSWER-ALL: held
+// or refused) instead of holding it.
+var Variants = []string{"parts-refused"}
+
 // activeMCPDefect is the active defect when it is one of the MCP server's.
 func activeMCPDefect() string {
 	if strings.HasPrefix(activeDefect, "mcp-") {

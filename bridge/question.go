@@ -285,6 +285,9 @@ func (b *Bridge) answer(ctx context.Context, id string, given map[string]bridgea
 	if defect("partial-sent") && len(missing) > 0 {
 		missing = nil
 	}
+	if defect("parts-refused") && len(missing) > 0 {
+		return nil, fmt.Errorf("%w: question %s: answer every question at once (missing %s)", bridgeapi.ErrInvalid, id, strings.Join(missing, ", "))
+	}
 	if len(missing) > 0 {
 		if err := b.st.saveDraft(ctx, id, merged); err != nil {
 			return nil, err

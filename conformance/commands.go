@@ -35,13 +35,13 @@ type command struct {
 // lines are the reference in README.md.
 func commands() map[string]command {
 	return map[string]command{
-		"answer":      {"[!] answer [-conn C] [-qid ID] [-q TEXT] [-code CODE] [-partial] [-crash] ALIAS [QUESTION=ANSWER…]  answer the current question (default: as the scenario's user part; -qid: that one; -q: the one shown that asks TEXT, of several pending at once); ! expects a rejection; -partial expects it held or refused; -crash: the bridge is armed to crash as it takes it, so its reply, if any, is not checked", cmdAnswer},
+		"answer":      {"[!] answer [-conn C] [-qid ID] [-q TEXT] [-code CODE] [-partial [-hold]] [-crash] ALIAS [QUESTION=ANSWER…]  answer the current question (default: as the scenario's user part; -qid: that one; -q: the one shown that asks TEXT, of several pending at once); ! expects a rejection; -partial expects it held or refused (-hold: the lines after it check what becomes of a held part, so a refusal, which SDK-ANSWER-ALL allows, skips the row, naming it); -crash: the bridge is armed to crash as it takes it, so its reply, if any, is not checked", cmdAnswer},
 		"await":       {"[!] await [-timeout D] [-for D] [-conn C] [-qid ID] [-q TEXT] [-same] [-alive] ALIAS question|answered [N]|allowed|surface TYPE [N]|decided TOOL [N]|turn [N]|exit [CODE]|asked [N]|resumed|repeated  wait until it holds (repeated: the connection was told one event twice, by its id; decided TOOL N: the bridge decided N of the agent's TOOL permission prompts; question: sets ALIAS_Q to its id, and ALIAS_Q1, ALIAS_Q2, … by the order questions came; question -q TEXT: the question shown that asks TEXT, of several pending at once, becomes the current one (ALIAS_Q); allowed: an answer, an allow, reached the agent; surface TYPE N: told N times; -qid: of that question, not the current one, with surface, answered and allowed); ! checks it does not happen for D (500ms)", cmdAwait},
 		"check":       {"check ALIAS  once the agent has given its own verdict on every answer it got: it reported no failure (every answer as the scenario expects, one control_response per request, no protocol error)", cmdCheck},
 		"crashed":     {"crashed [-timeout D]  wait (20s, or D; times --slow) until the bridge armed by restart -crash-at has ended itself there (killed), and start it again, disarmed; connections must be reopened", cmdCrashed},
-		"connect":     {"connect [-after ID] ALIAS CONN  open another surface connection to the session (-after: as a client that heard event ID of some log before, SSE's Last-Event-ID: 0 asks for the whole log, an id ahead of the bridge's log is another log's; a surface without event ids skips the case)", cmdConnect},
+		"connect":     {"connect [-after ID] ALIAS CONN  open another surface connection to the session (-after: as a client that heard event ID of some log before, SSE's Last-Event-ID: 0 asks for the whole log, an id ahead of the bridge's log is another log's; a surface without event ids skips the row, or the case)", cmdConnect},
 		"delivered":   {"delivered [-conn C] ALIAS  the current question as shown equals what the agent asked: every question, header, option label and description, multiSelect, in order", cmdDelivered},
-		"dimension":   {"dimension NAME  name the dimension row the lines after it check: a failure names it (the generated rows, conformance/dimensions.go)", cmdDimension},
+		"dimension":   {"dimension NAME|-  name the row the lines after it check, a verdict of its own: a failure or a skip names it, and the case goes on with what follows (the generated rows, conformance/dimensions.go, and a case's own); - : the lines after it belong to no row", cmdDimension},
 		"disconnect":  {"disconnect ALIAS CONN  close a surface connection", cmdDisconnect},
 		"drop":        {"drop ALIAS CONN  cut the connection's event stream as a network would, keeping the id of the last event it heard (a surface that resumes streams: SSE's Last-Event-ID; elsewhere the row is skipped)", cmdDrop},
 		"invariants":  {"invariants [ALIAS…]  the rules that hold at every moment hold over everything seen so far, in these sessions (default: every session): one control_response per request, no allow after a withdrawal, whole non-blank answers keyed by text, a deny with a message, a timeout's deny within timeout + 1 s of the ask and not early, each connection told only its session's events, each once (the harness's Invariants); a rule another requirement owns makes the case BLOCKED by it", cmdInvariants},
@@ -56,12 +56,12 @@ func commands() map[string]command {
 		"requirement": {"requirement ID  name the requirement the case checks (first line of every case)", cmdRequirement},
 		"response":    {"[!] response [-within D] ALIAS PATH [WANT]  gjson PATH on the permission result the agent received for the current question; WANT is JSON, text, or ~REGEXP", cmdResponse},
 		"resume":      {"resume ALIAS CONN  reconnect a dropped stream asking for what it missed after the last event it heard", cmdResume},
-		"restart":     {"restart [-kill] [-crash-at POINT]  restart the bridge (-kill: SIGKILL, as a crash; -crash-at: armed to end itself at POINT, one of the profile's capabilities.crash.points, the first time it gets there: crashed waits for it); connections must be reopened", cmdRestart},
+		"restart":     {"restart [-kill] [-crash-at POINT]  restart the bridge (-kill: SIGKILL, as a crash; -crash-at: armed to end itself at POINT, one of the profile's capabilities.crash.points, the first time it gets there: crashed waits for it; a point the profile does not declare skips the row, or the case, naming it); connections must be reopened", cmdRestart},
 		"skip":        {"[!] skip-question [-conn C] [-qid ID] [-q TEXT] [-code CODE] [-crash] ALIAS [REASON]  skip the current question (-qid: that one; -q: the one shown that asks TEXT; -crash: as answer -crash)", cmdSkip},
-		"row-skip":    {"row-skip WHY  skip the current dimension row, saying why (generated where a row's condition leaves its lines out)", cmdRowSkip},
+		"row-skip":    {"row-skip WHY  skip the current row, saying why: a row whose condition leaves its lines out says so ([!cap:timeout] row-skip '…'; generated in the dimension rows)", cmdRowSkip},
 		"sleep":       {"sleep DURATION  the person takes their time, DURATION as written (never scaled by --slow: it is set against the bridge's own clock, such as its timeout)", cmdSleep},
 		"start":       {"start [-detached] ALIAS SCENARIO  start a session whose agent plays SCENARIO (built-in name, a steps .jsonl or a .txtar in $WORK; a resumed agent plays the .jsonl's BASE.resume.jsonl beside it); opens connection main unless -detached. A route mcp scenario runs the agent in print mode with the profile's mcp.config, and main watches every session for its question", cmdStart},
-		"supports":    {"supports ALIAS CONN OP  the connection has operation OP (resume: drop and resume); where it has not, the row (or the case) is skipped, naming it", cmdSupports},
+		"supports":    {"supports ALIAS CONN OP  the connection has operation OP (resume: drop and resume; after: connect -after, asked of the surface before ALIAS starts); where it has not, the row (or the case) is skipped, naming it", cmdSupports},
 		"status":      {"status [-conn C] [-timeout D] [-done] ALIAS  the connection is told the session waits for the user, on the current question (-done: that it waits no longer on it)", cmdStatus},
 	}
 }
@@ -532,7 +532,7 @@ func cmdRestart(ts *testscript.TestScript, neg bool, args []string) {
 		var un *surface.Unsupported
 		switch {
 		case errors.As(err, &un):
-			skipUnsupported(ts, un) // a point the profile does not declare
+			skipReached(ts, un.Message) // a point the profile does not declare
 		case err != nil:
 			fail(ts, "%v", err)
 		}
@@ -774,22 +774,28 @@ func timedOutMeanwhile(ts *testscript.TestScript, s *harness.Session, qid string
 // the lines left in it do nothing (commandFuncs), and the case goes on.
 // It returns only in a row, where its caller may go on to do nothing.
 func skipUnsupported(ts *testscript.TestScript, un *surface.Unsupported) {
+	skipReached(ts, un.Error())
+}
+
+// skipReached is skipUnsupported for any reason what the row (or the case)
+// checks cannot be reached: why says what.
+func skipReached(ts *testscript.TestScript, why string) {
 	c := ts.Value(keyCfg).(*Config)
 	if row := ts.Getenv("DIMENSION"); row != "" {
 		ts.Setenv("ROW_SKIPPED", row)
 		if c.rowSkipped != nil {
-			c.rowSkipped(row, un.Error())
+			c.rowSkipped(row, why)
 		}
 		if c.row != nil {
-			c.row(row, Skip, un.Error())
+			c.row(row, Skip, why)
 		}
-		ts.Logf("row %q skipped: %v", row, un)
+		ts.Logf("row %q skipped: %s", row, why)
 		return
 	}
 	if c.unsupported != nil {
-		c.unsupported(un.Error())
+		c.unsupported(why)
 	}
-	ts.Fatalf("SKIP: %v", un)
+	ts.Fatalf("SKIP: %s", why)
 }
 
 func rejected(ts *testscript.TestScript, neg bool, code string, err error, what string, e *harness.Env, alias string) {
@@ -822,12 +828,15 @@ func rejected(ts *testscript.TestScript, neg bool, code string, err error, what 
 }
 
 func cmdAnswer(ts *testscript.TestScript, neg bool, args []string) {
-	f, args := flags(ts, args, []string{"conn", "qid", "q", "code"}, []string{"partial", "crash"})
+	f, args := flags(ts, args, []string{"conn", "qid", "q", "code"}, []string{"partial", "hold", "crash"})
 	if neg && f["crash"] != "" {
 		ts.Fatalf("answer -crash: not with ! (no reply is checked)")
 	}
+	if f["hold"] != "" && (f["partial"] == "" || neg) {
+		ts.Fatalf("answer -hold: only with -partial, and not with !")
+	}
 	if len(args) < 1 {
-		ts.Fatalf("usage: answer [-conn C] [-qid ID] [-q TEXT] [-code CODE] [-partial] [-crash] ALIAS [QUESTION=ANSWER…]")
+		ts.Fatalf("usage: answer [-conn C] [-qid ID] [-q TEXT] [-code CODE] [-partial [-hold]] [-crash] ALIAS [QUESTION=ANSWER…]")
 	}
 	e := envOf(ts)
 	alias := args[0]
@@ -870,6 +879,11 @@ func cmdAnswer(ts *testscript.TestScript, neg bool, args []string) {
 			rejected(ts, false, "", err, what, e, alias) // a SKIP naming the operation
 		case err == nil && ack.Status == "held":
 			ts.Logf("held, waiting for %v", ack.Missing)
+		case errors.As(err, &rj) && f["hold"] != "":
+			// The bridge refuses parts, as it may: what the row checks of
+			// a held part cannot be reached, as an operation the surface
+			// lacks cannot.
+			skipReached(ts, fmt.Sprintf("the bridge refused %s (%v), as SDK-ANSWER-ALL allows it to: what follows checks a held part", what, err))
 		case errors.As(err, &rj):
 			ts.Logf("refused: %v", err)
 		case err == nil:

@@ -707,6 +707,47 @@ func TestCrashRowsFailWhereNothingCrashes(t *testing.T) {
 	}
 }
 
+// TestUndeclaredCrashRowsAreNamed: UI-PERSIST's crash rows of points the
+// profile does not declare are SKIPs naming each point, so the report says
+// what was not checked, and the row of the point declared runs and passes.
+func TestUndeclaredCrashRowsAreNamed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs UI-PERSIST against the reference bridge")
+	}
+	t.Parallel()
+	p, err := profile.Load(filepath.Join("..", "profile", "builtin", "reference-ws.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := *p.Capabilities.Crash
+	c.Points = []string{profile.CrashAnswerCommitted}
+	p.Capabilities.Crash = &c
+	rep, err := conformance.RunSuite(context.Background(), conformance.Config{Profile: p, Askctl: askctlBin},
+		conformance.RunOptions{Match: func(n string) bool { return n == "UI-PERSIST" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rep.Results[0]
+	named := map[string]string{}
+	for _, row := range r.Rows {
+		named[row.Name] = row.Status + " " + row.Detail
+	}
+	want := map[string]string{
+		"a crash with an answer stored, nothing of it written to the agent": conformance.Pass,
+		"a crash with a skip stored, its deny not written":                  conformance.Skip + " the profile declares no crash point skip-committed",
+		"a crash with a timeout stored, its deny not written":               conformance.Skip + " the profile declares no crash point expiry-committed",
+		"a crash with a question read, not yet stored":                      conformance.Skip + " the profile declares no crash point ask-read",
+	}
+	if r.Status != conformance.Pass {
+		t.Errorf("UI-PERSIST with one crash point declared: %s %s", r.Status, r.Detail)
+	}
+	for name, w := range want {
+		if got, ok := named[name]; !ok || !strings.HasPrefix(got, w) {
+			t.Errorf("row %q: %q, want it to begin %q", name, got, w)
+		}
+	}
+}
+
 // TestCrashThroughAWrapper: a bridge that start runs through a shell
 // (sh -c, as npm start does) crashes where armed, and the shell exits 137
 // for it: that is the crash, and the row passes. A plain restart after

@@ -388,7 +388,7 @@ check OTHER
 	},
 	"UI-RECONNECT-REPLAY": {
 		{name: "reconnect with part of the request answered and held", lines: `[cap:reconnect] await ALIAS question
-[cap:reconnect] answer -partial ALIAS 'How should I format the output?=Summary'
+[cap:reconnect] answer -partial -hold ALIAS 'How should I format the output?=Summary'
 [cap:reconnect] disconnect ALIAS main
 [cap:reconnect] connect ALIAS again
 [cap:reconnect] await -conn again -same ALIAS question
@@ -421,7 +421,7 @@ check OTHER
 		// stream resumes.
 		{name: "an event stream resumed mid-stream with Last-Event-ID", lines: `[cap:reconnect] supports ALIAS main resume
 [cap:reconnect] await ALIAS question
-[cap:reconnect] answer -partial ALIAS 'Which database should I use?=SQLite'
+[cap:reconnect] answer -partial -hold ALIAS 'Which database should I use?=SQLite'
 [cap:reconnect] await -conn main ALIAS surface held
 [cap:reconnect] drop ALIAS main
 [cap:reconnect] connect ALIAS watch
@@ -447,7 +447,7 @@ check OTHER
 		{name: "an event stream resumed while another session answered", lines: `[cap:reconnect] supports ALIAS main resume
 [cap:reconnect] await ALIAS question
 [cap:reconnect] await OTHER question
-[cap:reconnect] answer -partial ALIAS 'Which database should I use?=SQLite'
+[cap:reconnect] answer -partial -hold ALIAS 'Which database should I use?=SQLite'
 [cap:reconnect] await -conn main ALIAS surface held
 [cap:reconnect] drop ALIAS main
 [cap:reconnect] answer OTHER

@@ -228,8 +228,8 @@ func (e *Env) Open(ctx context.Context, alias, conn string) error {
 // start of the log; or an id ahead of the bridge's, another log's. An
 // *surface.Unsupported where the surface has no such opening.
 func (e *Env) OpenAfter(ctx context.Context, alias, conn string, lastID int64) error {
-	if _, ok := e.surf.(surface.AfterOpener); !ok {
-		return &surface.Unsupported{Op: "connect -after", Message: "the surface has no event ids to resume after"}
+	if err := e.afterOpener(); err != nil {
+		return err
 	}
 	return e.open(ctx, alias, conn, false, lastID)
 }
@@ -429,14 +429,28 @@ func (e *Env) Drop(ctx context.Context, alias, conn string) error {
 }
 
 // Supports is nil when connection conn of alias's session has operation
-// op ("resume": Drop and Resume), else an *surface.Unsupported naming it: a row
+// op ("resume": Drop and Resume; "after": connections opened after an event
+// id, OpenAfter, of the surface's, whatever alias and conn), else an
+// *surface.Unsupported naming it: a row
 // asks before it sets up what only that operation checks.
 func (e *Env) Supports(alias, conn, op string) error {
-	if op != "resume" {
-		return fmt.Errorf("no operation %q to ask about (want resume)", op)
+	switch op {
+	case "resume":
+		_, err := e.resumer(alias, conn)
+		return err
+	case "after":
+		return e.afterOpener()
 	}
-	_, err := e.resumer(alias, conn)
-	return err
+	return fmt.Errorf("no operation %q to ask about (want resume or after)", op)
+}
+
+// afterOpener: nil where the surface's connections open after an event id
+// (OpenAfter), an *surface.Unsupported otherwise.
+func (e *Env) afterOpener() error {
+	if _, ok := e.surf.(surface.AfterOpener); !ok {
+		return &surface.Unsupported{Op: "connect -after", Message: "the surface has no event ids to resume after"}
+	}
+	return nil
 }
 
 // Resume reconnects the stream Drop cut, from the last event it heard.
