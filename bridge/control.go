@@ -23,7 +23,11 @@ func controlEvent(e bridgeapi.Event) (any, bool) {
 		req.Input.Questions = e.Questions
 		return bridgeapi.ControlMessage{Type: protocol.TypeControlRequest, RequestID: e.QuestionID, SessionID: e.SessionID, Request: req}, true
 	case bridgeapi.EventTimeout:
-		return bridgeapi.ControlMessage{Type: protocol.TypeControlCancelRequest, RequestID: e.QuestionID, Status: bridgeapi.QuestionExpired, Reason: e.Error, Time: e.Time}, true
+		status := bridgeapi.QuestionExpired
+		if defect("control-timeout-status-cancelled") {
+			status = bridgeapi.QuestionCancelled
+		}
+		return bridgeapi.ControlMessage{Type: protocol.TypeControlCancelRequest, RequestID: e.QuestionID, Status: status, Reason: e.Error, Time: e.Time}, true
 	case bridgeapi.EventAnswered:
 		return bridgeapi.ControlMessage{Type: protocol.TypeControlCancelRequest, RequestID: e.QuestionID, Status: bridgeapi.QuestionAnswered, Rule: e.Rule, Time: e.Time}, true
 	case bridgeapi.EventSkipped:

@@ -24,6 +24,9 @@ func (b *Bridge) forwardAgain(_ context.Context, _ string, _ map[string]bridgeap
 
 func activeMCPDefect() string { return "" }
 
+// pageEdited is the page's file name as a broken bridge serves it: never.
+func pageEdited(string) ([]byte, bool, error) { return nil, false, nil }
+
 func misreport(_ context.Context, q *bridgeapi.Question) (*bridgeapi.Question, error) { return q, nil }
 
 func optionOrder(_ protocol.Question, a string) string { return a }

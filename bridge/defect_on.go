@@ -3,6 +3,7 @@
 package bridge
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -45,6 +46,12 @@ var Defects = []string{
 	"timeout-grace-added", "timeout-surface-silent", "status-pending-any-session", "cancel-first-pending",
 	"passthrough-tool-use-id", "orphan-answer-refused", "mcp-multi-flattened", "mcp-one-session",
 	"control-withdraw-unsent",
+	// A fifth batch, held out
+	"takeover-marks-new-conn", "withdrawn-event-request-id", "deadline-stored-as-created", "mcp-timeout-call-hangs",
+	"control-timeout-status-cancelled", "pending-list-unfiltered", "skip-blank-reason-kept", "passthrough-policy-constant",
+	"takeover-key-per-dialect", "sse-replayed-by-session",
+	// its four in the page (pageDefects)
+	"page-multiselect-field-case", "page-taken-page-reconnects", "page-timeout-event-name", "page-other-text-trimmed",
 }
 
 // Variants are not defects: bridges that differ from the reference one
@@ -52,6 +59,40 @@ var Defects = []string{
 // parts-refused refuses part of a request's answers (SDK-ANSWER-ALL: held
 // or refused) instead of holding it.
 var Variants = []string{"parts-refused"}
+
+// pageDefects are the broken pages: each a one-line edit of the page's
+// script (what it has, what the broken one has instead), served in its
+// place.
+var pageDefects = map[string][2]string{
+	"page-multiselect-field-case": {"const multi = !!q.multiSelect;", "const multi = !!q.multiselect;"},
+	"page-taken-page-reconnects":  {"if (page.ws !== ws || page.taken) return;", "if (page.ws !== ws) return;"},
+	"page-timeout-event-name":     {`case "ask_user_timeout":`, `case "ask_user_expired":`},
+	"page-other-text-trimmed":     {`c["text" + i].value : v));`, `c["text" + i].value.trim() : v));`},
+}
+
+// pageEdited is the page's file name as the broken page has it, where the
+// active defect is a page's and name is its script; an error where the
+// script no longer has the line the defect edits.
+func pageEdited(name string) ([]byte, bool, error) {
+	edit, ok := pageDefects[activeDefect]
+	if !ok || name != "app.js" {
+		return nil, false, nil
+	}
+	data, err := pageFiles.ReadFile("page/app.js")
+	if err != nil || !bytes.Contains(data, []byte(edit[0])) {
+		return nil, false, fmt.Errorf("page defect %s: the page's script no longer has %q", activeDefect, edit[0])
+	}
+	return bytes.Replace(data, []byte(edit[0]), []byte(edit[1]), 1), true, nil
+}
+
+// A broken page whose edit no longer applies would fail its case for
+// another reason, and prove nothing: the bridge does not start.
+func init() {
+	if _, _, err := pageEdited("app.js"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+}
 
 // activeMCPDefect is the active defect when it is one of the MCP server's.
 func activeMCPDefect() string {

@@ -346,6 +346,9 @@ func (s *Server) stopSession(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) listQuestions(w http.ResponseWriter, r *http.Request) {
 	status := r.URL.Query().Get("status")
+	if status == "" && defect("pending-list-unfiltered") {
+		status = "all"
+	}
 	switch status {
 	case "":
 		status = bridgeapi.QuestionPending
@@ -446,6 +449,15 @@ func (s *Server) skip(w http.ResponseWriter, r *http.Request) {
 // A client that reconnects with Last-Event-ID gets what it missed from the
 // log; a new client first gets the state (Snapshot, without ids), then live
 // events.
+// replayKey is what a stream remembers it showed as pending, so that the
+// live feed does not show it again: the question.
+func replayKey(e bridgeapi.Event) string {
+	if defect("sse-replayed-by-session") {
+		return e.SessionID // the session's question is shown
+	}
+	return e.QuestionID
+}
+
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	fl, ok := w.(http.Flusher)
 	if !ok {
@@ -548,7 +560,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			if send(e, withID) != nil {
 				return
 			}
-			replayed[e.QuestionID] = e.Type == bridgeapi.EventQuestion
+			if !defect("sse-replayed-by-session") || e.Type == bridgeapi.EventQuestion {
+				replayed[replayKey(e)] = e.Type == bridgeapi.EventQuestion
+			}
 		}
 		after = head
 	}
@@ -577,7 +591,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			if after >= 0 && e.Seq > 0 && e.Seq <= after {
 				continue // already sent from the log
 			}
-			if (e.Type == bridgeapi.EventQuestion || defect("replay-outcome-dropped")) && replayed[e.QuestionID] {
+			if (e.Type == bridgeapi.EventQuestion || defect("replay-outcome-dropped")) && replayed[replayKey(e)] {
 				continue // already sent as pending
 			}
 			if send(e, true) != nil {

@@ -221,6 +221,16 @@ func (s *Server) assets() http.Handler {
 	files := http.StripPrefix("/page/", http.FileServerFS(sub))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		securePage(w)
+		if data, ok, err := pageEdited(strings.TrimPrefix(r.URL.Path, "/page/")); err != nil || ok {
+			// A broken page (-tags askctl_broken only).
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+			w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
+			_, _ = w.Write(data)
+			return
+		}
 		files.ServeHTTP(w, r)
 	})
 }

@@ -25,7 +25,7 @@ func (b *Bridge) ask(sessionID string, s *sdk.Session, r sdk.Request) {
 			}
 		}
 		reply := protocol.Reply{Allow: true}
-		if b.cfg.OtherTools == "deny" || defect("passthrough-blocked-path") && r.BlockedPath != "" {
+		if b.cfg.OtherTools == "deny" || defect("passthrough-policy-constant") || defect("passthrough-blocked-path") && r.BlockedPath != "" {
 			reply = protocol.Reply{Skip: true, Message: "The bridge's policy denies " + r.ToolName + "."}
 		} else if defect("passthrough-input-strings") {
 			var fields map[string]string
@@ -406,7 +406,7 @@ func (b *Bridge) skip(ctx context.Context, id, reason string, interrupt bool, ru
 			id = q.ID
 		}
 	}
-	if strings.TrimSpace(reason) == "" {
+	if strings.TrimSpace(reason) == "" && !(defect("skip-blank-reason-kept") && reason != "") {
 		reason = bridgeapi.DefaultSkipReason
 	}
 	l := b.liveSession(q.SessionID)
@@ -476,7 +476,7 @@ func (b *Bridge) expire(id string) {
 	if !won {
 		return
 	}
-	if l := b.liveSession(q.SessionID); l != nil {
+	if l := b.liveSession(q.SessionID); l != nil && !(defect("mcp-timeout-call-hangs") && l.mcp != nil) {
 		b.crash(CrashExpiryCommitted)
 		msg := TimeoutMessage(b.cfg.Timeout)
 		if defect("timeout-says-skipped") {
@@ -543,7 +543,11 @@ func (b *Bridge) withdraw(q *bridgeapi.Question, status, reason string) {
 	if l := b.liveSession(q.SessionID); l != nil && l.mcp != nil {
 		l.mcp.resolved(q.ID)
 	}
-	b.publish(bridgeapi.Event{Type: bridgeapi.EventWithdrawn, SessionID: q.SessionID, QuestionID: q.ID, Reason: reason})
+	wid := q.ID
+	if defect("withdrawn-event-request-id") {
+		wid = q.RequestID
+	}
+	b.publish(bridgeapi.Event{Type: bridgeapi.EventWithdrawn, SessionID: q.SessionID, QuestionID: wid, Reason: reason})
 	b.publishStatus(q.SessionID)
 }
 

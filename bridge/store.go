@@ -577,8 +577,12 @@ func (s *store) read(ctx context.Context, id string) error {
 
 func (s *store) insertQuestion(ctx context.Context, q *bridgeapi.Question) error {
 	qs, _ := json.Marshal(q.Questions)
+	deadline := q.Deadline
+	if defect("deadline-stored-as-created") {
+		deadline = q.CreatedAt
+	}
 	_, err := s.exec(ctx, `INSERT INTO questions (id, session_id, request_id, tool_use_id, questions, input, status, created_at, deadline) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		q.ID, q.SessionID, q.RequestID, q.ToolUseID, string(qs), string(q.Input), q.Status, ts(q.CreatedAt), ts(q.Deadline))
+		q.ID, q.SessionID, q.RequestID, q.ToolUseID, string(qs), string(q.Input), q.Status, ts(q.CreatedAt), ts(deadline))
 	return err
 }
 

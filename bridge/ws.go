@@ -69,6 +69,9 @@ func (s *Server) socket(w http.ResponseWriter, r *http.Request, d dialect) {
 		s.wsConn = map[string]*wsClient{}
 	}
 	key := d.name + "\x00" + session
+	if defect("takeover-key-per-dialect") {
+		key = d.name // one answering connection per surface
+	}
 	var old *wsClient
 	if session != "" {
 		old = s.wsConn[key]
@@ -77,7 +80,11 @@ func (s *Server) socket(w http.ResponseWriter, r *http.Request, d dialect) {
 	s.wsMu.Unlock()
 	if old != nil {
 		old.mu.Lock()
-		old.taken = true
+		if defect("takeover-marks-new-conn") {
+			c.taken = true
+		} else {
+			old.taken = true
+		}
 		old.mu.Unlock()
 		_ = old.send(ctx, bridgeapi.WSReply{Type: bridgeapi.MsgSessionTaken, SessionID: session})
 	}

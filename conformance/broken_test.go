@@ -455,3 +455,70 @@ func TestPartsRefusedSkipsHeldRows(t *testing.T) {
 		}
 	}
 }
+
+// TestToolVerdictOwnedByPassthrough: another tool's permission prompt
+// decided otherwise than the policy says is SDK-PASSTHROUGH's, whichever
+// case's check meets it: a case of another requirement is BLOCKED by it
+// (the explorer blamed SDK-ANSWER-MULTI, the requirement of the section
+// whose check read the agent's verdict).
+func TestToolVerdictOwnedByPassthrough(t *testing.T) {
+	t.Parallel()
+	bin, base := brokenSetup(t, "ws")
+	dir := t.TempDir()
+	file := filepath.Join(dir, "tool-then-ask.txtar")
+	script := `requirement SDK-ANSWER-SINGLE
+start s1 s1.jsonl
+await s1 question
+answer s1
+await s1 answered
+check s1
+-- s1.jsonl --
+{"prompt":"Help me set things up."}
+{"expect":{"behavior":"allow"},"tool":{"input":{"command":"touch askctl-x.txt","description":"Create a file"},"name":"Bash","output":"","request":{"blocked_path":"${CWD}/askctl-x.txt","description":"Create a file"}},"user":{"allow":true}}
+{"ask":{"questions":[{"question":"Which database should I use?","header":"Database","options":[{"label":"Postgres","description":"A server"},{"label":"SQLite","description":"A file"}],"multiSelect":false}]},"user":{"answers":{"Which database should I use?":"SQLite"}}}
+{"text":"Done."}
+`
+	if err := os.WriteFile(file, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := conformance.RunSuite(context.Background(), conformance.Config{Profile: brokenProfile(base, "passthrough-blocked-path"), Askctl: bin},
+		conformance.RunOptions{Files: []string{file}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rep.Results[0]; r.Status != conformance.Blocked || !strings.Contains(r.Detail, "SDK-PASSTHROUGH") {
+		t.Errorf("a Bash prompt denied against the allow policy, met by SDK-ANSWER-SINGLE's check: %s %q, want BLOCKED by SDK-PASSTHROUGH", r.Status, r.Detail)
+	}
+}
+
+// pageDefects are the broken pages (bridge/defect_on.go: one line of the
+// page's script each), with the case that must fail through the page.
+var pageDefects = map[string]string{
+	"page-multiselect-field-case": "SDK-ANSWER-MULTI", // drawn as radios
+	"page-taken-page-reconnects":  "UI-TAKEOVER",      // a page taken over takes the session back
+	"page-timeout-event-name":     "SDK-TIMEOUT",      // the timeout's event not heard
+	"page-other-text-trimmed":     "SDK-ANSWER-OTHER", // own words sent trimmed
+}
+
+// TestBrokenPages: the cases catch the broken pages, run through the
+// page in Chromium as a person would use it (the fifth held-out batch's
+// four in the page's script).
+func TestBrokenPages(t *testing.T) {
+	testenv.Chromium(t)
+	bin, base := brokenSetup(t, "browser")
+	for _, d := range slices.Sorted(maps.Keys(pageDefects)) {
+		t.Run(d, func(t *testing.T) {
+			want := pageDefects[d]
+			rep, err := conformance.RunSuite(context.Background(), conformance.Config{Profile: brokenProfile(base, d), Askctl: bin},
+				conformance.RunOptions{Match: func(n string) bool { return n == want }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := rep.Results[0]; r.Status != conformance.Fail {
+				t.Errorf("%s through the broken page: %s %s; want FAIL", want, r.Status, r.Detail)
+			} else {
+				t.Logf("%s: %s", want, strings.SplitN(r.Detail, "\n", 2)[0])
+			}
+		})
+	}
+}

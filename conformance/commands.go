@@ -822,6 +822,12 @@ func rejected(ts *testscript.TestScript, neg bool, code string, err error, what 
 		fail(ts, "%s was rejected with code %q (%s), want %q", what, rj.Code, rj.Message, code)
 	case neg:
 		ts.Logf("rejected as it should be: %v", err)
+	case errors.As(err, &rj) && rj.Code == "session_taken":
+		// The case acts where it holds the session: the bridge holds
+		// another connection to have taken it over (the wrong one marked,
+		// a page taken over that took the session back, another
+		// session's connection). Whose answers count is UI-TAKEOVER's.
+		blockedStop(ts, []string{"UI-TAKEOVER"}, "%s was refused as from a connection taken over (%v), from a connection no later one of its session took over\n%s", what, err, summary(e, alias))
 	case err != nil:
 		fail(ts, "%s: %v\n%s", what, err, summary(e, alias))
 	}

@@ -402,14 +402,8 @@ func TestTooLateIsSkip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	write := func(name, pause string) string {
-		f := filepath.Join(dir, name+".txtar")
-		body := "requirement SDK-ANSWER-SINGLE\nstart s1 ask-single\nawait s1 question\n" + pause + "answer s1\nawait s1 answered\ncheck s1\n"
-		if err := os.WriteFile(f, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return f
+	body := func(pause string) string {
+		return "requirement SDK-ANSWER-SINGLE\nstart s1 ask-single\nawait s1 question\n" + pause + "answer s1\nawait s1 answered\ncheck s1\n"
 	}
 	// The bridge's timeout is the declared one scaled by the slow factor
 	// (make race runs with ASKCTL_SLOW=2): the late answer comes a second
@@ -418,15 +412,10 @@ func TestTooLateIsSkip(t *testing.T) {
 	// its answer is in time.
 	slow, _ := strconv.ParseFloat(os.Getenv(conformance.EnvSlow), 64)
 	late := p.WithSlowTimeout(slow).Capabilities.Timeout.D() + time.Second
-	rep, err := conformance.RunSuite(context.Background(), conformance.Config{Profile: p, Askctl: askctlBin},
-		conformance.RunOptions{Files: []string{write("late", "sleep $TIMEOUT_GRACE\n"), write("slow", fmt.Sprintf("sleep %dms\n", late.Milliseconds())), write("in-time", "")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rep.Results) != 3 {
-		t.Fatalf("%d results, want 3: %+v", len(rep.Results), rep.Results)
-	}
-	for _, r := range rep.Results {
+	results := runCaseFiles(t, p, map[string]string{
+		"late": body("sleep $TIMEOUT_GRACE\n"), "slow": body(fmt.Sprintf("sleep %dms\n", late.Milliseconds())), "in-time": body(""),
+	})
+	for _, r := range results {
 		switch r.Case {
 		case "late":
 			if r.Status != conformance.Skip || !strings.Contains(r.Detail, "too late to judge") {

@@ -258,6 +258,16 @@ response ALIAS message '~\S'
 check ALIAS
 `,
 			steps: session(askDeny(qDB))},
+		// A reason of white space alone is none: the agent is still told
+		// one, not a blank message.
+		{name: "skip with a reason of white space alone", lines: `await ALIAS question
+skip-question ALIAS '   '
+await ALIAS answered
+response ALIAS behavior deny
+response ALIAS message '~\S'
+check ALIAS
+`,
+			steps: session(askDeny(qDB))},
 		{name: "skip with part of the request answered and held", lines: `await ALIAS question
 answer -partial ALIAS 'Which database should I use?=SQLite'
 skip-question ALIAS 'Not now'

@@ -203,6 +203,37 @@ func (t *exploreTB) Failed() bool {
 // lacked finds the operation a skipped sequence needed (surface.Unsupported).
 var lacked = regexp.MustCompile(`the surface has no (.+?) operation`)
 
+// failedRequirement is the requirement a failed or blocked sequence
+// broke ("" where its log names none).
+func failedRequirement(r Result) string {
+	if r.Status == Blocked {
+		if by, _, ok := strings.Cut(strings.TrimPrefix(r.Detail, "BLOCKED by "), ":"); ok {
+			return by
+		}
+	}
+	if m := failLine.FindStringSubmatch(r.Log); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+// failureID is a failure's identity across runs of one sequence: the
+// requirement it broke (whether its own section failed, or another's was
+// BLOCKED by it, as a shorter sequence may find it in another section),
+// or where it names none, its detail's first line with every id and
+// number blanked.
+func failureID(r Result) string {
+	if req := failedRequirement(r); req != "" {
+		return req
+	}
+	first, _, _ := strings.Cut(r.Detail, "\n")
+	return r.Status + " " + volatile.ReplaceAllString(first, "#")
+}
+
+// volatile matches what differs from one run of a sequence to the next in
+// a failure's words: ids, numbers, durations.
+var volatile = regexp.MustCompile(`[0-9A-Za-z_]*[0-9][0-9A-Za-z_.:]*`)
+
 // failLine finds the requirement a failure names: "FAIL ID (LEVEL)".
 var failLine = regexp.MustCompile(`FAIL ([A-Z]+-[A-Z0-9-]+) \(`)
 
@@ -404,6 +435,7 @@ func (e *explorer) check(w *exploreWorker, all []*exploreWorker, seed uint64) {
 		script []byte
 		r      Result
 		steps  int
+		id     string
 	}
 	shrinking := false
 	var shrinkStart time.Time
@@ -503,11 +535,23 @@ func (e *explorer) check(w *exploreWorker, all []*exploreWorker, seed uint64) {
 			e.progress.Unlock()
 		}
 		if failed {
-			last.script, last.r, last.steps = script, r, m.steps
+			// What rapid tells failures apart by, and replays a failure
+			// to see again before it shrinks it: the verdict and the
+			// requirement broken, never the detail, which names ids and
+			// times of its own run (with them, no failure was seen again,
+			// and none was shrunk). While shrinking, a shorter sequence
+			// that breaks another requirement is another failure: it does
+			// not count, so the case found blames what was found.
+			id := failureID(r)
+			if shrinking && id != last.id {
+				_ = os.RemoveAll(root)
+				return
+			}
+			last.script, last.r, last.steps, last.id = script, r, m.steps, id
 			if !shrinking {
 				shrinking, shrinkStart = true, time.Now()
 			}
-			t.Fatalf("%s %s", r.Status, r.Detail)
+			t.Fatalf("%s", id)
 		}
 	}
 	tb := &exploreTB{name: fmt.Sprintf("explore-%d", seed)}
@@ -518,15 +562,7 @@ func (e *explorer) check(w *exploreWorker, all []*exploreWorker, seed uint64) {
 	case w.ctx.Err() != nil && e.failing != w:
 		// Stopped: by ctx, or for another worker's failure.
 	case tb.Failed() && last.script != nil:
-		f := &ExploreFailure{Seed: seed, Status: last.r.Status, Detail: last.r.Detail, Steps: last.steps, Log: last.r.Log}
-		if m := failLine.FindStringSubmatch(last.r.Log); m != nil {
-			f.Requirement = m[1]
-		}
-		if last.r.Status == Blocked {
-			if by, _, ok := strings.Cut(strings.TrimPrefix(last.r.Detail, "BLOCKED by "), ":"); ok {
-				f.Requirement = by
-			}
-		}
+		f := &ExploreFailure{Seed: seed, Status: last.r.Status, Detail: last.r.Detail, Steps: last.steps, Log: last.r.Log, Requirement: failedRequirement(last.r)}
 		f.Case = string(header(f, e.cfg)) + string(last.script)
 		e.found = f
 	case tb.Failed() && e.setupFailed == "":

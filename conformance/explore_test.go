@@ -136,17 +136,30 @@ var exploredDefects = map[string]string{
 	"takeover-no-replay": "ws", "timeout-grace-added": "ws", "timeout-surface-silent": "ws",
 	"status-pending-any-session": "ws", "passthrough-tool-use-id": "ws", "orphan-answer-refused": "ws",
 	"mcp-multi-flattened": "ws", "mcp-one-session": "ws", "control-withdraw-unsent": "control-ws",
+	// A fifth batch, held out: written by a reader of the bridge, the
+	// protocol and the requirements who read none of the suite, after
+	// the crash points (its four in the page are not in this build).
+	"takeover-marks-new-conn": "ws", "withdrawn-event-request-id": "ws", "deadline-stored-as-created": "ws",
+	"mcp-timeout-call-hangs": "ws", "control-timeout-status-cancelled": "control-ws", "pending-list-unfiltered": "http",
+	"skip-blank-reason-kept": "ws", "passthrough-policy-constant": "ws", "takeover-key-per-dialect": "ws",
+	"sse-replayed-by-session": "http",
 }
 
 // unexploredDefects are the broken bridges the explorer is not asked to
 // find, each with why: what the model does not reach. Their own cases
 // catch them (TestBrokenBridges, conformance/README.md).
 var unexploredDefects = map[string]string{
+	"page-multiselect-field-case": pageDefect, "page-taken-page-reconnects": pageDefect, "page-timeout-event-name": pageDefect,
+	"page-other-text-trimmed": pageDefect,
 	"cancel-first-pending": "a cancel withdraws the session's oldest question, whatever request it names: with two pending at once " +
 		"(one model response), the CLI withdraws both when it withdraws one, so which went first is seen by no one",
 	"questions-reencoded": "the questions come back re-encoded from the bridge's own types: the same JSON while the agent sends " +
 		"every field of every question, as fakeclaude does; a CLI that leaves out multiSelect or a description (optionalDescriptions) would show it",
 }
+
+// pageDefect: why the broken pages are not explored in CI.
+const pageDefect = "in the page's script, which the explorer reaches through Chromium only (make explore-browser, not in CI: " +
+	"it still meets the browser adapter's own races); TestBrokenPages runs its case through the page"
 
 // TestDefectsAccountedFor: every broken bridge of bridge/defect_on.go is
 // either explored or listed as not, with a reason, so a new one is not
@@ -210,7 +223,7 @@ func TestExploreFindsDefects(t *testing.T) {
 			}
 			p := brokenProfile(base, d)
 			res, err := conformance.Explore(context.Background(), conformance.Config{Profile: p, Askctl: bin},
-				conformance.ExploreOptions{Duration: exploreFor(t, 5*time.Minute), Sequences: 100, Shrink: 30 * time.Second, Seed: 1})
+				conformance.ExploreOptions{Duration: exploreFor(t, 5*time.Minute), Sequences: 100, Shrink: 15 * time.Second, Seed: 1})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -250,4 +263,28 @@ func TestExploreSetupFailure(t *testing.T) {
 	if len(res.SetupRetries) != 1 {
 		t.Errorf("retries %q, want one", res.SetupRetries)
 	}
+}
+
+// TestExploreShrinks: a failure whose words name ids of its own run (a
+// question's, here) is seen again when replayed, and shrunk: the first
+// sequence of seed 1 against a bridge that ignores a takeover is long (two
+// dozen steps, three sessions, a restart) and the case written is a few
+// steps. Before failures were told apart by their verdict and requirement
+// alone, no replay matched the first run's words, and nothing was shrunk.
+func TestExploreShrinks(t *testing.T) {
+	t.Parallel()
+	bin, base := brokenSetup(t, "ws")
+	res, err := conformance.Explore(context.Background(), conformance.Config{Profile: brokenProfile(base, "takeover-ignored"), Askctl: bin},
+		conformance.ExploreOptions{Duration: time.Minute, Sequences: 1, Shrink: 30 * time.Second, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := res.Failure
+	if f == nil || f.Requirement != "UI-TAKEOVER" {
+		t.Fatalf("not found at seed 1, or not blamed on UI-TAKEOVER: %+v", f)
+	}
+	if f.Steps*2 > res.Steps {
+		t.Errorf("shrunk from %d steps to %d, want at most half", res.Steps, f.Steps)
+	}
+	t.Logf("%d steps shrunk to %d", res.Steps, f.Steps)
 }

@@ -249,7 +249,13 @@ var (
 	// non-empty reason, not its edges), so no reason starts or ends in
 	// white space; free text ("Other") must keep its edges.
 	xReasons = []string{"Not now, thanks", "Ask me later — I’m busy", "No: ¡cambia el plan!", "skip 🙅", "two  spaces\tand a tab"}
+	// A reason of white space alone is none: the agent must still be told
+	// a reason (a deny's message is never blank), the bridge's own.
+	xSkipReasons = append(slices.Clip(xReasons), "   ", " \t ")
 )
+
+// blank: a skip's reason that gives none (none, or white space alone).
+func blank(reason string) bool { return strings.TrimSpace(reason) == "" }
 
 func (m *xModel) genQuestion(t *rapid.T, used map[string]bool) question {
 	var free []int
@@ -321,7 +327,7 @@ func (m *xModel) genReq(t *rapid.T, last, mcp bool) *xReq {
 		}
 	case "skip":
 		if rapid.Bool().Draw(t, "reasoned") {
-			r.reason = rapid.SampledFrom(xReasons).Draw(t, "reason")
+			r.reason = rapid.SampledFrom(xSkipReasons).Draw(t, "reason")
 		}
 	}
 	var tools []string
@@ -347,7 +353,7 @@ func (m *xModel) genReq(t *rapid.T, last, mcp bool) *xReq {
 		if m.caps.can("skip") && rapid.Bool().Draw(t, "pairSkip") {
 			p.outcome = "skip"
 			if rapid.Bool().Draw(t, "pairReasoned") {
-				p.reason = rapid.SampledFrom(xReasons).Draw(t, "pairReason")
+				p.reason = rapid.SampledFrom(xSkipReasons).Draw(t, "pairReason")
 			}
 		} else {
 			p.answers = map[string]any{}
@@ -369,7 +375,7 @@ func (r *xReq) askStep(cancelAfter float64) map[string]any {
 		step["user"] = map[string]any{"answers": r.answers}
 	case "skip":
 		expect := map[string]any{"behavior": "deny"}
-		if r.reason != "" {
+		if !blank(r.reason) {
 			// The person's reason reaches the agent byte for byte.
 			expect["match"] = map[string]any{"message": r.reason}
 		}
@@ -1294,7 +1300,7 @@ func (m *xModel) crash(t *rapid.T) {
 	if point == profile.CrashSkipCommitted {
 		r.outcome = "skip"
 		if rapid.Bool().Draw(t, "reasoned") {
-			r.reason = rapid.SampledFrom(xReasons).Draw(t, "reason")
+			r.reason = rapid.SampledFrom(xSkipReasons).Draw(t, "reason")
 		}
 		do = "skip-question -crash -conn main %s " + quote(r.reason)
 	} else {
@@ -1371,7 +1377,7 @@ func (r *xReq) resumed() string {
 		return r.answeredResume()
 	}
 	first := map[string]any{"prompt": "You previously asked; the user declined."}
-	if v := r.reason; v != "" && !strings.ContainsAny(v, "\"\\\n\t") {
+	if v := r.reason; !blank(v) && !strings.ContainsAny(v, "\"\\\n\t") {
 		first["expect_prompt"] = regexp.QuoteMeta(v)
 	}
 	return mustJSON(first) + "\n" + mustJSON(map[string]any{"text": "Going on without it."}) + "\n"

@@ -185,3 +185,31 @@ func TestCrashStepsAreGenerated(t *testing.T) {
 		t.Errorf("a bridge with no crash points was crashed: %v", ops)
 	}
 }
+
+// TestFailureIDIsStable: two runs of one failing sequence fail with ids,
+// times and numbers of their own; rapid sees them as one failure (it
+// replays a failure and shrinks it only when the two agree). Another
+// requirement is another failure; a section BLOCKED by the requirement is
+// the same one (a shorter sequence may meet it in another's section).
+func TestFailureIDIsStable(t *testing.T) {
+	run := func(status, detail, log string) Result {
+		return Result{Status: status, Detail: detail, Log: log}
+	}
+	a := run(Fail, "the answer map[Which database?:[Postgres]] to q_ydfq2y7z was accepted; it must be rejected", "> answer\nFAIL UI-TAKEOVER (MUST): …")
+	b := run(Fail, "the answer map[Which database?:[Postgres]] to q_exdm2e2m was accepted; it must be rejected", "> answer\nFAIL UI-TAKEOVER (MUST): …")
+	other := run(Fail, a.Detail, "FAIL UI-STATUS (MUST): …")
+	blocked := run(Blocked, "BLOCKED by UI-TAKEOVER: the tab was not told", "")
+	if failureID(a) != failureID(b) {
+		t.Errorf("one failure, two ids: %q, %q", failureID(a), failureID(b))
+	}
+	if failureID(a) == failureID(other) || failureID(a) != failureID(blocked) {
+		t.Errorf("ids: %q, another requirement's %q, blocked by the same %q", failureID(a), failureID(other), failureID(blocked))
+	}
+	// Where no requirement is named, the detail is the failure, less what
+	// differs from run to run.
+	c := run(Fail, "wait: 1.5s past q_abc12 at 12:00:01", "")
+	d := run(Fail, "wait: 2.25s past q_zz9 at 12:00:07", "")
+	if failureID(c) != failureID(d) || failureID(c) == failureID(run(Fail, "the agent exited", "")) || failureID(c) == failureID(run(Blocked, c.Detail, "")) {
+		t.Errorf("ids of unnamed failures: %q, %q", failureID(c), failureID(d))
+	}
+}

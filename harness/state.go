@@ -392,7 +392,8 @@ type Problem struct {
 	Step    *scenarios.Step
 	Skipped bool
 	// Owner, when set, is the requirement the way the answer was broken
-	// belongs to (answerOwner).
+	// belongs to (answerOwner), or SDK-PASSTHROUGH for another tool's
+	// permission prompt.
 	Owner string
 }
 
@@ -454,6 +455,12 @@ func (s *SessionState) latestProblems() []Problem {
 		p := Problem{Text: s.failures[i]}
 		if n := s.failureSteps[i]; s.scenario != nil && n >= 1 && n <= len(s.scenario.Steps) {
 			p.Step = &s.scenario.Steps[n-1]
+			if p.Step.Tool != nil {
+				// Another tool's permission prompt, decided otherwise than
+				// the policy says or its input changed: the rule of
+				// passing them through, whatever case met it.
+				p.Owner = "SDK-PASSTHROUGH"
+			}
 			for _, qid := range s.questions {
 				if s.askStep(qid) != p.Step {
 					continue

@@ -98,15 +98,25 @@
   // presses Send. It refuses what a person could not do here.
   // settled tells a request the page no longer takes answers for.
   function settled(card) {
-    const st = card.getAttribute(M.state) || "";
-    const k = (M.states && M.states[st]) || st;
+    const k = kindOf(card);
     return k !== "pending" && k !== "error";
+  }
+
+  function kindOf(card) {
+    const st = card.getAttribute(M.state) || "";
+    return (M.states && M.states[st]) || st;
+  }
+
+  // refused is the page's refusal of what (an answer, a skip) on a card
+  // it no longer takes it on: another tab's, once this one was taken over.
+  function refused(card, what) {
+    return { code: kindOf(card) === "taken" ? "session_taken" : "resolved", error: "the page no longer takes " + what + ": " + text(card, M.status) };
   }
 
   function answer(qid, answers) {
     const card = request(qid);
     if (!card) return { code: "not_found", error: "the page shows no question " + qid };
-    if (settled(card)) return { code: "resolved", error: "the page no longer takes an answer: " + text(card, M.status) };
+    if (settled(card)) return refused(card, "an answer");
     const qs = byRole(card, M.question_roles);
     for (const q of qs) {
       if (!(text(q, M.text) in answers)) return { unsupported: "partial answer", error: "the page sends every question of a request together" };
@@ -134,7 +144,7 @@
     }
     const send = byRole(card, ["button"], re(M.send))[0];
     if (!send) return { unsupported: "answer", error: "no button named " + M.send };
-    if (send.disabled) return { code: "resolved", error: "the page no longer takes an answer: " + text(card, M.status) };
+    if (send.disabled) return refused(card, "an answer");
     send.click();
     return { ok: true };
   }
@@ -142,10 +152,10 @@
   function skip(qid, reason) {
     const card = request(qid);
     if (!card) return { code: "not_found", error: "the page shows no question " + qid };
-    if (settled(card)) return { code: "resolved", error: "the page no longer takes a skip: " + text(card, M.status) };
+    if (settled(card)) return refused(card, "a skip");
     const btn = byRole(card, ["button"], re(M.skip))[0];
     if (!btn) return { unsupported: "skip", error: "no button named " + M.skip };
-    if (btn.disabled) return { code: "resolved", error: "the page no longer takes a skip: " + text(card, M.status) };
+    if (btn.disabled) return refused(card, "a skip");
     const box = byRole(card, ["textbox"], re(M.reason))[0];
     if (reason && !box) return { unsupported: "skip reason", error: "no field named " + M.reason };
     if (box) {
