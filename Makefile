@@ -52,7 +52,7 @@ e2e: npm real-cli browser ## the end-to-end tier: the tests with the real claude
 # times slower on the CPU, so the suite's waits are doubled (ASKCTL_SLOW=2):
 # this pass looks for data races; the tiers above check the deadlines.
 race: npm real-cli browser ## run every test with the race detector (the suite's waits doubled)
-	ASKCTL_SLOW=2 ASKCTL_REQUIRE_NPM=1 ASKCTL_REQUIRE_BROWSER=1 $(GO) test -race -count=1 ./...
+	ASKCTL_SLOW=2 ASKCTL_REQUIRE_NPM=1 ASKCTL_REQUIRE_BROWSER=1 $(GO) test -race -count=1 -timeout 40m ./...
 
 npm: $(NPM_STAMP) ## install the pinned TypeScript Agent SDK the tests drive fakeclaude with
 

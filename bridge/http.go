@@ -445,10 +445,6 @@ func (s *Server) skip(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, q)
 }
 
-// events is the SSE stream: every event with its sequence number as the id.
-// A client that reconnects with Last-Event-ID gets what it missed from the
-// log; a new client first gets the state (Snapshot, without ids), then live
-// events.
 // replayKey is what a stream remembers it showed as pending, so that the
 // live feed does not show it again: the question.
 func replayKey(e bridgeapi.Event) string {
@@ -458,6 +454,10 @@ func replayKey(e bridgeapi.Event) string {
 	return e.QuestionID
 }
 
+// events is the SSE stream: every event with its sequence number as the id.
+// A client that reconnects with Last-Event-ID gets what it missed from the
+// log; a new client first gets the state (Snapshot, without ids), then live
+// events.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	fl, ok := w.(http.Flusher)
 	if !ok {

@@ -522,3 +522,27 @@ func TestBrokenPages(t *testing.T) {
 		})
 	}
 }
+
+// TestTakenOverOwned: an answer refused as from a connection taken over,
+// where the case made no takeover, is the failure of the rule that
+// broke, in its own case: another session's connection took the session
+// (takeover-key-per-dialect: SDK-ISOLATION fails), or the new connection
+// was marked taken (takeover-marks-new-conn: UI-TAKEOVER fails). No defect
+// leaves every case BLOCKED by another.
+func TestTakenOverOwned(t *testing.T) {
+	t.Parallel()
+	bin, base := brokenSetup(t, "ws")
+	for d, want := range map[string]string{"takeover-key-per-dialect": "SDK-ISOLATION", "takeover-marks-new-conn": "UI-TAKEOVER"} {
+		rep, err := conformance.RunSuite(context.Background(), conformance.Config{Profile: brokenProfile(base, d), Askctl: bin},
+			conformance.RunOptions{Match: func(n string) bool { return n == "SDK-ISOLATION" || n == "UI-TAKEOVER" || n == "SDK-SKIP-DENY" }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if failing := rep.Failing(); !slices.Contains(failing, want) {
+			for _, r := range rep.Results {
+				t.Logf("%s: %s %s", r.Case, r.Status, strings.SplitN(r.Detail, "\n", 2)[0])
+			}
+			t.Errorf("%s: failing %v, want %s among them", d, failing, want)
+		}
+	}
+}

@@ -41,7 +41,7 @@ func commands() map[string]command {
 		"crashed":     {"crashed [-timeout D]  wait (20s, or D; times --slow) until the bridge armed by restart -crash-at has ended itself there (killed), and start it again, disarmed; connections must be reopened", cmdCrashed},
 		"connect":     {"connect [-after ID] ALIAS CONN  open another surface connection to the session (-after: as a client that heard event ID of some log before, SSE's Last-Event-ID: 0 asks for the whole log, an id ahead of the bridge's log is another log's; a surface without event ids skips the row, or the case)", cmdConnect},
 		"delivered":   {"delivered [-conn C] ALIAS  the current question as shown equals what the agent asked: every question, header, option label and description, multiSelect, in order", cmdDelivered},
-		"dimension":   {"dimension NAME|-  name the row the lines after it check, a verdict of its own: a failure or a skip names it, and the case goes on with what follows (the generated rows, conformance/dimensions.go, and a case's own); - : the lines after it belong to no row", cmdDimension},
+		"dimension":   {"dimension NAME|-  name the row the lines after it check, a verdict of its own: a failure or a skip names it, and the case goes on with what follows (under go test a failure ends the case) (the generated rows, conformance/dimensions.go, and a case's own); - : the lines after it belong to no row", cmdDimension},
 		"disconnect":  {"disconnect ALIAS CONN  close a surface connection", cmdDisconnect},
 		"drop":        {"drop ALIAS CONN  cut the connection's event stream as a network would, keeping the id of the last event it heard (a surface that resumes streams: SSE's Last-Event-ID; elsewhere the row is skipped)", cmdDrop},
 		"invariants":  {"invariants [ALIAS…]  the rules that hold at every moment hold over everything seen so far, in these sessions (default: every session): one control_response per request, no allow after a withdrawal, whole non-blank answers keyed by text, a deny with a message, a timeout's deny within timeout + 1 s of the ask and not early, each connection told only its session's events, each once (the harness's Invariants); a rule another requirement owns makes the case BLOCKED by it", cmdInvariants},
@@ -822,14 +822,34 @@ func rejected(ts *testscript.TestScript, neg bool, code string, err error, what 
 		fail(ts, "%s was rejected with code %q (%s), want %q", what, rj.Code, rj.Message, code)
 	case neg:
 		ts.Logf("rejected as it should be: %v", err)
-	case errors.As(err, &rj) && rj.Code == "session_taken":
-		// The case acts where it holds the session: the bridge holds
-		// another connection to have taken it over (the wrong one marked,
-		// a page taken over that took the session back, another
-		// session's connection). Whose answers count is UI-TAKEOVER's.
-		blockedStop(ts, []string{"UI-TAKEOVER"}, "%s was refused as from a connection taken over (%v), from a connection no later one of its session took over\n%s", what, err, summary(e, alias))
 	case err != nil:
 		fail(ts, "%s: %v\n%s", what, err, summary(e, alias))
+	}
+}
+
+// notAboutParts are the refusals that say what became of a question (it
+// ended, it is not known, the connection is not the session's), not that
+// a part of its answers is refused.
+var notAboutParts = map[string]bool{"resolved": true, "expired": true, "not_found": true, "session_taken": true}
+
+// takenOver: an answer or skip the case expected taken, refused as from a
+// connection taken over (session_taken), where the case made no takeover
+// of conn (it opened no later connection of the session), is not the
+// case's own requirement's failure: the bridge holds the wrong connection
+// taken. Another session's connection taking it over is SDK-ISOLATION's;
+// else (the wrong one marked, a page taken over that took the session
+// back) it is UI-TAKEOVER's. Each fails in its own case, and the case is
+// BLOCKED by the first. A takeover the case made goes on to rejected.
+func takenOver(ts *testscript.TestScript, neg bool, err error, what string, e *harness.Env, alias, conn string) {
+	var rj *surface.Rejected
+	if neg || !errors.As(err, &rj) || rj.Code != "session_taken" {
+		return
+	}
+	switch e.Takeover(alias, conn) {
+	case harness.TakenForeign:
+		blockedStop(ts, []string{"SDK-ISOLATION", "UI-TAKEOVER"}, "%s was refused as from a connection taken over (%v), and what took it over was another session's connection\n%s", what, err, summary(e, alias))
+	case harness.TakenUnmade:
+		blockedStop(ts, []string{"UI-TAKEOVER", "SDK-ISOLATION"}, "%s was refused as from a connection taken over (%v), though no later connection of its session was opened\n%s", what, err, summary(e, alias))
 	}
 }
 
@@ -885,6 +905,12 @@ func cmdAnswer(ts *testscript.TestScript, neg bool, args []string) {
 			rejected(ts, false, "", err, what, e, alias) // a SKIP naming the operation
 		case err == nil && ack.Status == "held":
 			ts.Logf("held, waiting for %v", ack.Missing)
+		case errors.As(err, &rj) && f["hold"] != "" && notAboutParts[rj.Code]:
+			// Refused for what became of the question, not for being a
+			// part: the row's failure, as for any answer.
+			tooLate(ts, false, err, s, qid, what)
+			takenOver(ts, false, err, what, e, alias, connFlag(f))
+			rejected(ts, false, "", err, what, e, alias)
 		case errors.As(err, &rj) && f["hold"] != "":
 			// The bridge refuses parts, as it may: what the row checks of
 			// a held part cannot be reached, as an operation the surface
@@ -900,6 +926,7 @@ func cmdAnswer(ts *testscript.TestScript, neg bool, args []string) {
 		return
 	}
 	tooLate(ts, neg, err, s, qid, what)
+	takenOver(ts, neg, err, what, e, alias, connFlag(f))
 	rejected(ts, neg, f["code"], err, what, e, alias)
 	if err == nil {
 		ts.Logf("answer %s: %s %v", qid, ack.Status, ack.Missing)
@@ -930,6 +957,7 @@ func cmdSkip(ts *testscript.TestScript, neg bool, args []string) {
 		return
 	}
 	tooLate(ts, neg, err, s, qid, "skipping "+qid)
+	takenOver(ts, neg, err, "skipping "+qid, e, args[0], connFlag(f))
 	rejected(ts, neg, f["code"], err, "skipping "+qid, e, args[0])
 }
 
@@ -1072,8 +1100,13 @@ func cmdCheck(ts *testscript.TestScript, neg bool, args []string) {
 			continue
 		}
 		if p.Owner != "" && p.Owner != ts.Getenv("REQUIREMENT") {
-			// An answer keyed, completed or joined wrong: its rule's.
-			failOwned(ts, p.Owner, "the agent of session %s got an answer otherwise than the person gave it: %s", args[0], p.Text)
+			// An answer keyed, completed or joined wrong, or another
+			// tool's prompt decided wrong: its rule's.
+			what := "an answer otherwise than the person gave it"
+			if p.Owner == "SDK-PASSTHROUGH" {
+				what = "another tool's permission prompt decided otherwise than the bridge's policy says, or its input changed"
+			}
+			failOwned(ts, p.Owner, "the agent of session %s got %s: %s", args[0], what, p.Text)
 			continue
 		}
 		problems = append(problems, p.Text)

@@ -295,10 +295,13 @@ func Explore(ctx context.Context, cfg Config, o ExploreOptions) (*ExploreResult,
 		// subscription) is given three runs to show again.
 		file := filepath.Join(work, fmt.Sprintf("found-%d.txtar", f.Seed))
 		if err := os.WriteFile(file, []byte(f.Case), 0o644); err == nil {
+			// It must fail as found: the same requirement, which its
+			// header names.
+			found := failureID(Result{Status: f.Status, Detail: f.Detail, Log: f.Log})
 			for f.ReplayRuns < 3 && !f.Replayed && ctx.Err() == nil {
 				f.ReplayRuns++
 				r, _ := runCaseOnce(cfg, file, filepath.Join(work, fmt.Sprintf("replay-%d-%d", f.Seed, f.ReplayRuns)))
-				f.Replayed = r.Status == Fail || r.Status == Blocked
+				f.Replayed = (r.Status == Fail || r.Status == Blocked) && failureID(r) == found
 			}
 		}
 		if f.Replayed || ctx.Err() != nil {
@@ -436,6 +439,7 @@ func (e *explorer) check(w *exploreWorker, all []*exploreWorker, seed uint64) {
 		r      Result
 		steps  int
 		id     string
+		root   string
 	}
 	shrinking := false
 	var shrinkStart time.Time
@@ -547,7 +551,10 @@ func (e *explorer) check(w *exploreWorker, all []*exploreWorker, seed uint64) {
 				_ = os.RemoveAll(root)
 				return
 			}
-			last.script, last.r, last.steps, last.id = script, r, m.steps, id
+			if last.root != "" && last.root != root {
+				_ = os.RemoveAll(last.root) // a longer run of the same failure
+			}
+			last.script, last.r, last.steps, last.id, last.root = script, r, m.steps, id, root
 			if !shrinking {
 				shrinking, shrinkStart = true, time.Now()
 			}

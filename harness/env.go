@@ -234,6 +234,43 @@ func (e *Env) OpenAfter(ctx context.Context, alias, conn string, lastID int64) e
 	return e.open(ctx, alias, conn, false, lastID)
 }
 
+// Takeover says why the bridge may hold connection conn of alias's session
+// taken over: TakenLater when the case opened another connection of the
+// session after it (a takeover the case made), TakenForeign when conn was
+// told of a takeover for another session, TakenUnmade otherwise (none the
+// case made: the bridge holds the wrong connection taken).
+func (e *Env) Takeover(alias, conn string) Taken {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s := e.st.sessions[alias]
+	d := e.st.drivers[alias]
+	if s == nil || d == nil {
+		return TakenUnmade
+	}
+	if at, ok := d.opened[conn]; ok {
+		for other, t := range d.opened {
+			if other != conn && d.conns[other] != nil && t.After(at) {
+				return TakenLater
+			}
+		}
+	}
+	for _, ev := range s.told {
+		if ev.Conn == conn && ev.Type == surface.EventTaken && ev.Session != "" && ev.Session != s.id {
+			return TakenForeign
+		}
+	}
+	return TakenUnmade
+}
+
+// Taken is why a connection is held taken over (Env.Takeover).
+type Taken int
+
+const (
+	TakenUnmade  Taken = iota // no takeover the case made
+	TakenLater                // the case opened a later connection of the session
+	TakenForeign              // another session's connection took it over
+)
+
 // OpenAll opens connection conn as a view of every session (a dashboard),
 // where the surface has one, and files its events under alias's session.
 func (e *Env) OpenAll(ctx context.Context, alias, conn string) error {
@@ -497,6 +534,10 @@ func (e *Env) Restart(ctx context.Context, kill bool) error {
 // waits for that and starts it again. Connections must be reopened after
 // each. A point the profile does not declare is an *surface.Unsupported.
 func (e *Env) RestartCrashingAt(ctx context.Context, point string, kill bool) error {
+	if !e.bridge.profile.Capabilities.HasCrashPoint(point) {
+		// Nothing restarts: no connection closed, no restart noted.
+		return e.bridge.RestartCrashingAt(ctx, point, kill)
+	}
 	return e.restart("restarting the bridge armed to crash at "+point, func() error { return e.bridge.RestartCrashingAt(ctx, point, kill) })
 }
 

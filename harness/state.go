@@ -455,10 +455,12 @@ func (s *SessionState) latestProblems() []Problem {
 		p := Problem{Text: s.failures[i]}
 		if n := s.failureSteps[i]; s.scenario != nil && n >= 1 && n <= len(s.scenario.Steps) {
 			p.Step = &s.scenario.Steps[n-1]
-			if p.Step.Tool != nil {
-				// Another tool's permission prompt, decided otherwise than
-				// the policy says or its input changed: the rule of
-				// passing them through, whatever case met it.
+			if p.Step.Tool != nil && strings.HasPrefix(p.Text, "expectation: stdin line") {
+				// The reply to another tool's permission prompt, decided
+				// otherwise than the policy says or its input changed:
+				// the rule of passing them through, whatever case met it.
+				// (Not what the agent met while on that step about another
+				// request: a second response, a late allow.)
 				p.Owner = "SDK-PASSTHROUGH"
 			}
 			for _, qid := range s.questions {
