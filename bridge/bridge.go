@@ -90,6 +90,34 @@ const (
 var CrashPoints = []string{CrashAccepted, CrashAskRead, CrashAskFound, CrashAnswerCommitted, CrashAnswerWritten,
 	CrashResumeCommitted, CrashSkipCommitted, CrashExpiryCommitted}
 
+// WithStartReply is ctx for StartSession by a caller that replies to a
+// starter once it returns (the HTTP API): replied is closed once the reply
+// is given. Where a crash hook is set, the ask-read point waits for it: an
+// agent that asks at once must not end the bridge before its starter has
+// the session's id (that would be a crash of the start, not of a question
+// read).
+func WithStartReply(ctx context.Context, replied <-chan struct{}) context.Context {
+	return context.WithValue(ctx, startReplyKey{}, replied)
+}
+
+type startReplyKey struct{}
+
+// awaitStartReply waits, at most limit, for the reply to session's start
+// to be given, where its starter has one to give.
+func (b *Bridge) awaitStartReply(session string, limit time.Duration) {
+	v, ok := b.replies.Load(session)
+	if !ok {
+		return
+	}
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	select {
+	case <-v.(<-chan struct{}):
+	case <-t.C:
+	case <-b.ctx.Done():
+	}
+}
+
 func (b *Bridge) crash(point string) {
 	if b.cfg.Crash != nil {
 		b.cfg.Crash(point)
@@ -111,10 +139,14 @@ type Bridge struct {
 	stopping map[string]bool // sessions being stopped: their withdrawals say so
 
 	closeOnce sync.Once
-	closeErr  error
-	ctx       context.Context
-	end       context.CancelFunc
-	wg        sync.WaitGroup
+	// replies are the sessions whose start has a reply still to give (a
+	// channel closed once given: WithStartReply), where a crash hook is
+	// set: the ask-read point waits for it.
+	replies  sync.Map
+	closeErr error
+	ctx      context.Context
+	end      context.CancelFunc
+	wg       sync.WaitGroup
 
 	mu    sync.Mutex
 	live  map[string]*live       // running sessions, by id

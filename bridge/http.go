@@ -275,12 +275,17 @@ func (s *Server) startSession(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	ss, err := s.B.StartSession(r.Context(), o)
+	replied := make(chan struct{})
+	defer close(replied)
+	ss, err := s.B.StartSession(WithStartReply(r.Context(), replied), o)
 	if err != nil {
 		fail(w, err)
 		return
 	}
 	writeJSON(w, http.StatusCreated, ss)
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush() // given: in the kernel's hands, whatever ends the process next
+	}
 }
 
 func (s *Server) openMCP(w http.ResponseWriter, r *http.Request) {

@@ -65,6 +65,9 @@ func (b *Bridge) ask(sessionID string, s *sdk.Session, r sdk.Request) {
 		_ = s.Respond(r.ID, protocol.Reply{Answers: answers})
 		return
 	}
+	if b.cfg.Crash != nil {
+		b.awaitStartReply(sessionID, 5*time.Second)
+	}
 	b.crash(CrashAskRead)
 	now := time.Now()
 	q := &bridgeapi.Question{ID: newID("q_"), SessionID: sessionID, RequestID: r.ID, ToolUseID: r.ToolUseID, Questions: in.Questions,
