@@ -115,9 +115,7 @@ func (b *Bridge) StartSession(ctx context.Context, o bridgeapi.StartOptions) (*b
 	ss := &bridgeapi.Session{ID: newID("s_"), Prompt: o.Prompt, Scenario: ref, Claude: b.cfg.Claude, Status: bridgeapi.StatusStarting, CreatedAt: time.Now()}
 	if replied, ok := ctx.Value(startReplyKey{}).(<-chan struct{}); ok && b.cfg.Crash != nil {
 		b.replies.Store(ss.ID, replied)
-		defer func() {
-			go func() { <-replied; b.replies.Delete(ss.ID) }()
-		}()
+		go func() { <-replied; b.replies.Delete(ss.ID) }()
 	}
 	if err := b.st.insertSession(ctx, ss); err != nil {
 		return nil, err

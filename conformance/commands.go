@@ -827,6 +827,16 @@ func rejected(ts *testscript.TestScript, neg bool, code string, err error, what 
 	}
 }
 
+// judge is the verdict on the bridge's reply err to an answer or skip
+// (what) of question qid over connection conn: too late to judge (a SKIP),
+// refused as taken over where the case made no takeover (another rule's),
+// or as rejected says.
+func judge(ts *testscript.TestScript, neg bool, code string, err error, s *harness.Session, qid, what string, e *harness.Env, alias, conn string) {
+	tooLate(ts, neg, err, s, qid, what)
+	takenOver(ts, neg, err, what, e, alias, conn)
+	rejected(ts, neg, code, err, what, e, alias)
+}
+
 // notAboutParts are the refusals that say what became of a question (it
 // ended, it is not known, the connection is not the session's), not that
 // a part of its answers is refused.
@@ -908,9 +918,7 @@ func cmdAnswer(ts *testscript.TestScript, neg bool, args []string) {
 		case errors.As(err, &rj) && f["hold"] != "" && notAboutParts[rj.Code]:
 			// Refused for what became of the question, not for being a
 			// part: the row's failure, as for any answer.
-			tooLate(ts, false, err, s, qid, what)
-			takenOver(ts, false, err, what, e, alias, connFlag(f))
-			rejected(ts, false, "", err, what, e, alias)
+			judge(ts, false, "", err, s, qid, what, e, alias, connFlag(f))
 		case errors.As(err, &rj) && f["hold"] != "":
 			// The bridge refuses parts, as it may: what the row checks of
 			// a held part cannot be reached, as an operation the surface
@@ -925,9 +933,7 @@ func cmdAnswer(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		return
 	}
-	tooLate(ts, neg, err, s, qid, what)
-	takenOver(ts, neg, err, what, e, alias, connFlag(f))
-	rejected(ts, neg, f["code"], err, what, e, alias)
+	judge(ts, neg, f["code"], err, s, qid, what, e, alias, connFlag(f))
 	if err == nil {
 		ts.Logf("answer %s: %s %v", qid, ack.Status, ack.Missing)
 		ts.Setenv("ACK", ack.Status)
@@ -956,9 +962,7 @@ func cmdSkip(ts *testscript.TestScript, neg bool, args []string) {
 		crashing(ts, "skipping "+qid, err)
 		return
 	}
-	tooLate(ts, neg, err, s, qid, "skipping "+qid)
-	takenOver(ts, neg, err, "skipping "+qid, e, args[0], connFlag(f))
-	rejected(ts, neg, f["code"], err, "skipping "+qid, e, args[0])
+	judge(ts, neg, f["code"], err, s, qid, "skipping "+qid, e, args[0], connFlag(f))
 }
 
 // chosenQuestion is the question a command's -qid or -q (the question

@@ -140,6 +140,18 @@ const readAfter = 300 * time.Millisecond
 
 // readBesideRow is the SDK-PASSTHROUGH row of a Read's prompt, decided
 // under policy (allow or deny), while a question of the session waits.
+// noReasonRow is a row whose person skips giving reason, which gives none
+// (empty, or white space alone): the agent is told a reason all the same.
+func noReasonRow(name, reason string) row {
+	return row{name: name, lines: `await ALIAS question
+skip-question ALIAS ` + quote(reason) + `
+await ALIAS answered
+response ALIAS behavior deny
+response ALIAS message '~\S'
+check ALIAS
+`, steps: session(askDeny(qDB))}
+}
+
 func readBesideRow(policy string) row {
 	decided := map[string]string{"allow": "allowed", "deny": "denied"}[policy]
 	var lines strings.Builder
@@ -250,24 +262,10 @@ check ALIAS
 			steps: session(ask(map[string]any{qIntl.Question: "日本語", qEmoji.Question: []string{"Rot 🔴", "Grün"}}, qIntl, qEmoji))},
 	},
 	"SDK-SKIP-DENY": {
-		{name: "skip with no reason given", lines: `await ALIAS question
-skip-question ALIAS ''
-await ALIAS answered
-response ALIAS behavior deny
-response ALIAS message '~\S'
-check ALIAS
-`,
-			steps: session(askDeny(qDB))},
+		noReasonRow("skip with no reason given", ""),
 		// A reason of white space alone is none: the agent is still told
 		// one, not a blank message.
-		{name: "skip with a reason of white space alone", lines: `await ALIAS question
-skip-question ALIAS '   '
-await ALIAS answered
-response ALIAS behavior deny
-response ALIAS message '~\S'
-check ALIAS
-`,
-			steps: session(askDeny(qDB))},
+		noReasonRow("skip with a reason of white space alone", "   "),
 		{name: "skip with part of the request answered and held", lines: `await ALIAS question
 answer -partial ALIAS 'Which database should I use?=SQLite'
 skip-question ALIAS 'Not now'

@@ -125,6 +125,7 @@ type ExploreFailure struct {
 	// at most.
 	ReplayRuns int    `json:"replay_runs"`
 	Log        string `json:"log,omitempty"`
+	id         string // failureID: what its replay must fail as
 }
 
 // DefaultExploreWorkers is how many sequences an exploration plays at
@@ -297,11 +298,10 @@ func Explore(ctx context.Context, cfg Config, o ExploreOptions) (*ExploreResult,
 		if err := os.WriteFile(file, []byte(f.Case), 0o644); err == nil {
 			// It must fail as found: the same requirement, which its
 			// header names.
-			found := failureID(Result{Status: f.Status, Detail: f.Detail, Log: f.Log})
 			for f.ReplayRuns < 3 && !f.Replayed && ctx.Err() == nil {
 				f.ReplayRuns++
 				r, _ := runCaseOnce(cfg, file, filepath.Join(work, fmt.Sprintf("replay-%d-%d", f.Seed, f.ReplayRuns)))
-				f.Replayed = (r.Status == Fail || r.Status == Blocked) && failureID(r) == found
+				f.Replayed = (r.Status == Fail || r.Status == Blocked) && failureID(r) == f.id
 			}
 		}
 		if f.Replayed || ctx.Err() != nil {
@@ -540,8 +540,8 @@ func (e *explorer) check(w *exploreWorker, all []*exploreWorker, seed uint64) {
 		}
 		if failed {
 			// What rapid tells failures apart by, and replays a failure
-			// to see again before it shrinks it: the verdict and the
-			// requirement broken, never the detail, which names ids and
+			// to see again before it shrinks it: the requirement broken,
+			// never the detail, which names ids and
 			// times of its own run (with them, no failure was seen again,
 			// and none was shrunk). While shrinking, a shorter sequence
 			// that breaks another requirement is another failure: it does
@@ -569,7 +569,7 @@ func (e *explorer) check(w *exploreWorker, all []*exploreWorker, seed uint64) {
 	case w.ctx.Err() != nil && e.failing != w:
 		// Stopped: by ctx, or for another worker's failure.
 	case tb.Failed() && last.script != nil:
-		f := &ExploreFailure{Seed: seed, Status: last.r.Status, Detail: last.r.Detail, Steps: last.steps, Log: last.r.Log, Requirement: failedRequirement(last.r)}
+		f := &ExploreFailure{Seed: seed, Status: last.r.Status, Detail: last.r.Detail, Steps: last.steps, Log: last.r.Log, Requirement: failedRequirement(last.r), id: last.id}
 		f.Case = string(header(f, e.cfg)) + string(last.script)
 		e.found = f
 	case tb.Failed() && e.setupFailed == "":

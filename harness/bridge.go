@@ -402,10 +402,19 @@ func (b *Bridge) Restart(ctx context.Context, kill bool) error { return b.restar
 // capabilities.crash.points), the first time it gets there; Crashed waits
 // for that.
 func (b *Bridge) RestartCrashingAt(ctx context.Context, point string, kill bool) error {
-	if !b.profile.Capabilities.HasCrashPoint(point) {
-		return &surface.Unsupported{Op: "restart -crash-at " + point, Message: "the profile declares no crash point " + point + " (capabilities.crash)"}
+	if err := b.undeclared(point); err != nil {
+		return err
 	}
 	return b.restart(ctx, kill, point)
+}
+
+// undeclared is an *surface.Unsupported where the profile declares no
+// crash point point, else nil.
+func (b *Bridge) undeclared(point string) error {
+	if b.profile.Capabilities.HasCrashPoint(point) {
+		return nil
+	}
+	return &surface.Unsupported{Op: "restart -crash-at " + point, Message: "the profile declares no crash point " + point + " (capabilities.crash)"}
 }
 
 // restart stops the bridge and starts it armed at crash point point ("":

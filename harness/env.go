@@ -534,9 +534,8 @@ func (e *Env) Restart(ctx context.Context, kill bool) error {
 // waits for that and starts it again. Connections must be reopened after
 // each. A point the profile does not declare is an *surface.Unsupported.
 func (e *Env) RestartCrashingAt(ctx context.Context, point string, kill bool) error {
-	if !e.bridge.profile.Capabilities.HasCrashPoint(point) {
-		// Nothing restarts: no connection closed, no restart noted.
-		return e.bridge.RestartCrashingAt(ctx, point, kill)
+	if err := e.bridge.undeclared(point); err != nil {
+		return err // nothing restarts: no connection closed, no restart noted
 	}
 	return e.restart("restarting the bridge armed to crash at "+point, func() error { return e.bridge.RestartCrashingAt(ctx, point, kill) })
 }
