@@ -21,6 +21,7 @@ import (
 	"github.com/askctl/askctl/internal/testenv"
 	"github.com/askctl/askctl/profile"
 	"github.com/askctl/askctl/surface"
+	"github.com/askctl/askctl/surface/browser"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -41,6 +42,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	browser.StopAll()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/askctl/askctl/claudecli"
 	"github.com/askctl/askctl/conformance"
 	"github.com/askctl/askctl/internal/clip"
+	"github.com/askctl/askctl/surface/browser"
 	"github.com/urfave/cli/v3"
 )
 
@@ -201,6 +202,9 @@ func (o *conformanceOptions) validate() error {
 
 func runConformance(ctx context.Context, o *conformanceOptions) (err error) {
 	w, ew := o.io.out, o.io.err
+	// A browser surface's Chromium would stop seconds after the run, by
+	// then the command has exited: stop it now, and take its profile away.
+	defer browser.StopAll()
 	if o.list {
 		for _, name := range conformance.CaseNames() {
 			r := conformance.Requirements[name]

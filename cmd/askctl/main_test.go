@@ -47,7 +47,7 @@ func TestMain(m *testing.M) {
 		}
 		askctlMain()
 	}
-	testscript.Main(m, map[string]func(){
+	testscript.Main(testenv.Cleaned(m), map[string]func(){
 		"askctl":     askctlMain,
 		"fakeclaude": fakeclaudeMain,
 		// Scripts find fakeclaude first on PATH as claude, where a bridge

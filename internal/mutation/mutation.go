@@ -86,7 +86,7 @@ func Main(m *testing.M) {
 		}
 	}
 	record(logf, "started")
-	code, err := run(m)
+	code, err := run(testenv.Cleaned(m))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "mutation:", err)
 		if code == 0 {
@@ -96,7 +96,7 @@ func Main(m *testing.M) {
 	os.Exit(code)
 }
 
-func run(m *testing.M) (int, error) {
+func run(m testenv.TestingM) (int, error) {
 	root, err := moduleRoot()
 	if err != nil {
 		return 1, err

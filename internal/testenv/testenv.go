@@ -62,21 +62,39 @@ var isolated string
 // after.
 func Main(m *testing.M) {
 	RunAsFakeclaude()
+	os.Exit(Run(m))
+}
+
+// Run runs m's tests and returns their exit code, after removing the config
+// directory IsolateConfig made (a TestMain that ends in os.Exit would leave
+// it behind in the temporary directory, one a test run). A session file
+// that appeared meanwhile in the user's own ~/.claude fails the run.
+func Run(m TestingM) int {
 	before := userSessions()
 	code := m.Run()
 	if isolated != "" {
 		os.RemoveAll(isolated)
 	}
-	// No test writes outside its temporary directories: a session file that
-	// appeared in the user's own ~/.claude is a failure.
+	// No test writes outside its temporary directories.
 	for f := range userSessions() {
 		if !before[f] {
 			fmt.Fprintf(os.Stderr, "testenv: a test wrote %s, in the user's own ~/.claude: give it a CLAUDE_CONFIG_DIR or a Home of its own\n", f)
 			code = 1
 		}
 	}
-	os.Exit(code)
+	return code
 }
+
+// TestingM is what a TestMain runs: *testing.M, or one wrapped by Cleaned.
+type TestingM interface{ Run() int }
+
+// Cleaned wraps m so that running it is Run(m), for a TestMain that hands
+// m to another (testscript.Main) to run and exit.
+func Cleaned(m TestingM) TestingM { return cleaned{m} }
+
+type cleaned struct{ m TestingM }
+
+func (c cleaned) Run() int { return Run(c.m) }
 
 // userSessions are the session files of the user's own ~/.claude kept for
 // this package's directory, where an in-process fakeclaude with no config

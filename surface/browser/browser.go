@@ -11,7 +11,9 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -178,7 +180,8 @@ func acquireBrowser(path string, flags []string, limit time.Duration) (*sharedBr
 		b.users++
 		return b, nil
 	}
-	dir, err := os.MkdirTemp("", "askctl-chromium-*")
+	sweepProfiles()
+	dir, err := os.MkdirTemp("", profilePrefix+strconv.Itoa(os.Getpid())+"-*")
 	if err != nil {
 		return nil, err
 	}
@@ -222,6 +225,40 @@ func (b *sharedBrowser) release() {
 			b.stop()
 		}
 	})
+}
+
+// StopAll stops every Chromium this process started, now, and removes its
+// profile directory: a process about to end calls it, since the idle stop
+// after the last surface closes comes seconds after a command has exited.
+func StopAll() {
+	browsers.mu.Lock()
+	defer browsers.mu.Unlock()
+	for key, b := range browsers.m {
+		if b.idle != nil {
+			b.idle.Stop()
+		}
+		delete(browsers.m, key)
+		b.stop()
+	}
+}
+
+// profilePrefix starts the name of each Chromium profile directory, which
+// goes on with the pid of the process that made it.
+const profilePrefix = "askctl-chromium-"
+
+// sweepProfiles removes the profile directories of processes that have
+// ended (a test binary or a library user that exited before its browser's
+// idle stop, a process killed): a browser started leaves no more than one
+// behind, and only while its process lives.
+func sweepProfiles() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), profilePrefix+"*-*"))
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(strings.SplitN(strings.TrimPrefix(filepath.Base(d), profilePrefix), "-", 2)[0])
+		if err != nil || pid <= 0 || pid == os.Getpid() || alive(pid) {
+			continue
+		}
+		_ = os.RemoveAll(d)
+	}
 }
 
 // first makes ctx's browser or tab, within limit. It must run on ctx
