@@ -562,6 +562,27 @@ func cmdCrashed(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
+// untilCrash is ctx, ended too when the bridge process exits: an
+// operation the bridge was armed to crash on gets no reply once the bridge
+// is dead, and a surface that waits for one to its limit (a page that says
+// "Sending…") would spend seconds the model's clock does not count, past a
+// pending question's timeout. It ends with ctx.
+func untilCrash(ctx context.Context, e *harness.Env) context.Context {
+	exited := e.Bridge().Exited()
+	if exited == nil {
+		return ctx
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	go func() {
+		select {
+		case <-exited:
+			cancel(errors.New("the bridge exited"))
+		case <-ctx.Done():
+		}
+	}()
+	return ctx
+}
+
 // crashing is the end of an operation the bridge was armed to crash on
 // (answer -crash, skip-question -crash): the bridge may die before it
 // replies, so no reply is checked; crashed checks that it died.
@@ -680,6 +701,7 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("await -q: only with question, and not negated")
 	}
 	if what == "question" {
+		began := time.Now()
 		got, err := s.AwaitQuestion(ctx, conn, f["same"] != "")
 		if err != nil {
 			if _, behind := s.AnsweredUnshown(); behind {
@@ -687,6 +709,9 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 				// nothing: SDK-DELIVER's failure, which no other case can
 				// look past.
 				blockedStop(ts, []string{"SDK-DELIVER", "SDK-DELIVER-LATENCY"}, "%v\n%s", err, summary(e, alias))
+			}
+			if f["same"] != "" {
+				endedOnTime(ts, e, s, alias, conn, qid, began)
 			}
 			if q, ok := s.NotReplayed(conn); ok {
 				// Pending when this connection was open, and never told to
@@ -734,6 +759,54 @@ func tooLate(ts *testscript.TestScript, neg bool, err error, s *harness.Session,
 		}
 		ts.Fatalf("SKIP: %s", why)
 	}
+}
+
+// endedOnTime: a question awaited again (a replay, after a reconnect or
+// a restart) that the bridge timed out (the agent got the timeout's deny,
+// or the connection was told the bridge no longer waits on it),
+// where the wait began three quarters of the declared timeout or more
+// after the agent asked (not when it ended: a wait that began in time
+// must see the replay before the deadline).
+// The bridge timing it out may be right (SDK-TIMEOUT; a bridge down past
+// the deadline ends the question as it comes back), and the case could
+// not keep its schedule: through a slow surface on a busy machine, two
+// restarts and the tabs opened between them can outlast the timeout. A
+// SKIP that says so, its row alone. It returns otherwise: the bridge
+// neither denied the agent for the timeout nor told the connection the
+// question is over, or the wait began in time.
+func endedOnTime(ts *testscript.TestScript, e *harness.Env, s *harness.Session, alias, conn, qid string, began time.Time) {
+	timeout := ts.Value(keyCfg).(*Config).Profile.Capabilities.Timeout.D()
+	at, ok := s.AskedAt(qid)
+	if timeout <= 0 || !ok || qid == "" {
+		return
+	}
+	late := began.Sub(at)
+	if late < timeout*3/4 {
+		return
+	}
+	// The bridge's word that the question is over: the timeout's deny to
+	// the agent, or, where the agent died with a bridge, a status.
+	said := ""
+	if r, ok, _ := s.Response(); ok {
+		if g := protocol.ReadGranted(r.Result); g.Behavior == protocol.BehaviorDeny && harness.TimedOut(g.Message) {
+			said = fmt.Sprintf("the agent got its timeout's deny %v after the ask", r.T.Sub(at).Round(time.Millisecond))
+		}
+	}
+	over := harness.NotWaitingFor(alias, conn, qid)
+	var v harness.Verdict
+	e.Read(func(st *harness.State) { v, _ = over.Check(st) })
+	if said == "" && v == harness.Met {
+		said = "the bridge told the connection it no longer waits on it"
+	}
+	if said == "" {
+		return
+	}
+	why := fmt.Sprintf("too late to judge: question %s was awaited again on connection %s from %v after the agent asked, the declared timeout is %v, and %s, so the bridge timing the question out may be right; the case could not keep its schedule: on a busy machine, --slow gives the bridge's timeout and the suite's waits more time", qid, conn, late.Round(time.Millisecond), timeout, said)
+	endRow(ts, Skip, why)
+	if c := ts.Value(keyCfg).(*Config); c.unsupported != nil {
+		c.unsupported(why)
+	}
+	ts.Fatalf("SKIP: %s", why)
 }
 
 // clearErrorRequired are the requirements that want a refusal the person
@@ -899,6 +972,9 @@ func cmdAnswer(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	ctx, cancel := waitCtx(ts, 15*time.Second)
 	defer cancel()
+	if f["crash"] != "" {
+		ctx = untilCrash(ctx, e)
+	}
 	ack, err := s.Answer(ctx, connFlag(f), qid, answers)
 	what := fmt.Sprintf("the answer %v to %s", answers, qid)
 	if f["crash"] != "" {
@@ -957,6 +1033,9 @@ func cmdSkip(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	ctx, cancel := waitCtx(ts, 15*time.Second)
 	defer cancel()
+	if f["crash"] != "" {
+		ctx = untilCrash(ctx, e)
+	}
 	err := s.Skip(ctx, connFlag(f), qid, reason)
 	if f["crash"] != "" {
 		crashing(ts, "skipping "+qid, err)

@@ -407,6 +407,9 @@ func TestTooLateIsSkip(t *testing.T) {
 	body := func(pause string) string {
 		return "requirement SDK-ANSWER-SINGLE\nstart s1 ask-single\nawait s1 question\n" + pause + "answer s1\nawait s1 answered\ncheck s1\n"
 	}
+	replay := func(pause string) string {
+		return "requirement UI-RECONNECT-REPLAY\nstart s1 ask-single\nawait s1 question\n" + pause + "connect s1 c2\nawait -conn c2 -same s1 question\nanswer -conn c2 s1\nawait s1 answered\ncheck s1\n"
+	}
 	// The bridge's timeout is the declared one scaled by the slow factor
 	// (make race runs with ASKCTL_SLOW=2): the late answer comes a second
 	// after that. A case that waits as long without naming $TIMEOUT runs
@@ -416,6 +419,13 @@ func TestTooLateIsSkip(t *testing.T) {
 	late := p.WithSlowTimeout(slow).Capabilities.Timeout.D() + time.Second
 	results := runCaseFiles(t, p, map[string]string{
 		"late": body("sleep $TIMEOUT_GRACE\n"), "slow": body(fmt.Sprintf("sleep %dms\n", late.Milliseconds())), "in-time": body(""),
+		// A question awaited again past its timeout, which the bridge says
+		// it ended: the explorer's schedule through a page, two restarts
+		// long, on a busy machine.
+		"replay-late":    replay("sleep $TIMEOUT_GRACE\n"),
+		"replay-in-time": replay(""),
+		// Its agent killed with the bridge: only a status says it is over.
+		"restart-late": replay("restart -kill\nsleep $TIMEOUT_GRACE\n"),
 	})
 	for _, r := range results {
 		switch r.Case {
@@ -427,9 +437,13 @@ func TestTooLateIsSkip(t *testing.T) {
 			if r.Status != conformance.Pass {
 				t.Errorf("an answer as late, in a case that names no $TIMEOUT: %s %s", r.Status, r.Detail)
 			}
-		case "in-time":
+		case "in-time", "replay-in-time":
 			if r.Status != conformance.Pass {
-				t.Errorf("an answer in time: %s %s", r.Status, r.Detail)
+				t.Errorf("%s: %s %s", r.Case, r.Status, r.Detail)
+			}
+		case "replay-late", "restart-late":
+			if r.Status != conformance.Skip || !strings.Contains(r.Detail, "too late to judge") || !strings.Contains(r.Detail, "awaited again") {
+				t.Errorf("%s: a question awaited again after its timeout: %s %q, want a SKIP saying the case was late", r.Case, r.Status, r.Detail)
 			}
 		}
 	}
