@@ -43,7 +43,6 @@ demo: build ## start the reference bridge with fakeclaude, run a session, answer
 test: npm ## install the pinned npm packages, vet, and run every test but the end-to-end tier (about 1–1.5 min warm; CI runs this and make e2e)
 	$(GO) vet ./...
 	$(GO) vet -tags mutation ./bridge ./internal/mcpask ./internal/mutation
-	GOOS=darwin $(GO) build ./... # builds where a file's name says linux but no build tag does
 	ASKCTL_TIER=fast ASKCTL_REQUIRE_NPM=1 $(GO) test -count=1 -parallel 8 -skip '^($(E2E))$$' ./...
 
 e2e: npm real-cli browser ## the end-to-end tier: the tests with the real claude CLI (fakeclaude's fidelity among them) and with Chromium (CI runs it)

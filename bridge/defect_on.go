@@ -52,6 +52,9 @@ var Defects = []string{
 	"takeover-key-per-dialect", "sse-replayed-by-session",
 	// its four in the page (pageDefects)
 	"page-multiselect-field-case", "page-taken-page-reconnects", "page-timeout-event-name", "page-other-text-trimmed",
+	// A sixth batch, held out: those it taught the suite to catch
+	"redeliver-earlier-question-counts", "recover-asked-matches-request-id", "ws-read-limit-default",
+	"page-skip-button-sends", "page-multi-uncheck-drops-later", "page-other-typed-not-picked",
 }
 
 // Variants are not defects: bridges that differ from the reference one
@@ -64,10 +67,13 @@ var Variants = []string{"parts-refused"}
 // script (what it has, what the broken one has instead), served in its
 // place.
 var pageDefects = map[string][2]string{
-	"page-multiselect-field-case": {"const multi = !!q.multiSelect;", "const multi = !!q.multiselect;"},
-	"page-taken-page-reconnects":  {"if (page.ws !== ws || page.taken) return;", "if (page.ws !== ws) return;"},
-	"page-timeout-event-name":     {`case "ask_user_timeout":`, `case "ask_user_expired":`},
-	"page-other-text-trimmed":     {`c["text" + i].value : v));`, `c["text" + i].value.trim() : v));`},
+	"page-multiselect-field-case":    {"const multi = !!q.multiSelect;", "const multi = !!q.multiselect;"},
+	"page-taken-page-reconnects":     {"if (page.ws !== ws || page.taken) return;", "if (page.ws !== ws) return;"},
+	"page-timeout-event-name":        {`case "ask_user_timeout":`, `case "ask_user_expired":`},
+	"page-other-text-trimmed":        {`c["text" + i].value : v));`, `c["text" + i].value.trim() : v));`},
+	"page-skip-button-sends":         {"onclick: () => skip(c) });", "onclick: () => send(c) });"},
+	"page-multi-uncheck-drops-later": {"p.splice(at, 1);", "p.splice(at);"},
+	"page-other-typed-not-picked":    {"other.checked = want;\n        choose(OTHER, other);", "other.checked = want;"},
 }
 
 // pageEdited is the page's file name as the broken page has it, where the

@@ -165,7 +165,7 @@ func (b *Bridge) redeliver(q *bridgeapi.Question) {
 	// (and its session must not be resumed twice).
 	if later, err := b.st.questions(ctx, "", ss.ID); err == nil {
 		for _, l := range later {
-			if l.ID != q.ID && l.CreatedAt.After(q.CreatedAt) {
+			if l.ID != q.ID && (l.CreatedAt.After(q.CreatedAt) && !defect("redeliver-earlier-question-counts") || defect("redeliver-earlier-question-counts") && l.CreatedAt.Before(q.CreatedAt)) {
 				b.cfg.Logf("question %s: its agent asked again after it (%s): it was delivered", q.ID, l.ID)
 				b.markDelivered(q.ID)
 				return
@@ -230,7 +230,7 @@ func (b *Bridge) recoverAsked(ss *bridgeapi.Session) {
 		return
 	}
 	for _, q := range known {
-		if q.ToolUseID == toolUseID {
+		if q.ToolUseID == toolUseID && !defect("recover-asked-matches-request-id") || defect("recover-asked-matches-request-id") && q.RequestID == toolUseID {
 			b.readAsked(ss) // stored: it is listed, or was settled
 			return
 		}

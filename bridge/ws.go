@@ -56,7 +56,9 @@ func (s *Server) socket(w http.ResponseWriter, r *http.Request, d dialect) {
 	if err != nil {
 		return // Accept has answered (403 for a foreign Origin)
 	}
-	conn.SetReadLimit(bridgeapi.MaxBody)
+	if !defect("ws-read-limit-default") {
+		conn.SetReadLimit(bridgeapi.MaxBody)
+	}
 	c := &wsClient{conn: conn, session: session, timeout: s.writeTimeout()}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()

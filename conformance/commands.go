@@ -346,6 +346,12 @@ func cmdInvariants(ts *testscript.TestScript, neg bool, args []string) {
 // checkInvariants fails the case on a broken rule its requirement owns,
 // and reports it BLOCKED by the owner of any other.
 func checkInvariants(ts *testscript.TestScript, e *harness.Env, aliases ...string) {
+	// A question shown is heard apart from the agent's request behind it:
+	// wait (briefly, only while they differ) for the request of each one,
+	// so that a second id is one the agent never asked.
+	ctx, cancel := waitCtx(ts, 3*time.Second)
+	_ = e.Await(ctx, harness.OneIDPerRequest(aliases...))
+	cancel()
 	vs := e.Invariants(aliases...)
 	own := ts.Getenv("REQUIREMENT")
 	var mine []string
@@ -560,6 +566,31 @@ func cmdCrashed(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		fail(ts, "%v", err)
 	}
+}
+
+// answersText is answers as a report's line says them: each question's
+// values quoted, control characters escaped (a newline in free text would
+// end the line before its verdict), and each cut short, saying how long it
+// was.
+func answersText(answers map[string][]string) string {
+	qs := make([]string, 0, len(answers))
+	for q := range answers {
+		qs = append(qs, q)
+	}
+	sort.Strings(qs)
+	var parts []string
+	for _, q := range qs {
+		var vals []string
+		for _, v := range answers[q] {
+			t := clip.Quote(v, 80)
+			if len(v) > 80 {
+				t += fmt.Sprintf(" (%d bytes)", len(v))
+			}
+			vals = append(vals, t)
+		}
+		parts = append(parts, clip.Quote(q, 80)+": "+strings.Join(vals, ", "))
+	}
+	return "{" + strings.Join(parts, "; ") + "}"
 }
 
 // untilCrash is ctx, ended too when the bridge process exits: an
@@ -976,7 +1007,7 @@ func cmdAnswer(ts *testscript.TestScript, neg bool, args []string) {
 		ctx = untilCrash(ctx, e)
 	}
 	ack, err := s.Answer(ctx, connFlag(f), qid, answers)
-	what := fmt.Sprintf("the answer %v to %s", answers, qid)
+	what := fmt.Sprintf("the answer %s to %s", answersText(answers), qid)
 	if f["crash"] != "" {
 		crashing(ts, what, err)
 		return

@@ -172,6 +172,18 @@ func recorded(steps ...string) []string {
 	return append([]string{`{"name":"recorded","route":"sdk","origin":"recorded"}`}, session(steps...)...)
 }
 
+// pastedLog is a person's own words as long as a pasted log: 40 KB, past
+// the 32 KiB a WebSocket library reads in one message unless told more
+// (coder/websocket's default, among others), and far below what the CLI
+// takes in a line.
+var pastedLog = func() string {
+	var b strings.Builder
+	for i := 1; b.Len() < 40_000; i++ {
+		fmt.Fprintf(&b, "%04d  ERROR  worker-%d: connection reset by peer — retrying in %dms (“naïve” retry)\n", i, i%7, 100*(i%5))
+	}
+	return "Neither: see the log.\n" + b.String()
+}()
+
 var (
 	qDB       = single("Which database should I use?", "Database", "Postgres", "SQLite")
 	qFormat   = single("How should I format the output?", "Format", "Summary", "Detailed")
@@ -215,6 +227,8 @@ var dimensions = map[string][]row{
 			steps: session(ask(map[string]any{qDB.Question: "MySQL, then Postgres"}, qDB))},
 		{name: "free text for a multiSelect question", lines: answerLines,
 			steps: session(ask(map[string]any{qSections.Question: "All of them, in one page"}, qSections))},
+		{name: "free text of 40 KB, a pasted log", lines: answerLines,
+			steps: session(ask(map[string]any{qDB.Question: pastedLog}, qDB))},
 	},
 	"SDK-ANSWER-ALL": {
 		{name: "two questions", lines: answerLines,

@@ -1309,6 +1309,22 @@ func (m *xModel) crash(t *rapid.T) {
 			r.answers[qq.Question] = genAnswer(t, qq)
 		}
 	}
+	// The crash may come on the session's second request, the first
+	// ended the other way (an answer where the bridge crashes at a skip,
+	// a skip where it crashes at an answer: the point is armed for the
+	// first of its kind): what the bridge knows of an earlier request must
+	// not stand for the later one's reply.
+	var first *xReq
+	if rapid.IntRange(0, 2).Draw(t, "crashOnSecond") == 2 {
+		m.spend(t, m.stepCost(), nil)
+		first = &xReq{held: map[string]bool{}, qs: []question{m.genQuestion(t, used)}}
+		if r.outcome == "skip" {
+			first.outcome, first.answers = "answer", map[string]any{first.qs[0].Question: genAnswer(t, first.qs[0])}
+		} else {
+			first.outcome = "skip"
+			first.reason = rapid.SampledFrom(xReasons).Draw(t, "firstReason")
+		}
+	}
 	m.ops["crash at "+point]++
 	m.restarted = true
 	m.emit("")
@@ -1316,12 +1332,29 @@ func (m *xModel) crash(t *rapid.T) {
 	m.emit("restart -kill -crash-at %s", point)
 	m.killed()
 	s := &xSession{alias: fmt.Sprintf("s%d", len(m.sessions)+1), conn: "main", conns: 1, reqs: []*xReq{r}}
+	if first != nil {
+		s.reqs = []*xReq{first, r}
+	}
 	m.sessions = append(m.sessions, s)
 	r.since = m.now
 	m.files[s.alias+".jsonl"] = s.scenario(m.cancelAfter())
 	m.files[s.alias+".resume.jsonl"] = r.resumed()
 	m.requirement("UI-PERSIST")
 	m.emit("start %s %s.jsonl", s.alias, s.alias)
+	if first != nil {
+		m.ops["crash on a second request"]++
+		m.emit("await -conn main %s question", s.alias)
+		s.shown++
+		first.shown, first.seen, first.since = s.shown, true, m.now
+		if first.outcome == "answer" {
+			m.emit("answer -conn main %s", s.alias)
+		} else {
+			m.emit("skip-question -conn main %s %s", s.alias, quote(first.reason))
+		}
+		m.emit("await %s answered", s.alias)
+		first.done = true
+		s.cur = 1
+	}
 	m.emit("await -conn main %s question", s.alias)
 	s.shown++
 	r.shown, r.seen = s.shown, true

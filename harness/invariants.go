@@ -58,6 +58,13 @@ func TimedOut(message string) bool { return timedOut.MatchString(message) }
 //   - UI-RECONNECT-REPLAY: it hears each event once: no event id twice,
 //     a question at most once, and not again after it ended, and how it
 //     ended once.
+//
+// For the session's surfaces, one request is one question id: no request
+// of the agent is shown under a second id (UI-PERSIST where the bridge was
+// restarted in between, else UI-RECONNECT-REPLAY, which replays a question
+// with the same id). The agent's request and the surface's question are
+// heard apart, so a caller waits for OneIDPerRequest first (with a
+// deadline) and then checks.
 func (e *Env) Invariants(aliases ...string) []Violation {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -79,6 +86,7 @@ func (e *Env) Invariants(aliases ...string) []Violation {
 		}
 		out = append(out, e.st.requestViolations(s, timeout)...)
 		out = append(out, e.st.surfaceViolations(s)...)
+		out = append(out, e.st.idViolations(s)...)
 	}
 	return out
 }
@@ -256,6 +264,41 @@ func (st *State) surfaceViolations(s *SessionState) []Violation {
 		told[key{c, ev.Type, ev.QuestionID}] = true
 	}
 	return out
+}
+
+func (st *State) idViolations(s *SessionState) []Violation {
+	if s.mcp {
+		return nil
+	}
+	var out []Violation
+	for _, x := range s.extraQuestions() {
+		req, why := "UI-RECONNECT-REPLAY", "replayed on a reconnect, a question keeps its id"
+		if st.restartedBetween(s.firstShown(x.First), s.firstShown(x.ID)) {
+			req, why = "UI-PERSIST", "listed again after a restart, a question keeps its id"
+		}
+		out = append(out, Violation{Requirement: req, Session: s.alias, Text: fmt.Sprintf(
+			"session %s: the surfaces showed question %s, and then %s, which asks the same %s, where the agent asked it once: one request is one question; %s",
+			s.alias, x.First, x.ID, clip.String(strings.Join(s.shownTexts[x.ID], " / "), 160), why)})
+	}
+	return out
+}
+
+// OneIDPerRequest is met when, for each of the sessions (every one for
+// none), every question id shown asks what a request of the agent of its
+// own asked: the agent's request has been heard for each question shown.
+// Unmet while one is shown twice under two ids (idViolations then says so).
+func OneIDPerRequest(aliases ...string) Expectation {
+	return Expectation{Description: "every question shown is a request of the agent's own", Check: func(st *State) (Verdict, string) {
+		for a, s := range st.sessions {
+			if len(aliases) > 0 && !slices.Contains(aliases, a) {
+				continue
+			}
+			if !s.mcp && len(s.extraQuestions()) > 0 {
+				return Unmet, ""
+			}
+		}
+		return Met, ""
+	}}
 }
 
 func describe(ev surface.Event) string {

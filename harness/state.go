@@ -349,6 +349,42 @@ func (s *SessionState) reqIndex(qid string) int {
 	return -1
 }
 
+// extraQuestions are the question ids shown asking what fewer requests
+// of the agent asked: for each list of question texts, the ids shown
+// asking it past the number of requests that ask it, each with the id
+// first shown for the same texts. One request is one question, under one
+// id, across reconnects and restarts. (An id that shows no texts, a
+// surface that shows them otherwise, is not counted.)
+func (s *SessionState) extraQuestions() (extra []struct{ ID, First string }) {
+	asked := map[string]int{}
+	for _, r := range s.requests {
+		asked[strings.Join(r.textList, "\x00")]++
+	}
+	shown := map[string][]string{}
+	for _, id := range s.questions {
+		texts := s.shownTexts[id]
+		if len(texts) == 0 {
+			continue
+		}
+		k := strings.Join(texts, "\x00")
+		if len(shown[k]) >= asked[k] && len(shown[k]) > 0 {
+			extra = append(extra, struct{ ID, First string }{id, shown[k][0]})
+		}
+		shown[k] = append(shown[k], id)
+	}
+	return extra
+}
+
+// firstShown is when question qid was first shown, on any connection.
+func (s *SessionState) firstShown(qid string) time.Time {
+	for _, ev := range s.told {
+		if ev.Type == surface.EventQuestion && ev.QuestionID == qid {
+			return ev.T
+		}
+	}
+	return time.Time{}
+}
+
 // matchedByText reports whether question qid shows no texts, or the
 // agent made a request that asks them.
 func (s *SessionState) matchedByText(qid string) bool {

@@ -104,6 +104,7 @@ type socketConn struct {
 	replies chan json.RawMessage
 	reqMu   sync.Mutex // one message awaiting its reply at a time
 	done    chan struct{}
+	closed  error // why the read loop ended, once done is closed
 
 	mu    sync.Mutex
 	shown map[string]Pending // questions this connection shows
@@ -115,6 +116,7 @@ func (c *socketConn) read() {
 	for {
 		_, data, err := c.ws.Read(context.Background())
 		if err != nil {
+			c.closed = err
 			c.sink(Event{T: time.Now(), Type: EventClosed, Session: c.session, Reason: err.Error()})
 			return
 		}
@@ -246,7 +248,10 @@ func (c *socketConn) roundTrip(ctx context.Context, qid string, msg []byte) (bri
 			}
 			return r, nil
 		case <-c.done:
-			return bridgeapi.WSReply{}, errClosed
+			// What the bridge said as it closed (a WebSocket close code:
+			// 1009, a message too big for its read limit) is what its
+			// author can act on.
+			return bridgeapi.WSReply{}, fmt.Errorf("%w with no reply to the %d-byte message: %v", errClosed, len(msg), c.closed)
 		case <-wctx.Done():
 			return bridgeapi.WSReply{}, fmt.Errorf("no reply from the bridge within %v (the profile's limits.op)", c.s.spec.OpLimit())
 		}

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/askctl/askctl/internal/chromium"
@@ -69,6 +70,10 @@ type browserSurface struct {
 	// tell of them, as a page loaded then would not show them.
 	settledMu sync.Mutex
 	settled   map[string]bool
+	// gestures counts the person's answers and skips: its parity picks
+	// their way to one (browser.js, changesMind), the same in a case run
+	// again.
+	gestures atomic.Int64
 }
 
 func newBrowserSurface(s surface.Spec, token func() (string, error)) *browserSurface {
@@ -877,7 +882,7 @@ func (s *browserSurface) settledHere(qid string) bool {
 
 func (c *browserConn) Answer(ctx context.Context, qid string, answers map[string][]string) (surface.Ack, error) {
 	a, _ := json.Marshal(answers)
-	k, status, err := c.act(ctx, "answer", qid, fmt.Sprintf(`window.__askctl.answer(%q, %s)`, qid, a))
+	k, status, err := c.act(ctx, "answer", qid, fmt.Sprintf(`window.__askctl.answer(%q, %s, %d)`, qid, a, c.s.gestures.Add(1)))
 	if err == nil {
 		err = settled(k, status)
 	}
@@ -889,7 +894,7 @@ func (c *browserConn) Answer(ctx context.Context, qid string, answers map[string
 
 func (c *browserConn) Skip(ctx context.Context, qid, reason string) error {
 	r, _ := json.Marshal(reason)
-	k, status, err := c.act(ctx, "skip", qid, fmt.Sprintf(`window.__askctl.skip(%q, %s)`, qid, r))
+	k, status, err := c.act(ctx, "skip", qid, fmt.Sprintf(`window.__askctl.skip(%q, %s, %d)`, qid, r, c.s.gestures.Add(1)))
 	if err != nil {
 		return err
 	}

@@ -113,7 +113,18 @@
     return { code: kindOf(card) === "taken" ? "session_taken" : "resolved", error: "the page no longer takes " + what + ": " + text(card, M.status) };
   }
 
-  function answer(qid, answers) {
+  // A person's way to an answer varies (n, the surface's count of its
+  // answers and skips, picks the way; odd for the first): on one way they
+  // pick just what they answer, clicking Other before typing their own
+  // words; on the other they change their mind — in a multiSelect question
+  // they tick an option they do not keep and untick it once the rest are
+  // ticked, in a single one they pick another first — and type their own
+  // words straight into the box. Questions of one request alternate.
+  function changesMind(n, i) {
+    return ((n | 0) + i) % 2 === 1;
+  }
+
+  function answer(qid, answers, n) {
     const card = request(qid);
     if (!card) return { code: "not_found", error: "the page shows no question " + qid };
     if (settled(card)) return refused(card, "an answer");
@@ -121,26 +132,35 @@
     for (const q of qs) {
       if (!(text(q, M.text) in answers)) return { unsupported: "partial answer", error: "the page sends every question of a request together" };
     }
+    let i = 0;
     for (const [qt, vals] of Object.entries(answers)) {
       const q = questionOf(card, qt);
       if (!q) return { code: "invalid", error: "the page shows no question " + JSON.stringify(qt) };
       const opts = byRole(q, ["radio", "checkbox"]);
+      const isOther = (x) => re(M.other).test(name(x));
       // Start from nothing picked, then pick in the order given.
       for (const o of opts) if (o.checked && role(o) === "checkbox") o.click();
-      for (const v of vals) {
-        const o = opts.find((x) => name(x) === v && !re(M.other).test(name(x)));
+      const mind = changesMind(n, i++);
+      const decoy = mind ? opts.find((x) => !isOther(x) && !vals.includes(name(x))) : null;
+      const decoyAt = decoy ? ((n | 0) >> 1) % Math.max(1, vals.length) : -1;
+      for (let k = 0; k < vals.length; k++) {
+        if (k === decoyAt && !decoy.checked) decoy.click();
+        const v = vals[k];
+        const o = opts.find((x) => name(x) === v && !isOther(x));
         if (o) {
           if (!o.checked) o.click();
           continue;
         }
-        const other = opts.find((x) => re(M.other).test(name(x)));
+        const other = opts.find(isOther);
         const box = byRole(q, ["textbox"])[0];
         if (!other || !box) return { unsupported: "free text", error: "the page offers no own words for " + JSON.stringify(qt) };
-        if (!other.checked) other.click();
+        if (!mind && !other.checked) other.click();
         box.focus();
         box.value = v;
         box.dispatchEvent(new Event("input", { bubbles: true }));
+        if (!other.checked) other.click(); // a page that does not tick Other as one types
       }
+      if (decoy && decoy.checked && role(decoy) === "checkbox") decoy.click();
     }
     const send = byRole(card, ["button"], re(M.send))[0];
     if (!send) return { unsupported: "answer", error: "no button named " + M.send };
@@ -149,13 +169,21 @@
     return { ok: true };
   }
 
-  function skip(qid, reason) {
+  // skip presses Skip, with the reason typed in its field. On the way a
+  // person changes their mind (see answer), they had begun to answer: an
+  // option of the first question is picked, which a skip must not send.
+  function skip(qid, reason, n) {
     const card = request(qid);
     if (!card) return { code: "not_found", error: "the page shows no question " + qid };
     if (settled(card)) return refused(card, "a skip");
     const btn = byRole(card, ["button"], re(M.skip))[0];
     if (!btn) return { unsupported: "skip", error: "no button named " + M.skip };
     if (btn.disabled) return refused(card, "a skip");
+    if (changesMind(n, 0)) {
+      const q = byRole(card, M.question_roles)[0];
+      const o = q && byRole(q, ["radio", "checkbox"]).find((x) => !re(M.other).test(name(x)) && !x.disabled);
+      if (o && !o.checked) o.click();
+    }
     const box = byRole(card, ["textbox"], re(M.reason))[0];
     if (reason && !box) return { unsupported: "skip reason", error: "no field named " + M.reason };
     if (box) {
