@@ -732,7 +732,6 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("await -q: only with question, and not negated")
 	}
 	if what == "question" {
-		began := time.Now()
 		got, err := s.AwaitQuestion(ctx, conn, f["same"] != "")
 		if err != nil {
 			if _, behind := s.AnsweredUnshown(); behind {
@@ -741,14 +740,14 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 				// look past.
 				blockedStop(ts, []string{"SDK-DELIVER", "SDK-DELIVER-LATENCY"}, "%v\n%s", err, summary(e, alias))
 			}
-			if f["same"] != "" {
-				endedOnTime(ts, e, s, alias, conn, qid, began)
-			}
 			if q, ok := s.NotReplayed(conn); ok {
 				// Pending when this connection was open, and never told to
 				// it: UI-RECONNECT-REPLAY's failure, on the way to this
 				// case's own check.
 				blockedStop(ts, []string{"UI-RECONNECT-REPLAY"}, "question %s was pending when connection %s opened, and the bridge did not replay it to it: %v\n%s", q, conn, err, summary(e, alias))
+			}
+			if f["same"] != "" {
+				endedOnTime(ts, s, conn, qid)
 			}
 			fail(ts, "%v\n%s", err, summary(e, alias))
 		}
@@ -793,46 +792,39 @@ func tooLate(ts *testscript.TestScript, neg bool, err error, s *harness.Session,
 }
 
 // endedOnTime: a question awaited again (a replay, after a reconnect or
-// a restart) that the bridge timed out (the agent got the timeout's deny,
-// or the connection was told the bridge no longer waits on it),
-// where the wait began three quarters of the declared timeout or more
-// after the agent asked (not when it ended: a wait that began in time
-// must see the replay before the deadline).
-// The bridge timing it out may be right (SDK-TIMEOUT; a bridge down past
-// the deadline ends the question as it comes back), and the case could
-// not keep its schedule: through a slow surface on a busy machine, two
-// restarts and the tabs opened between them can outlast the timeout. A
-// SKIP that says so, its row alone. It returns otherwise: the bridge
-// neither denied the agent for the timeout nor told the connection the
-// question is over, or the wait began in time.
-func endedOnTime(ts *testscript.TestScript, e *harness.Env, s *harness.Session, alias, conn, qid string, began time.Time) {
+// a restart) on a connection that opened after the question's deadline
+// (the ask and the declared timeout), where the bridge said it ended it
+// then: the agent got the timeout's deny no earlier than three quarters
+// of the timeout after the ask, or the connection was told, from then on,
+// that the session no longer waits on it. The bridge timing the question
+// out is right (SDK-TIMEOUT; a bridge down past the deadline ends the
+// question as it comes back), and the case could not keep its schedule:
+// through a slow surface on a busy machine, two restarts and the tabs
+// opened between them can outlast the timeout. A SKIP that says so, its
+// row alone. It returns otherwise: a connection opened before the
+// deadline must be shown the question, and a question not replayed to it
+// is UI-RECONNECT-REPLAY's failure, checked first.
+func endedOnTime(ts *testscript.TestScript, s *harness.Session, conn, qid string) {
 	timeout := ts.Value(keyCfg).(*Config).Profile.Capabilities.Timeout.D()
 	at, ok := s.AskedAt(qid)
-	if timeout <= 0 || !ok || qid == "" {
+	opened, open := s.OpenedAt(conn)
+	if timeout <= 0 || !ok || !open || qid == "" || opened.Before(at.Add(timeout)) {
 		return
 	}
-	late := began.Sub(at)
-	if late < timeout*3/4 {
-		return
-	}
-	// The bridge's word that the question is over: the timeout's deny to
-	// the agent, or, where the agent died with a bridge, a status.
+	from := at.Add(timeout * 3 / 4)
 	said := ""
-	if r, ok, _ := s.Response(); ok {
+	if r, ok, _ := s.Response(); ok && !r.T.Before(from) {
 		if g := protocol.ReadGranted(r.Result); g.Behavior == protocol.BehaviorDeny && harness.TimedOut(g.Message) {
 			said = fmt.Sprintf("the agent got its timeout's deny %v after the ask", r.T.Sub(at).Round(time.Millisecond))
 		}
 	}
-	over := harness.NotWaitingFor(alias, conn, qid)
-	var v harness.Verdict
-	e.Read(func(st *harness.State) { v, _ = over.Check(st) })
-	if said == "" && v == harness.Met {
+	if said == "" && s.ToldOverSince(conn, qid, from) {
 		said = "the bridge told the connection it no longer waits on it"
 	}
 	if said == "" {
 		return
 	}
-	why := fmt.Sprintf("too late to judge: question %s was awaited again on connection %s from %v after the agent asked, the declared timeout is %v, and %s, so the bridge timing the question out may be right; the case could not keep its schedule: on a busy machine, --slow gives the bridge's timeout and the suite's waits more time", qid, conn, late.Round(time.Millisecond), timeout, said)
+	why := fmt.Sprintf("too late to judge: question %s was awaited again on connection %s, which opened %v after the agent asked, past the declared timeout %v, and %s, so the bridge timing the question out is right; the case could not keep its schedule: on a busy machine, --slow gives the bridge's timeout and the suite's waits more time", qid, conn, opened.Sub(at).Round(time.Millisecond), timeout, said)
 	endRow(ts, Skip, why)
 	if c := ts.Value(keyCfg).(*Config); c.unsupported != nil {
 		c.unsupported(why)

@@ -277,10 +277,17 @@ func (st *State) idViolations(s *SessionState) []Violation {
 			req, why = "UI-PERSIST", "listed again after a restart, a question keeps its id"
 		}
 		out = append(out, Violation{Requirement: req, Session: s.alias, Text: fmt.Sprintf(
-			"session %s: the surfaces showed question %s, and then %s, which asks the same %s, where the agent asked it once: one request is one question; %s",
-			s.alias, x.First, x.ID, clip.String(strings.Join(s.shownTexts[x.ID], " / "), 160), why)})
+			"session %s: the surfaces showed question %s, and then %s, which asks the same %s, where the agent asked it %s: one request is one question; %s",
+			s.alias, x.First, x.ID, clip.String(strings.Join(s.shownTexts[x.ID], " / "), 160), times(x.Asked), why)})
 	}
 	return out
+}
+
+func times(n int) string {
+	if n == 1 {
+		return "once"
+	}
+	return fmt.Sprintf("%d times", n)
 }
 
 // OneIDPerRequest is met when, for each of the sessions (every one for

@@ -168,3 +168,57 @@ func TestRequestsByTheirTexts(t *testing.T) {
 		})
 	}
 }
+
+// One request is one question id on the surfaces: a request shown under a
+// second id breaks UI-RECONNECT-REPLAY (UI-PERSIST across a restart); two
+// requests asking the same, and texts a surface shows otherwise, do not.
+func TestOneIDPerRequest(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	ask := func(id, text string) transcript.Record {
+		return transcript.Record{Session: "a1", Dir: transcript.FromCLI, Msg: fmt.Appendf(nil, `{"type":"control_request","request_id":%q,"request":{"subtype":"can_use_tool","tool_name":"AskUserQuestion","tool_use_id":"tu_%s","input":{"questions":[{"question":%q,"header":"H","options":[{"label":"A","description":"a"},{"label":"B","description":"b"}],"multiSelect":false}]}}}`, id, id, text)}
+	}
+	shown := func(qid, text string, s int) surface.Event {
+		return surface.Event{T: t0.Add(time.Duration(s) * time.Second), Conn: "main", Type: surface.EventQuestion, QuestionID: qid, Questions: []protocol.Question{{Question: text}}}
+	}
+	on := func(conn string, ev surface.Event) surface.Event { ev.Conn = conn; return ev }
+	for _, c := range []struct {
+		name    string
+		asks    []transcript.Record
+		events  []surface.Event
+		restart bool // the bridge restarted between second 1 and 2
+		want    string
+	}{
+		{"one id each", []transcript.Record{ask("r1", "One?"), ask("r2", "Two?")}, []surface.Event{shown("q_1", "One?", 0), shown("q_2", "Two?", 2)}, false, ""},
+		{"a request under a second id", []transcript.Record{ask("r1", "One?")}, []surface.Event{shown("q_1", "One?", 0), shown("q_2", "One?", 2)}, false, "UI-RECONNECT-REPLAY"},
+		{"a second id after a restart", []transcript.Record{ask("r1", "One?")}, []surface.Event{shown("q_1", "One?", 0), shown("q_2", "One?", 2)}, true, "UI-PERSIST"},
+		{"the same id again, on another connection", []transcript.Record{ask("r1", "One?")}, []surface.Event{shown("q_1", "One?", 0), on("c2", shown("q_1", "One?", 2))}, false, ""},
+		{"two requests asking the same", []transcript.Record{ask("r1", "One?"), ask("r2", "One?")}, []surface.Event{shown("q_1", "One?", 0), shown("q_2", "One?", 2)}, false, ""},
+		{"texts shown otherwise", []transcript.Record{ask("r1", "One?"), ask("r2", "Two?")}, []surface.Event{shown("q_x", "Two", 0), shown("q_y", "Two", 2)}, false, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newTestEnv()
+			s := newSessionState("s1", "a1", nil, false)
+			e.st.sessions["s1"], e.st.byAgent["a1"] = s, s
+			for _, r := range c.asks {
+				e.onRecord(r)
+			}
+			if c.restart {
+				e.st.restarts = append(e.st.restarts, t0.Add(1500*time.Millisecond))
+			}
+			for _, ev := range c.events {
+				s.show(ev)
+			}
+			var got []string
+			for _, v := range e.Invariants() {
+				got = append(got, v.Requirement)
+			}
+			met, _ := OneIDPerRequest().Check(&e.st)
+			switch {
+			case c.want == "" && (len(got) > 0 || met != Met):
+				t.Errorf("violations %v, OneIDPerRequest %v; want none, met", got, met)
+			case c.want != "" && (len(got) != 1 || got[0] != c.want || met == Met):
+				t.Errorf("violations %v, OneIDPerRequest %v; want %s, unmet", got, met, c.want)
+			}
+		})
+	}
+}

@@ -404,6 +404,31 @@ func (s *Session) AskedAt(qid string) (time.Time, bool) {
 	return at, ok
 }
 
+// OpenedAt is when connection conn of the session last opened, if it did.
+func (s *Session) OpenedAt(conn string) (time.Time, bool) {
+	var at time.Time
+	s.e.Read(func(st *State) {
+		if d := st.drivers[s.alias]; d != nil {
+			at = d.opened[conn]
+		}
+	})
+	return at, !at.IsZero()
+}
+
+// ToldOverSince reports whether connection conn was told, at t or later,
+// that the session waits on no question, or on another than qid.
+func (s *Session) ToldOverSince(conn, qid string, t time.Time) bool {
+	over := false
+	_ = s.read(func(ss *SessionState) {
+		for _, ev := range ss.told {
+			if ev.Conn == conn && ev.Type == surface.EventStatus && !ev.T.Before(t) && ev.Waiting != nil && (!*ev.Waiting || ev.PendingID != "" && ev.PendingID != qid) {
+				over = true
+			}
+		}
+	})
+	return over
+}
+
 // Request is the agent's request behind the current question.
 func (s *Session) Request() (Request, bool) {
 	var out Request

@@ -350,12 +350,16 @@ func (s *SessionState) reqIndex(qid string) int {
 }
 
 // extraQuestions are the question ids shown asking what fewer requests
-// of the agent asked: for each list of question texts, the ids shown
-// asking it past the number of requests that ask it, each with the id
-// first shown for the same texts. One request is one question, under one
-// id, across reconnects and restarts. (An id that shows no texts, a
-// surface that shows them otherwise, is not counted.)
-func (s *SessionState) extraQuestions() (extra []struct{ ID, First string }) {
+// of the agent asked: for each list of question texts that a request
+// asks, the ids shown asking it past the number of requests that ask it,
+// each with the id first shown for the same texts and that number. One
+// request is one question, under one id, across reconnects and restarts.
+// (An id that shows no texts, or texts no request asks — a surface that
+// shows them otherwise, or a request one card at a time — is not counted.)
+func (s *SessionState) extraQuestions() (extra []struct {
+	ID, First string
+	Asked     int
+}) {
 	asked := map[string]int{}
 	for _, r := range s.requests {
 		asked[strings.Join(r.textList, "\x00")]++
@@ -367,8 +371,11 @@ func (s *SessionState) extraQuestions() (extra []struct{ ID, First string }) {
 			continue
 		}
 		k := strings.Join(texts, "\x00")
-		if len(shown[k]) >= asked[k] && len(shown[k]) > 0 {
-			extra = append(extra, struct{ ID, First string }{id, shown[k][0]})
+		if asked[k] > 0 && len(shown[k]) >= asked[k] {
+			extra = append(extra, struct {
+				ID, First string
+				Asked     int
+			}{id, shown[k][0], asked[k]})
 		}
 		shown[k] = append(shown[k], id)
 	}

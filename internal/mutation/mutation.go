@@ -87,6 +87,7 @@ func Main(m *testing.M) {
 	}
 	record(logf, "started")
 	code, err := run(testenv.Cleaned(m))
+	testenv.Cleanup() // also when the mutant did not build, and no test ran
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "mutation:", err)
 		if code == 0 {

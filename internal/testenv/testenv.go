@@ -72,9 +72,7 @@ func Main(m *testing.M) {
 func Run(m TestingM) int {
 	before := userSessions()
 	code := m.Run()
-	if isolated != "" {
-		os.RemoveAll(isolated)
-	}
+	Cleanup()
 	// No test writes outside its temporary directories.
 	for f := range userSessions() {
 		if !before[f] {
@@ -83,6 +81,14 @@ func Run(m TestingM) int {
 		}
 	}
 	return code
+}
+
+// Cleanup removes the config directory IsolateConfig made, if it made
+// one: for a TestMain that may end before it runs its tests.
+func Cleanup() {
+	if isolated != "" {
+		os.RemoveAll(isolated)
+	}
 }
 
 // TestingM is what a TestMain runs: *testing.M, or one wrapped by Cleaned.

@@ -16,7 +16,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/askctl/askctl/internal/chromium"
@@ -70,10 +69,12 @@ type browserSurface struct {
 	// tell of them, as a page loaded then would not show them.
 	settledMu sync.Mutex
 	settled   map[string]bool
-	// gestures counts the person's answers and skips: its parity picks
-	// their way to one (browser.js, changesMind), the same in a case run
-	// again.
-	gestures atomic.Int64
+	// gestures counts the person's answers and skips in each session: its
+	// parity picks their way to one (browser.js, changesMind), the first
+	// of a session changing its mind. By session, so that a row of a case
+	// that ended early does not turn the next row's way around.
+	gestureMu sync.Mutex
+	gestures  map[string]int
 }
 
 func newBrowserSurface(s surface.Spec, token func() (string, error)) *browserSurface {
@@ -253,13 +254,18 @@ const profilePrefix = "askctl-chromium-"
 
 // sweepProfiles removes the profile directories of processes that have
 // ended (a test binary or a library user that exited before its browser's
-// idle stop, a process killed): a browser started leaves no more than one
+// idle stop, a process killed), an hour after they were last changed: a browser started leaves no more than one
 // behind, and only while its process lives.
 func sweepProfiles() {
 	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), profilePrefix+"*-*"))
 	for _, d := range dirs {
 		pid, err := strconv.Atoi(strings.SplitN(strings.TrimPrefix(filepath.Base(d), profilePrefix), "-", 2)[0])
 		if err != nil || pid <= 0 || pid == os.Getpid() || alive(pid) {
+			continue
+		}
+		// Not touched for an hour: a pid of another pid namespace sharing
+		// the directory looks ended from here, and its browser may run.
+		if fi, err := os.Stat(d); err != nil || time.Since(fi.ModTime()) < time.Hour {
 			continue
 		}
 		_ = os.RemoveAll(d)
@@ -872,6 +878,24 @@ func (c *browserConn) act(ctx context.Context, op, qid, call string) (string, st
 	return k, status, nil
 }
 
+// sessionID is the session the tab shows ("" for the page of every one).
+func (c *browserConn) sessionID() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.session
+}
+
+// gesture counts one more answer or skip of the person in session.
+func (s *browserSurface) gesture(session string) int {
+	s.gestureMu.Lock()
+	defer s.gestureMu.Unlock()
+	if s.gestures == nil {
+		s.gestures = map[string]int{}
+	}
+	s.gestures[session]++
+	return s.gestures[session]
+}
+
 // settledHere reports whether a person answered or skipped request qid in
 // one of this surface's tabs.
 func (s *browserSurface) settledHere(qid string) bool {
@@ -882,7 +906,7 @@ func (s *browserSurface) settledHere(qid string) bool {
 
 func (c *browserConn) Answer(ctx context.Context, qid string, answers map[string][]string) (surface.Ack, error) {
 	a, _ := json.Marshal(answers)
-	k, status, err := c.act(ctx, "answer", qid, fmt.Sprintf(`window.__askctl.answer(%q, %s, %d)`, qid, a, c.s.gestures.Add(1)))
+	k, status, err := c.act(ctx, "answer", qid, fmt.Sprintf(`window.__askctl.answer(%q, %s, %d)`, qid, a, c.s.gesture(c.sessionID())))
 	if err == nil {
 		err = settled(k, status)
 	}
@@ -894,7 +918,7 @@ func (c *browserConn) Answer(ctx context.Context, qid string, answers map[string
 
 func (c *browserConn) Skip(ctx context.Context, qid, reason string) error {
 	r, _ := json.Marshal(reason)
-	k, status, err := c.act(ctx, "skip", qid, fmt.Sprintf(`window.__askctl.skip(%q, %s, %d)`, qid, r, c.s.gestures.Add(1)))
+	k, status, err := c.act(ctx, "skip", qid, fmt.Sprintf(`window.__askctl.skip(%q, %s, %d)`, qid, r, c.s.gesture(c.sessionID())))
 	if err != nil {
 		return err
 	}

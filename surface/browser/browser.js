@@ -113,13 +113,15 @@
     return { code: kindOf(card) === "taken" ? "session_taken" : "resolved", error: "the page no longer takes " + what + ": " + text(card, M.status) };
   }
 
-  // A person's way to an answer varies (n, the surface's count of its
-  // answers and skips, picks the way; odd for the first): on one way they
+  // A person's way to an answer varies (n, the count of the person's
+  // answers and skips in the session, picks the way; odd for the first): on one way they
   // pick just what they answer, clicking Other before typing their own
   // words; on the other they change their mind — in a multiSelect question
   // they tick an option they do not keep and untick it once the rest are
   // ticked, in a single one they pick another first — and type their own
-  // words straight into the box. Questions of one request alternate.
+  // words straight into the box. Questions of one request alternate. A
+  // page that sends as soon as an option is picked, with no Send, is not
+  // one this adapter drives.
   function changesMind(n, i) {
     return ((n | 0) + i) % 2 === 1;
   }
@@ -179,13 +181,16 @@
     const btn = byRole(card, ["button"], re(M.skip))[0];
     if (!btn) return { unsupported: "skip", error: "no button named " + M.skip };
     if (btn.disabled) return refused(card, "a skip");
+    const box = byRole(card, ["textbox"], re(M.reason))[0];
+    if (reason && !box) return { unsupported: "skip reason", error: "no field named " + M.reason };
     if (changesMind(n, 0)) {
       const q = byRole(card, M.question_roles)[0];
       const o = q && byRole(q, ["radio", "checkbox"]).find((x) => !re(M.other).test(name(x)) && !x.disabled);
       if (o && !o.checked) o.click();
+      // A page may take Skip away once something is picked: a person
+      // would see that, and so does the case.
+      if (btn.disabled) return { unsupported: "skip after a pick", error: "the page disables " + M.skip + " once an option is picked" };
     }
-    const box = byRole(card, ["textbox"], re(M.reason))[0];
-    if (reason && !box) return { unsupported: "skip reason", error: "no field named " + M.reason };
     if (box) {
       box.value = reason || "";
       box.dispatchEvent(new Event("input", { bubbles: true }));

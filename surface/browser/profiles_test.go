@@ -13,7 +13,8 @@ import (
 
 // A profile directory outlives its process when the process ends before
 // its browser's idle stop (a test binary, a command): the next process to
-// start a browser removes those of ended processes, and no other.
+// start a browser removes those of ended processes, an hour after they
+// last changed, and no other.
 func TestSweepRemovesOnlyProfilesOfEndedProcesses(t *testing.T) {
 	t.Setenv("TMPDIR", t.TempDir())
 	ended := exec.Command("true")
@@ -28,11 +29,18 @@ func TestSweepRemovesOnlyProfilesOfEndedProcesses(t *testing.T) {
 		return d
 	}
 	gone := mk(profilePrefix + strconv.Itoa(ended.Process.Pid) + "-123")
+	old := time.Now().Add(-2 * time.Hour)
 	keep := []string{
-		mk(profilePrefix + strconv.Itoa(os.Getpid()) + "-1"),  // this process's
-		mk(profilePrefix + strconv.Itoa(os.Getppid()) + "-2"), // a live one's
-		mk(profilePrefix + "987654321"),                       // named before pids were
+		mk(profilePrefix + strconv.Itoa(ended.Process.Pid) + "-124"), // of an ended pid, but changed a moment ago
+		mk(profilePrefix + strconv.Itoa(os.Getpid()) + "-1"),         // this process's
+		mk(profilePrefix + strconv.Itoa(os.Getppid()) + "-2"),        // a live one's
+		mk(profilePrefix + "987654321"),                              // named before pids were
 		mk("askctl-other-" + strconv.Itoa(ended.Process.Pid) + "-3"),
+	}
+	for _, d := range append([]string{gone}, keep[1:]...) {
+		if err := os.Chtimes(d, old, old); err != nil {
+			t.Fatal(err)
+		}
 	}
 	sweepProfiles()
 	if _, err := os.Stat(gone); !os.IsNotExist(err) {
