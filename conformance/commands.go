@@ -783,11 +783,7 @@ func tooLate(ts *testscript.TestScript, neg bool, err error, s *harness.Session,
 	}
 	if late := time.Since(at); late >= timeout*3/4 && harness.TimedOut(rj.Message) {
 		why := fmt.Sprintf("too late to judge: %s was sent %v after the agent asked, and the declared timeout is %v, so the bridge timing it out may be right (%v); the case could not keep its schedule: on a busy machine, --slow gives the suite's own waits more time", what, late.Round(time.Millisecond), timeout, err)
-		endRow(ts, Skip, why) // a row is skipped alone
-		if c := ts.Value(keyCfg).(*Config); c.unsupported != nil {
-			c.unsupported(why)
-		}
-		ts.Fatalf("SKIP: %s", why)
+		skipLate(ts, why)
 	}
 }
 
@@ -825,6 +821,12 @@ func endedOnTime(ts *testscript.TestScript, s *harness.Session, conn, qid string
 		return
 	}
 	why := fmt.Sprintf("too late to judge: question %s was awaited again on connection %s, which opened %v after the agent asked, past the declared timeout %v, and %s, so the bridge timing the question out is right; the case could not keep its schedule: on a busy machine, --slow gives the bridge's timeout and the suite's waits more time", qid, conn, opened.Sub(at).Round(time.Millisecond), timeout, said)
+	skipLate(ts, why)
+}
+
+// skipLate ends a case the schedule of which a busy machine broke: a
+// SKIP saying why, its row alone in a row (endRow), else the case.
+func skipLate(ts *testscript.TestScript, why string) {
 	endRow(ts, Skip, why)
 	if c := ts.Value(keyCfg).(*Config); c.unsupported != nil {
 		c.unsupported(why)
@@ -856,11 +858,7 @@ func timedOutMeanwhile(ts *testscript.TestScript, s *harness.Session, qid string
 		return
 	}
 	why := fmt.Sprintf("too late to judge: question %s timed out (the agent got the deny %q %v after the ask; the declared timeout is %v) while the case watched that nothing answered it; the case could not keep its schedule: on a busy machine, --slow gives the bridge's timeout and the suite's waits more time", qid, clip.String(g.Message, 120), took.Round(time.Millisecond), timeout)
-	endRow(ts, Skip, why)
-	if c := ts.Value(keyCfg).(*Config); c.unsupported != nil {
-		c.unsupported(why)
-	}
-	ts.Fatalf("SKIP: %s", why)
+	skipLate(ts, why)
 }
 
 // skipUnsupported: the surface has no such operation, so what the case
