@@ -4,6 +4,7 @@ package bridge
 
 import (
 	"context"
+	"io"
 
 	"github.com/askctl/askctl/bridgeapi"
 	"github.com/askctl/askctl/protocol"
@@ -32,3 +33,5 @@ func misreport(_ context.Context, q *bridgeapi.Question) (*bridgeapi.Question, e
 func optionOrder(_ protocol.Question, a string) string { return a }
 
 func latin1Answers(given map[string]bridgeapi.Answer) map[string]bridgeapi.Answer { return given }
+
+func agentOutput(r io.Reader) io.Reader { return r }

@@ -20,6 +20,9 @@ func (b *Bridge) publishStatus(id string) { b.publishStatusIn(context.Background
 func (b *Bridge) publishStatusIn(ctx context.Context, id string) {
 	unlock := b.order.lock(id)
 	ss, err := b.Session(ctx, id)
+	if defect("status-read-without-waiting") {
+		ss, err = b.st.session(ctx, id) // the store's bare row: waiting_for_user never filled
+	}
 	if err != nil {
 		unlock()
 		return

@@ -237,7 +237,7 @@ func (b *Bridge) spawnHeld(ss *bridgeapi.Session, extra []string, resume, prompt
 		l.turn = sync.OnceFunc(prompted)
 	}
 	src := sdk.SourceFunc(func(s *sdk.Session, r sdk.Request) { b.ask(ss.ID, s, r) })
-	s, err := sdk.Start(b.ctx, proc.Stdin, proc.Stdout, src, sdk.Options{
+	s, err := sdk.Start(b.ctx, proc.Stdin, agentOutput(proc.Stdout), src, sdk.Options{
 		OnCancel: func(_ *sdk.Session, requestID string) { b.agentCancelled(ss.ID, requestID) },
 		OnResult: func(s *sdk.Session, line protocol.Line) {
 			// An error result is the agent's own word on why it stops: the

@@ -47,6 +47,13 @@ var defects = map[string]string{
 	// The sixth held-out batch's: a 40 KB answer, past a WebSocket
 	// library's default read limit, which the model's own words never are.
 	"ws-read-limit-default": "SDK-ANSWER-OTHER",
+	// A line of the agent's past a line reader's default bound: the
+	// model's 200 KB message before its question.
+	"agent-scanner-64k": "SDK-DELIVER",
+	// ask_user called with the question alone, as its schema allows.
+	"mcp-options-required": "MCP-ANSWER",
+	// Every live status says nobody waits (the sixth held-out batch).
+	"status-read-without-waiting": "UI-STATUS",
 }
 
 // buildBroken builds askctl with the broken bridges (-tags askctl_broken),

@@ -348,9 +348,11 @@ func cmdInvariants(ts *testscript.TestScript, neg bool, args []string) {
 func checkInvariants(ts *testscript.TestScript, e *harness.Env, aliases ...string) {
 	// A question shown is heard apart from the agent's request behind it:
 	// wait (briefly, only while they differ) for the request of each one,
-	// so that a second id is one the agent never asked.
+	// so that a second id is one the agent never asked; and a status apart
+	// from the agent's response, so that a status that says nobody waits
+	// is one heard while the agent still did.
 	ctx, cancel := waitCtx(ts, 3*time.Second)
-	_ = e.Await(ctx, harness.OneIDPerRequest(aliases...))
+	_ = e.Await(ctx, harness.AllOf(harness.OneIDPerRequest(aliases...), harness.StatusesAgree(aliases...)))
 	cancel()
 	vs := e.Invariants(aliases...)
 	own := ts.Getenv("REQUIREMENT")

@@ -184,6 +184,39 @@ var pastedLog = func() string {
 	return "Neither: see the log.\n" + b.String()
 }()
 
+// longListing is what a model writes in one message when it quotes a
+// file: 200 KB, and so one line of the agent's stream past the 64 KiB a
+// line reader takes unless told more (Go's bufio.Scanner, among others)
+// and past the 32 KiB a WebSocket library reads in one message. The CLI
+// writes lines of megabytes (a Read's result, a long answer).
+var longListing = func() string {
+	var b strings.Builder
+	b.WriteString("Here is the file as it stands:\n\n")
+	for i := 1; b.Len() < 200_000; i++ {
+		fmt.Fprintf(&b, "%5d\tfunc handler%d(w http.ResponseWriter, r *http.Request) { serve(w, r, %q) } // “ünïcödé”\n", i, i, fmt.Sprint("route-", i))
+	}
+	return b.String()
+}()
+
+// textStep is the model's message within a response, before its next call.
+func textStep(text string) string { return mustJSON(map[string]any{"text": text}) }
+
+// writeStep is a Write of a file of content, which asks for permission,
+// decided as the bridge's policy says: allowed, its input comes back
+// unchanged, byte for byte.
+func writeStep(file, content string, allowed bool) string {
+	input := map[string]any{"file_path": "/srv/app/" + file, "content": content}
+	step := map[string]any{"tool": map[string]any{"name": "Write", "input": input, "output": "File created successfully at: /srv/app/" + file,
+		"request": map[string]any{"description": "Create " + file}}}
+	if allowed {
+		step["user"] = map[string]any{"allow": true}
+		step["expect"] = map[string]any{"behavior": "allow", "match": map[string]any{"updatedInput": input}}
+	} else {
+		step["expect"] = map[string]any{"behavior": "deny"}
+	}
+	return mustJSON(step)
+}
+
 var (
 	qDB       = single("Which database should I use?", "Database", "Postgres", "SQLite")
 	qFormat   = single("How should I format the output?", "Format", "Summary", "Detailed")
@@ -203,8 +236,48 @@ await ALIAS answered
 check ALIAS
 `
 
+// mcpSession is a route MCP session whose agent calls ask_user once with
+// input, and the person answers with answer (a label, labels in the order
+// picked, or free text).
+func mcpSession(input map[string]any, answer any) []string {
+	return []string{`{"name":"row","route":"mcp","origin":"synthetic"}`, `{"prompt":"Ask me."}`,
+		mustJSON(map[string]any{"mcp": map[string]any{"server": "askctl", "tool": "ask_user", "input": input},
+			"user": map[string]any{"answers": map[string]any{input["question"].(string): answer}}}),
+		`{"text":"Done."}`}
+}
+
+// mcpLines answer an MCP row's question as its scenario says, and check
+// that the call's text names each of want.
+func mcpLines(want ...string) string {
+	args := make([]string, len(want))
+	for i, w := range want {
+		args[i] = quote(w)
+	}
+	return `await ALIAS question
+delivered ALIAS
+answer ALIAS
+await ALIAS answered
+tool-result ALIAS ` + strings.Join(args, " ") + `
+check ALIAS
+`
+}
+
 // dimensions are the generated rows, by requirement.
 var dimensions = map[string][]row{
+	// ask_user's schema makes all but the question optional: a call may
+	// leave them out.
+	"MCP-ANSWER": {
+		{name: "a question alone, no options: the person's own words", lines: mcpLines("Use MySQL, actually"),
+			steps: mcpSession(map[string]any{"question": "Which database should I use?"}, "Use MySQL, actually")},
+		{name: "options with labels alone, no descriptions nor multiSelect", lines: mcpLines("SQLite"),
+			steps: mcpSession(map[string]any{"question": "Which database should I use?",
+				"options": []map[string]any{{"label": "Postgres"}, {"label": "SQLite"}}}, "SQLite")},
+	},
+	"MCP-MULTI": {
+		{name: "options with labels alone, two picked", lines: mcpLines("Blue, dark", "Green"),
+			steps: mcpSession(map[string]any{"question": "Which colours?", "multiSelect": true,
+				"options": []map[string]any{{"label": "Red, bright"}, {"label": "Blue, dark"}, {"label": "Green"}}}, []string{"Green", "Blue, dark"})},
+	},
 	"SDK-ANSWER-MULTI": {
 		{name: "one label, the last option", lines: answerLines,
 			steps: session(ask(map[string]any{qGreek.Question: []string{"Delta"}}, qGreek))},
@@ -248,6 +321,13 @@ check ALIAS
 			steps: session(ask(map[string]any{qDB.Question: "SQLite", qFormat.Question: "Summary", qNote.Question: "Yes"}, qDB, qFormat, qNote))},
 	},
 	"SDK-DELIVER": {
+		{name: "after the model wrote 200 KB on one line", lines: `await ALIAS question
+delivered ALIAS
+answer ALIAS
+await ALIAS answered
+check ALIAS
+`,
+			steps: session(textStep(longListing), ask(map[string]any{qFormat.Question: "Detailed"}, qFormat))},
 		{name: "four questions, recorded long headers, no two alike", lines: `await ALIAS question
 delivered ALIAS
 answer ALIAS
@@ -378,6 +458,18 @@ check ALIAS
 [!cap:permissions] [policy:deny] check ALIAS
 `,
 			steps: session(toolStep("askctl-row.txt", false), ask(map[string]any{qDB.Question: "SQLite"}, qDB))},
+		{name: "allowed: a Write of a 200 KB file, its input on one line, comes back unchanged", lines: `[!cap:permissions] [policy:allow] await ALIAS question
+[!cap:permissions] [policy:allow] answer ALIAS
+[!cap:permissions] [policy:allow] await ALIAS answered
+[!cap:permissions] [policy:allow] check ALIAS
+`,
+			steps: session(writeStep("listing.go", longListing, true), ask(map[string]any{qDB.Question: "SQLite"}, qDB))},
+		{name: "denied: a Write of a 200 KB file is denied", lines: `[!cap:permissions] [policy:deny] await ALIAS question
+[!cap:permissions] [policy:deny] answer ALIAS
+[!cap:permissions] [policy:deny] await ALIAS answered
+[!cap:permissions] [policy:deny] check ALIAS
+`,
+			steps: session(writeStep("listing.go", longListing, false), ask(map[string]any{qDB.Question: "SQLite"}, qDB))},
 	},
 	"SDK-LATE-ANSWER": {
 		{name: "a skip after the answer", lines: answerLines + `! skip-question ALIAS 'Too late'

@@ -147,6 +147,11 @@ var exploredDefects = map[string]string{
 	// catch in the bridge's Go (the crash on a session's second request,
 	// a request shown under two ids).
 	"redeliver-earlier-question-counts": "ws", "recover-asked-matches-request-id": "ws",
+	// ask_user's optional fields (the model's MCP calls leave them out).
+	"mcp-options-required": "ws",
+	// Every status says nobody waits: a connection's latest status
+	// contradicts a question still waiting.
+	"status-read-without-waiting": "ws",
 }
 
 // unexploredDefects are the broken bridges the explorer is not asked to
@@ -158,6 +163,8 @@ var unexploredDefects = map[string]string{
 	"page-other-typed-not-picked": pageDefect,
 	"ws-read-limit-default": "an answer of 40 KB, past a WebSocket library's default read limit: the model's own words are short " +
 		"(a found case stays readable); SDK-ANSWER-OTHER's row of a pasted log catches it",
+	"agent-scanner-64k": "a line of the agent's of 200 KB, past a line reader's default bound: the model's own lines are short " +
+		"(a found case stays readable); the 200 KB rows of SDK-DELIVER and SDK-PASSTHROUGH catch it",
 	"cancel-first-pending": "a cancel withdraws the session's oldest question, whatever request it names: with two pending at once " +
 		"(one model response), the CLI withdraws both when it withdraws one, so which went first is seen by no one",
 	"questions-reencoded": "the questions come back re-encoded from the bridge's own types: the same JSON while the agent sends " +

@@ -193,6 +193,11 @@ type xReq struct {
 	// qvar names the variable of its question id where the order shown
 	// does not tell it (a pair's): "" for ALIAS_Qn.
 	qvar string
+	// bare, on the MCP route, leaves out what ask_user's schema makes
+	// optional: "" sends every field, "descriptions" options with labels
+	// only and no multiSelect when false, "options" the question alone,
+	// answered in the person's own words.
+	bare string
 }
 
 // endedReqs are the requests of s that ended once shown, those asked
@@ -278,6 +283,9 @@ func (m *xModel) genQuestion(t *rapid.T, used map[string]bool) question {
 // genAnswer is what the person gives for qq: a label, labels in the order
 // picked, or free text.
 func genAnswer(t *rapid.T, qq question) any {
+	if len(qq.Options) == 0 { // a question alone: the person's own words
+		return rapid.SampledFrom(xFree).Draw(t, "text")
+	}
 	if rapid.IntRange(0, 4).Draw(t, "free") == 4 { // (rapid shrinks to 0: to a label)
 		return rapid.SampledFrom(xFree).Draw(t, "text")
 	}
@@ -305,6 +313,19 @@ func (m *xModel) genReq(t *rapid.T, last, mcp bool) *xReq {
 	}
 	for range n {
 		r.qs = append(r.qs, m.genQuestion(t, used))
+	}
+	if mcp {
+		// The schema's optional fields left out (shrunk to every field).
+		switch rapid.IntRange(0, 5).Draw(t, "bare") {
+		case 4:
+			r.bare = "descriptions"
+			for i := range r.qs[0].Options {
+				r.qs[0].Options[i].Description = ""
+			}
+		case 5:
+			r.bare = "options"
+			r.qs[0].Options, r.qs[0].MultiSelect = nil, false
+		}
 	}
 	outcomes := []string{"answer", "answer", "answer"}
 	if m.caps.can("skip") {
@@ -439,12 +460,22 @@ func (s *xSession) mcpScenario() string {
 	b.WriteString(`{"prompt":"Ask me what you need."}` + "\n")
 	for i, r := range s.reqs {
 		qq := r.qs[0]
+		input := map[string]any{"question": qq.Question}
 		var opts []map[string]any
 		for _, o := range qq.Options {
-			opts = append(opts, map[string]any{"label": o.Label, "description": o.Description})
+			opt := map[string]any{"label": o.Label}
+			if r.bare == "" {
+				opt["description"] = o.Description
+			}
+			opts = append(opts, opt)
 		}
-		step := map[string]any{"mcp": map[string]any{"server": "askctl", "tool": "ask_user",
-			"input": map[string]any{"question": qq.Question, "options": opts, "multiSelect": qq.MultiSelect}}}
+		if r.bare != "options" {
+			input["options"] = opts
+		}
+		if r.bare == "" || qq.MultiSelect {
+			input["multiSelect"] = qq.MultiSelect
+		}
+		step := map[string]any{"mcp": map[string]any{"server": "askctl", "tool": "ask_user", "input": input}}
 		switch r.outcome {
 		case "answer":
 			step["user"] = map[string]any{"answers": r.answers}

@@ -625,7 +625,16 @@ func (e *Env) Await(ctx context.Context, exp Expectation) error {
 			}
 			return fmt.Errorf("the bridge exited (%v)\n  (so this can no longer happen: %s); its log:\n%s", e.bridge.ExitErr(), exp.Description, e.bridge.LogTail(10))
 		case <-ctx.Done():
-			return fmt.Errorf("the following condition was not met in time:\n  %s", exp.Description)
+			e.mu.Lock()
+			var waits string
+			if s := e.st.sessions[exp.alias]; s != nil {
+				waits = s.agentWaits(time.Now())
+			}
+			e.mu.Unlock()
+			if waits != "" {
+				waits = "; meanwhile " + waits
+			}
+			return fmt.Errorf("the following condition was not met in time:\n  %s%s", exp.Description, waits)
 		}
 	}
 }

@@ -34,6 +34,9 @@ func (v Verdict) String() string {
 type Expectation struct {
 	Description string
 	Check       func(*State) (Verdict, string)
+	// alias is the session the expectation is about, if one: a wait for it
+	// that runs out says what that session's agent waits on.
+	alias string
 }
 
 // AllOf holds when every one of exps holds; it is unmeetable as soon as one

@@ -2,7 +2,9 @@ package harness
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -343,4 +345,65 @@ func TestCardsAreOneRequest(t *testing.T) {
 func toolResultText(block []byte) string {
 	text, _ := protocol.ToolResult(block)
 	return text
+}
+
+// TestAgentWaits: a wait that runs out says what the agent waits on: the
+// requests with no response, and a line past a line reader's default
+// bound after which it wrote nothing.
+func TestAgentWaits(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	from := func(ms int, msg string) transcript.Record {
+		return transcript.Record{T: t0.Add(time.Duration(ms) * time.Millisecond), Dir: transcript.FromCLI, Msg: json.RawMessage(msg)}
+	}
+	to := func(msg string) transcript.Record {
+		return transcript.Record{T: t0, Dir: transcript.ToCLI, Msg: json.RawMessage(msg)}
+	}
+	askReq := func(id, tool string) string {
+		return fmt.Sprintf(`{"type":"control_request","request_id":%q,"request":{"subtype":"can_use_tool","tool_name":%q,"input":{}}}`, id, tool)
+	}
+	response := func(id string) string {
+		return fmt.Sprintf(`{"type":"control_response","response":{"subtype":"success","request_id":%q,"response":{"behavior":"allow","updatedInput":{}}}}`, id)
+	}
+	long := `{"type":"assistant","message":{"content":[{"type":"text","text":"` + strings.Repeat("x", 70<<10) + `"}]}}`
+	code := 0
+	for _, c := range []struct {
+		name    string
+		records []transcript.Record
+		exited  bool
+		want    []string // "" for no words
+	}{
+		{"nothing asked", []transcript.Record{from(0, `{"type":"system","subtype":"init"}`)}, false, nil},
+		{"answered", []transcript.Record{from(0, askReq("r1", "AskUserQuestion")), to(response("r1"))}, false, nil},
+		{"two unanswered, one answered", []transcript.Record{from(0, askReq("r1", "Write")), from(500, askReq("r2", "AskUserQuestion")), from(600, askReq("r3", "Read")), to(response("r3"))}, false,
+			[]string{"session s1", "its Write request r1, for 2.0s", "its AskUserQuestion request r2, for 1.5s"}},
+		{"withdrawn", []transcript.Record{from(0, askReq("r1", "AskUserQuestion")), from(100, `{"type":"control_cancel_request","request_id":"r1"}`)}, false, nil},
+		{"exited", []transcript.Record{from(0, askReq("r1", "AskUserQuestion"))}, true, nil},
+		{"after a long line", []transcript.Record{from(0, askReq("r1", "Read")), to(response("r1")), from(1000, long)}, false,
+			[]string{"wrote nothing after its line of 71 KB (of type assistant, 1.0s before)"}},
+		{"a long line, then a request", []transcript.Record{from(0, long), from(1000, askReq("r1", "AskUserQuestion"))}, false,
+			[]string{"its AskUserQuestion request r1, for 1.0s", "it wrote a line of 71 KB before"}},
+	} {
+		s := newSessionState("s1", "", nil, false)
+		for _, r := range c.records {
+			s.add(r)
+		}
+		if c.exited {
+			s.exit = &code
+		}
+		got := s.agentWaits(t0.Add(2 * time.Second))
+		if len(c.want) == 0 && got != "" {
+			t.Errorf("%s: %q, want nothing", c.name, got)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s: %q, want it to say %q", c.name, got, w)
+			}
+		}
+		if strings.Contains(got, "KB") != strings.Contains(strings.Join(c.want, " "), "KB") {
+			t.Errorf("%s: %q: a line is named only past 64 KiB", c.name, got)
+		}
+		if strings.Contains(got, "r3") {
+			t.Errorf("%s: %q names a request that had its response", c.name, got)
+		}
+	}
 }

@@ -57,7 +57,7 @@ func onSession(alias, desc string, check func(*SessionState) (Verdict, string)) 
 // onSessionIn is onSession for a check that also reads the rest of the
 // state (the driver's).
 func onSessionIn(alias, desc string, check func(*State, *SessionState) (Verdict, string)) Expectation {
-	return Expectation{Description: desc, Check: func(st *State) (Verdict, string) {
+	return Expectation{Description: desc, alias: alias, Check: func(st *State) (Verdict, string) {
 		s := st.sessions[alias]
 		if s == nil {
 			return Unmeetable, fmt.Sprintf("no session %q", alias)

@@ -109,6 +109,7 @@ type SessionState struct {
 	others  map[string]string
 	decided map[string]int
 
+	requestsFrom int                            // requests of the latest process start here
 	failuresFrom int                            // failures of the latest process start here
 	failureSteps []int                          // the scenario step of each of failures, 0 for none
 	byReq        map[string]*Request            // requests by request id
@@ -169,7 +170,7 @@ func (s *SessionState) add(r transcript.Record) {
 	switch {
 	case r.Event == events.EventHello:
 		// A new agent process (a resume).
-		s.exit, s.failuresFrom = nil, len(s.failures)
+		s.exit, s.failuresFrom, s.requestsFrom = nil, len(s.failures), len(s.requests)
 		var hello struct {
 			Resume string `json:"resume"`
 		}
@@ -522,6 +523,18 @@ func (s *SessionState) latestProblems() []Problem {
 	return out
 }
 
+// waitsOn reports whether the agent still waits on question qid: its
+// request, of the agent process now running, has had no response and was
+// not withdrawn.
+func (s *SessionState) waitsOn(qid string) bool {
+	i := s.reqIndex(qid)
+	if i < s.requestsFrom || s.exit != nil {
+		return false
+	}
+	req := s.requests[i]
+	return len(req.Responses) == 0 && req.Cancelled.IsZero()
+}
+
 // requestOf is the agent's request behind question qid (reqIndex).
 func (s *SessionState) requestOf(qid string) (*Request, bool) {
 	if i := s.reqIndex(qid); i >= 0 {
@@ -569,6 +582,80 @@ func (s *SessionState) taken(conn string) bool {
 		}
 	}
 	return false
+}
+
+// longLine is the length past which a line of the agent is named in a
+// wait that ran out: 64 KiB, a line reader's default bound (Go's
+// bufio.Scanner, among others), the usual cause of a bridge that stops
+// hearing its agent.
+const longLine = 64 << 10
+
+// agentWaits says what the session's agent waits on at now, for a wait
+// that ran out: its permission requests that had no response, how long
+// each has waited, and a line of the agent's longer than a line reader
+// takes by default. "" when it waits on nothing.
+func (s *SessionState) agentWaits(now time.Time) string {
+	type open struct {
+		what string
+		t    time.Time
+	}
+	var order []string
+	waiting := map[string]open{}
+	var long, last transcript.Record
+	for _, r := range s.agent {
+		if !r.IsWire() {
+			continue
+		}
+		m := protocol.Peek(r.Msg)
+		if r.Dir == transcript.FromCLI {
+			last = r
+			if len(r.Msg) > longLine && len(r.Msg) > len(long.Msg) {
+				long = r
+			}
+		}
+		switch {
+		case r.Dir == transcript.FromCLI && m.Type == protocol.TypeControlRequest && m.Request.Subtype == protocol.SubtypeCanUseTool:
+			order = append(order, m.RequestID)
+			waiting[m.RequestID] = open{fmt.Sprintf("its %s request %s", m.Request.ToolName, m.RequestID), r.T}
+		case r.Dir == transcript.FromCLI && m.Type == protocol.TypeControlCancelRequest:
+			delete(waiting, m.RequestID)
+		case r.Dir == transcript.ToCLI && m.Type == protocol.TypeControlResponse:
+			delete(waiting, m.Response.RequestID)
+		}
+	}
+	if s.mcp {
+		for _, req := range s.requests {
+			if req.ToolResult == nil {
+				order = append(order, req.ID)
+				waiting[req.ID] = open{"its ask_user call " + req.ID, req.T}
+			}
+		}
+	}
+	var parts []string
+	for _, id := range order {
+		if w, ok := waiting[id]; ok {
+			parts = append(parts, fmt.Sprintf("%s, for %.1fs", w.what, now.Sub(w.t).Seconds()))
+			delete(waiting, id)
+		}
+	}
+	switch {
+	case s.exit != nil:
+		return ""
+	case len(parts) > 0:
+		out := fmt.Sprintf("the agent of session %s waited on the bridge's response to %s", s.alias, strings.Join(parts, "; "))
+		if long.Msg != nil {
+			out += fmt.Sprintf(" (it wrote a line of %d KB before, of type %s: past the 64 KiB a line reader takes unless told more)",
+				len(long.Msg)/1000, protocol.Peek(long.Msg).Type)
+		}
+		return out
+	case len(last.Msg) > longLine:
+		// The agent writes its lines in order: one the bridge does not
+		// read holds back every line after it.
+		return fmt.Sprintf("the agent of session %s wrote nothing after its line of %d KB (of type %s, %.1fs before): "+
+			"past the 64 KiB a line reader takes unless told more; a bridge that stops reading there leaves the agent blocked on its write",
+			s.alias, len(last.Msg)/1000, protocol.Peek(last.Msg).Type, now.Sub(last.T).Seconds())
+	}
+	return ""
 }
 
 // Summary describes what the session saw, for failure messages: the
