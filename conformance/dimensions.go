@@ -86,8 +86,15 @@ func askDeny(qs ...question) string {
 // blocked path the CLI sends along.
 func toolStep(file string, allowed bool) string {
 	input := map[string]any{"command": "touch " + file, "description": "Create a file", "timeout": 60000, "run_in_background": false}
-	step := map[string]any{"tool": map[string]any{"name": "Bash", "input": input, "output": "",
-		"request": map[string]any{"description": "Create a file", "blocked_path": "${CWD}/" + file}}}
+	return permissionStep("Bash", input, "", map[string]any{"description": "Create a file", "blocked_path": "${CWD}/" + file}, allowed)
+}
+
+// permissionStep is a call of tool with input, which asks for
+// permission (request: the extra can_use_tool fields), decided by the
+// bridge's policy: allowed, its input comes back unchanged and the tool
+// returns output; denied, it is a deny.
+func permissionStep(tool string, input map[string]any, output string, request map[string]any, allowed bool) string {
+	step := map[string]any{"tool": map[string]any{"name": tool, "input": input, "output": output, "request": request}}
 	if allowed {
 		step["user"] = map[string]any{"allow": true}
 		step["expect"] = map[string]any{"behavior": "allow", "match": map[string]any{"updatedInput": input}}
@@ -122,15 +129,7 @@ func besideAfter(step string, d time.Duration) string {
 // back unchanged.
 func readStep(file string, allowed bool) string {
 	input := map[string]any{"file_path": "/etc/" + file, "offset": 1, "limit": 20}
-	step := map[string]any{"tool": map[string]any{"name": "Read", "input": input, "output": "1\tanswer\n",
-		"request": map[string]any{"description": "/etc/" + file}}}
-	if allowed {
-		step["user"] = map[string]any{"allow": true}
-		step["expect"] = map[string]any{"behavior": "allow", "match": map[string]any{"updatedInput": input}}
-	} else {
-		step["expect"] = map[string]any{"behavior": "deny"}
-	}
-	return mustJSON(step)
+	return permissionStep("Read", input, "1\tanswer\n", map[string]any{"description": "/etc/" + file}, allowed)
 }
 
 // readAfter is how long after the question the model writes a Read of
@@ -203,18 +202,14 @@ func textStep(text string) string { return mustJSON(map[string]any{"text": text}
 
 // writeStep is a Write of a file of content, which asks for permission,
 // decided as the bridge's policy says: allowed, its input comes back
-// unchanged, byte for byte.
+// unchanged, byte for byte. Its rows are the fake agent's: the real CLI,
+// allowed, would write the file (outside the project, so that the CLI
+// asks), and on the next run refuse, without asking, to overwrite a file
+// it has not read.
 func writeStep(file, content string, allowed bool) string {
-	input := map[string]any{"file_path": "/srv/app/" + file, "content": content}
-	step := map[string]any{"tool": map[string]any{"name": "Write", "input": input, "output": "File created successfully at: /srv/app/" + file,
-		"request": map[string]any{"description": "Create " + file}}}
-	if allowed {
-		step["user"] = map[string]any{"allow": true}
-		step["expect"] = map[string]any{"behavior": "allow", "match": map[string]any{"updatedInput": input}}
-	} else {
-		step["expect"] = map[string]any{"behavior": "deny"}
-	}
-	return mustJSON(step)
+	path := "/srv/app/" + file
+	input := map[string]any{"file_path": path, "content": content}
+	return permissionStep("Write", input, "File created successfully at: "+path, map[string]any{"description": "Create " + file}, allowed)
 }
 
 var (
@@ -270,11 +265,11 @@ var dimensions = map[string][]row{
 		{name: "a question alone, no options: the person's own words", lines: mcpLines("Use MySQL, actually"),
 			steps: mcpSession(map[string]any{"question": "Which database should I use?"}, "Use MySQL, actually")},
 		{name: "options with labels alone, no descriptions nor multiSelect", lines: mcpLines("SQLite"),
-			steps: mcpSession(map[string]any{"question": "Which database should I use?",
+			steps: mcpSession(map[string]any{"question": "Which database engine should I use?",
 				"options": []map[string]any{{"label": "Postgres"}, {"label": "SQLite"}}}, "SQLite")},
 	},
 	"MCP-MULTI": {
-		{name: "options with labels alone, two picked", lines: mcpLines("Blue, dark", "Green"),
+		{name: "options with labels alone, two picked out of order, one holding \", \"", lines: mcpLines("Blue, dark", "Green"),
 			steps: mcpSession(map[string]any{"question": "Which colours?", "multiSelect": true,
 				"options": []map[string]any{{"label": "Red, bright"}, {"label": "Blue, dark"}, {"label": "Green"}}}, []string{"Green", "Blue, dark"})},
 	},
@@ -288,6 +283,8 @@ var dimensions = map[string][]row{
 			steps: session(ask(map[string]any{qColours.Question: []string{"Blue, dark", "Red, bright"}}, qColours))},
 		{name: "two multiSelect questions in one request, each in its own order", lines: answerLines,
 			steps: session(ask(map[string]any{qSections.Question: []string{"Outro", "Body"}, qGreek.Question: []string{"Gamma", "Alpha"}}, qSections, qGreek))},
+		{name: "labels and the person's own words, the words picked after a label", lines: answerLines,
+			steps: session(ask(map[string]any{qSections.Question: []string{"Outro", "An appendix, too"}}, qSections))},
 	},
 	"SDK-ANSWER-OTHER": {
 		{name: "free text with a newline", lines: answerLines,
@@ -298,6 +295,8 @@ var dimensions = map[string][]row{
 			steps: session(ask(map[string]any{qDB.Question: "Ünïcödé — 日本語, ελληνικά 🚀✨"}, qDB))},
 		{name: `free text that contains ", "`, lines: answerLines,
 			steps: session(ask(map[string]any{qDB.Question: "MySQL, then Postgres"}, qDB))},
+		{name: "free text for the second question of a request, a label for the first", lines: answerLines,
+			steps: session(ask(map[string]any{qDB.Question: "SQLite", qFormat.Question: "Both, summary first"}, qDB, qFormat))},
 		{name: "free text for a multiSelect question", lines: answerLines,
 			steps: session(ask(map[string]any{qSections.Question: "All of them, in one page"}, qSections))},
 		{name: "free text of 40 KB, a pasted log", lines: answerLines,
@@ -458,16 +457,16 @@ check ALIAS
 [!cap:permissions] [policy:deny] check ALIAS
 `,
 			steps: session(toolStep("askctl-row.txt", false), ask(map[string]any{qDB.Question: "SQLite"}, qDB))},
-		{name: "allowed: a Write of a 200 KB file, its input on one line, comes back unchanged", lines: `[!cap:permissions] [policy:allow] await ALIAS question
-[!cap:permissions] [policy:allow] answer ALIAS
-[!cap:permissions] [policy:allow] await ALIAS answered
-[!cap:permissions] [policy:allow] check ALIAS
+		{name: "allowed: a Write of a 200 KB file, its input on one line, comes back unchanged", lines: `[!cap:permissions] [policy:allow] [agent:fake] await ALIAS question
+[!cap:permissions] [policy:allow] [agent:fake] answer ALIAS
+[!cap:permissions] [policy:allow] [agent:fake] await ALIAS answered
+[!cap:permissions] [policy:allow] [agent:fake] check ALIAS
 `,
 			steps: session(writeStep("listing.go", longListing, true), ask(map[string]any{qDB.Question: "SQLite"}, qDB))},
-		{name: "denied: a Write of a 200 KB file is denied", lines: `[!cap:permissions] [policy:deny] await ALIAS question
-[!cap:permissions] [policy:deny] answer ALIAS
-[!cap:permissions] [policy:deny] await ALIAS answered
-[!cap:permissions] [policy:deny] check ALIAS
+		{name: "denied: a Write of a 200 KB file is denied", lines: `[!cap:permissions] [policy:deny] [agent:fake] await ALIAS question
+[!cap:permissions] [policy:deny] [agent:fake] answer ALIAS
+[!cap:permissions] [policy:deny] [agent:fake] await ALIAS answered
+[!cap:permissions] [policy:deny] [agent:fake] check ALIAS
 `,
 			steps: session(writeStep("listing.go", longListing, false), ask(map[string]any{qDB.Question: "SQLite"}, qDB))},
 	},
@@ -723,6 +722,8 @@ func conditionWhy(c string) string {
 		return "the bridge declares no crash point " + val + " (capabilities.crash)"
 	case kind == "surface" && !not:
 		return "it needs a " + val + " surface"
+	case kind == "agent" && !not:
+		return "it needs the " + val + " agent"
 	}
 	return "its condition [" + map[bool]string{true: "!", false: ""}[not] + c + "] does not hold"
 }

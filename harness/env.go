@@ -69,7 +69,7 @@ func NewEnv(ctx context.Context, p *profile.Profile, opts Options) (*Env, error)
 		}
 	}
 	e := &Env{bridge: b, surf: s, changed: make(chan struct{}),
-		st: State{sessions: map[string]*SessionState{}, byAgent: map[string]*SessionState{}}}
+		st: State{sessions: map[string]*SessionState{}, byAgent: map[string]*SessionState{}, reconnects: b.profile.Capabilities.Has("reconnect")}}
 	e.cancel = b.Subscribe(transcript.Func(e.onRecord))
 	return e, nil
 }

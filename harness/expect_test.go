@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/askctl/askctl/internal/events"
 	"github.com/askctl/askctl/protocol"
 	"github.com/askctl/askctl/scenarios"
 	"github.com/askctl/askctl/surface"
@@ -382,6 +383,11 @@ func TestAgentWaits(t *testing.T) {
 			[]string{"wrote nothing after its line of 71 KB (of type assistant, 1.0s before)"}},
 		{"a long line, then a request", []transcript.Record{from(0, long), from(1000, askReq("r1", "AskUserQuestion"))}, false,
 			[]string{"its AskUserQuestion request r1, for 1.0s", "it wrote a line of 71 KB before"}},
+		{"a request, then a long line", []transcript.Record{from(0, askReq("r1", "AskUserQuestion")), from(1000, long)}, false,
+			[]string{"its AskUserQuestion request r1, for 2.0s"}},
+		{"a long result, the turn over", []transcript.Record{from(1000, `{"type":"result","result":"`+strings.Repeat("x", 70<<10)+`"}`)}, false, nil},
+		{"a request of the agent before a resume", []transcript.Record{from(0, askReq("r1", "AskUserQuestion")),
+			{T: t0.Add(time.Second), Event: events.EventHello}, from(1500, `{"type":"system","subtype":"init"}`)}, false, nil},
 	} {
 		s := newSessionState("s1", "", nil, false)
 		for _, r := range c.records {

@@ -88,19 +88,23 @@ func (e *Env) Invariants(aliases ...string) []Violation {
 		out = append(out, e.st.requestViolations(s, timeout)...)
 		out = append(out, e.st.surfaceViolations(s)...)
 		out = append(out, e.st.idViolations(s)...)
-		for _, c := range s.statusContradictions() {
-			out = append(out, Violation{Requirement: "UI-STATUS", Session: s.alias, Text: c})
+		if e.st.reconnects {
+			for _, c := range s.statusContradictions() {
+				out = append(out, Violation{Requirement: "UI-STATUS", Session: s.alias, Text: c})
+			}
 		}
 	}
 	return out
 }
 
-// statusContradictions are the connections of s whose latest status says
-// the session waits on nobody while a question shown to them, which they
-// were not told ended, still waits: its agent has had no response. (A
-// status may be heard before the agent's response is: a caller waits for
-// StatusesAgree first, with a deadline.) Route SDK only: an MCP session's
-// question lives in its call.
+// statusContradictions are the open connections of s whose latest status
+// says the session waits on nobody while a question shown to them, which
+// they were not told ended, still waits: its agent has had no response.
+// (A status may be heard before the agent's response is: a caller waits
+// for StatusesAgree first, with a deadline.) A connection that closed is
+// not judged: nothing could correct what it heard last. Route SDK only: an
+// MCP session's question lives in its call. It is UI-STATUS's rule, so
+// only where the profile declares reconnect (State.reconnects).
 func (s *SessionState) statusContradictions() []string {
 	if s.mcp || s.exit != nil {
 		return nil
@@ -109,6 +113,7 @@ func (s *SessionState) statusContradictions() []string {
 		open   []string // shown, not told ended, in order
 		last   *surface.Event
 		atLast []string // open when last was heard
+		closed bool
 	}
 	conns := map[string]*conn{}
 	for i := range s.told {
@@ -123,20 +128,22 @@ func (s *SessionState) statusContradictions() []string {
 			c.open = append(c.open, ev.QuestionID)
 		case terminal[ev.Type] && ev.QuestionID != "":
 			c.open = slices.DeleteFunc(c.open, func(q string) bool { return q == ev.QuestionID })
-		case ev.Type == surface.EventStatus && ev.Waiting != nil && (ev.Session == "" || s.id == "" || ev.Session == s.id):
+		case ev.Type == surface.EventStatus && ev.Waiting != nil && (ev.Session == "" || ev.Session == s.id):
 			c.last, c.atLast = ev, slices.Clone(c.open)
+		case ev.Type == surface.EventClosed:
+			c.closed = true
 		}
 	}
 	var out []string
 	for _, name := range slices.Sorted(maps.Keys(conns)) {
 		c := conns[name]
-		if c.last == nil || *c.last.Waiting {
+		if c.closed || c.last == nil || *c.last.Waiting {
 			continue
 		}
 		for _, q := range c.atLast {
 			if slices.Contains(c.open, q) && s.waitsOn(q) {
-				out = append(out, fmt.Sprintf("session %s: connection %s was last told that the session waits on nobody (%s), while question %s, shown to it and never told ended, still waits for the person: the agent has had no response; a status says the session waits, and on which question",
-					s.alias, name, describe(*c.last), q))
+				out = append(out, fmt.Sprintf("session %s: connection %s was last told, at %s, that the session waits on nobody (a status with waiting_for_user false), while question %s, shown to it before and never told ended, still waits for the person: the agent has had no response; a status says the session waits, and on which question",
+					s.alias, name, c.last.T.Format("15:04:05.000"), q))
 				break
 			}
 		}
@@ -150,11 +157,14 @@ func (s *SessionState) statusContradictions() []string {
 // the agent's response is, is met once the response is heard.
 func StatusesAgree(aliases ...string) Expectation {
 	return Expectation{Description: "every connection's latest status agrees with what its session waits on", Check: func(st *State) (Verdict, string) {
-		for a, s := range st.sessions {
+		if !st.reconnects {
+			return Met, ""
+		}
+		for _, a := range slices.Sorted(maps.Keys(st.sessions)) {
 			if len(aliases) > 0 && !slices.Contains(aliases, a) {
 				continue
 			}
-			if c := s.statusContradictions(); len(c) > 0 {
+			if c := st.sessions[a].statusContradictions(); len(c) > 0 {
 				return Unmet, c[0]
 			}
 		}

@@ -42,6 +42,9 @@ func TestInvariants(t *testing.T) {
 		surface []surface.Event
 		other   []surface.Event // the surface events of a second session, s2 (id s_2)
 		want    []string
+		// noReconnect: the profile does not declare reconnect, which
+		// UI-STATUS's rules need.
+		noReconnect bool
 	}{
 		{name: "every rule kept",
 			records: []transcript.Record{ask("r1", 0), respond("r1", 500, good), ask("r2", 600), respond("r2", 2300, `{"behavior":"deny","message":"The question timed out"}`)},
@@ -70,6 +73,10 @@ func TestInvariants(t *testing.T) {
 			other:   []surface.Event{q("main", surface.EventQuestion, "q_9", 7)}, want: []string{"SDK-ISOLATION"}},
 		{name: "a status that says nobody waits, while the question waits", records: []transcript.Record{ask("r1", 0)},
 			surface: []surface.Event{q("main", surface.EventQuestion, "q_1", 1), {Conn: "main", Type: surface.EventStatus, Waiting: ptr(false)}}, want: []string{"UI-STATUS"}},
+		{name: "a status that says nobody waits, where the profile declares no reconnect", records: []transcript.Record{ask("r1", 0)},
+			surface: []surface.Event{q("main", surface.EventQuestion, "q_1", 1), {Conn: "main", Type: surface.EventStatus, Waiting: ptr(false)}}, noReconnect: true},
+		{name: "a status that says nobody waits, heard last by a connection that closed", records: []transcript.Record{ask("r1", 0)},
+			surface: []surface.Event{q("main", surface.EventQuestion, "q_1", 1), {Conn: "main", Type: surface.EventStatus, Waiting: ptr(false)}, {Conn: "main", Type: surface.EventClosed}}},
 		{name: "a status that says nobody waits, on the connection shown the question", records: []transcript.Record{ask("r1", 0)},
 			surface: []surface.Event{q("c2", surface.EventQuestion, "q_1", 1), {Conn: "main", Type: surface.EventStatus, Waiting: ptr(false)}, {Conn: "c2", Type: surface.EventStatus, Waiting: ptr(false)}}, want: []string{"UI-STATUS"}},
 		{name: "nobody waits, told before the end but after the agent's response", records: []transcript.Record{ask("r1", 0), respond("r1", 100, good)},
@@ -98,6 +105,7 @@ func TestInvariants(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			e := newTestEnv()
 			e.bridge.profile = &profile.Profile{Capabilities: profile.Capabilities{Timeout: surface.Duration(2 * time.Second)}}
+			e.st.reconnects = !c.noReconnect
 			s := newSessionState("s1", "a1", nil, false)
 			s.id = "s_1"
 			e.st.sessions["s1"], e.st.byAgent["a1"] = s, s

@@ -27,6 +27,9 @@ type State struct {
 	stray    []transcript.Record      // records of agents the harness did not start
 	// restarts are when the harness restarted the bridge (Env.Restart).
 	restarts []time.Time
+	// reconnects: the profile declares capability reconnect, where
+	// UI-STATUS's rules apply.
+	reconnects bool
 	// drivers are the driver's, by alias, apart from what was seen.
 	drivers map[string]*driver
 }
@@ -528,7 +531,7 @@ func (s *SessionState) latestProblems() []Problem {
 // not withdrawn.
 func (s *SessionState) waitsOn(qid string) bool {
 	i := s.reqIndex(qid)
-	if i < s.requestsFrom || s.exit != nil {
+	if i < 0 || i < s.requestsFrom || s.exit != nil {
 		return false
 	}
 	req := s.requests[i]
@@ -603,6 +606,11 @@ func (s *SessionState) agentWaits(now time.Time) string {
 	waiting := map[string]open{}
 	var long, last transcript.Record
 	for _, r := range s.agent {
+		if r.Event == events.EventHello {
+			// A new agent process: what the one before waited on died with it.
+			order, waiting, long, last = nil, map[string]open{}, transcript.Record{}, transcript.Record{}
+			continue
+		}
 		if !r.IsWire() {
 			continue
 		}
@@ -627,14 +635,18 @@ func (s *SessionState) agentWaits(now time.Time) string {
 		for _, req := range s.requests {
 			if req.ToolResult == nil {
 				order = append(order, req.ID)
-				waiting[req.ID] = open{"its ask_user call " + req.ID, req.T}
+				waiting[req.ID] = open{"its MCP tool call " + req.ID, req.T}
 			}
 		}
 	}
 	var parts []string
+	var first time.Time // when the agent began to wait on the first of them
 	for _, id := range order {
 		if w, ok := waiting[id]; ok {
 			parts = append(parts, fmt.Sprintf("%s, for %.1fs", w.what, now.Sub(w.t).Seconds()))
+			if first.IsZero() {
+				first = w.t
+			}
 			delete(waiting, id)
 		}
 	}
@@ -643,16 +655,17 @@ func (s *SessionState) agentWaits(now time.Time) string {
 		return ""
 	case len(parts) > 0:
 		out := fmt.Sprintf("the agent of session %s waited on the bridge's response to %s", s.alias, strings.Join(parts, "; "))
-		if long.Msg != nil {
+		if long.Msg != nil && !long.T.After(first) {
 			out += fmt.Sprintf(" (it wrote a line of %d KB before, of type %s: past the 64 KiB a line reader takes unless told more)",
 				len(long.Msg)/1000, protocol.Peek(long.Msg).Type)
 		}
 		return out
-	case len(last.Msg) > longLine:
+	case len(last.Msg) > longLine && protocol.Peek(last.Msg).Type != protocol.TypeResult:
 		// The agent writes its lines in order: one the bridge does not
-		// read holds back every line after it.
+		// read holds back every line after it. (After a result, the agent
+		// waits on its input, not on its write.)
 		return fmt.Sprintf("the agent of session %s wrote nothing after its line of %d KB (of type %s, %.1fs before): "+
-			"past the 64 KiB a line reader takes unless told more; a bridge that stops reading there leaves the agent blocked on its write",
+			"past the 64 KiB a line reader takes unless told more; if the bridge stopped reading there, the agent is blocked on its write",
 			s.alias, len(last.Msg)/1000, protocol.Peek(last.Msg).Type, now.Sub(last.T).Seconds())
 	}
 	return ""
