@@ -512,6 +512,8 @@ var pageDefects = map[string]string{
 	"page-skip-button-sends":         "SDK-SKIP-DENY",    // Skip sends what was picked
 	"page-multi-uncheck-drops-later": "SDK-ANSWER-MULTI", // unticking drops the later picks
 	"page-other-typed-not-picked":    "SDK-ANSWER-OTHER", // own words typed, Other ticked unpicked
+	// The seventh batch's: own words on a request's second question
+	"page-other-text-wrong-index": "SDK-ANSWER-OTHER",
 }
 
 // TestBrokenPages: the cases catch the broken pages, run through the

@@ -160,7 +160,7 @@ var exploredDefects = map[string]string{
 var unexploredDefects = map[string]string{
 	"page-multiselect-field-case": pageDefect, "page-taken-page-reconnects": pageDefect, "page-timeout-event-name": pageDefect,
 	"page-other-text-trimmed": pageDefect, "page-skip-button-sends": pageDefect, "page-multi-uncheck-drops-later": pageDefect,
-	"page-other-typed-not-picked": pageDefect,
+	"page-other-typed-not-picked": pageDefect, "page-other-text-wrong-index": pageDefect,
 	"ws-read-limit-default": "an answer of 40 KB, past a WebSocket library's default read limit: the model's own words are short " +
 		"(a found case stays readable); SDK-ANSWER-OTHER's row of a pasted log catches it",
 	"agent-scanner-64k": "a line of the agent's of 200 KB, past a line reader's default bound: the model's own lines are short " +
