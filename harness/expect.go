@@ -46,7 +46,7 @@ func AllOf(exps ...Expectation) Expectation {
 	for _, e := range exps {
 		d = append(d, e.Description)
 	}
-	return Expectation{Description: "all of: " + strings.Join(d, "; "), Check: func(s *State) (Verdict, string) {
+	return Expectation{Description: "all of: " + strings.Join(d, "; "), alias: sharedAlias(exps), Check: func(s *State) (Verdict, string) {
 		v := Met
 		for _, e := range exps {
 			switch got, why := e.Check(s); got {
@@ -60,13 +60,29 @@ func AllOf(exps ...Expectation) Expectation {
 	}}
 }
 
+// sharedAlias is the session every one of exps is about, "" when they are
+// about several or none: a combination's wait that runs out says what that
+// session's agent waits on, as each part's would.
+func sharedAlias(exps []Expectation) string {
+	if len(exps) == 0 {
+		return ""
+	}
+	a := exps[0].alias
+	for _, e := range exps[1:] {
+		if e.alias != a {
+			return ""
+		}
+	}
+	return a
+}
+
 // AnyOf holds when one of exps holds; it is unmeetable when all are.
 func AnyOf(exps ...Expectation) Expectation {
 	var d []string
 	for _, e := range exps {
 		d = append(d, e.Description)
 	}
-	return Expectation{Description: "any of: " + strings.Join(d, "; "), Check: func(s *State) (Verdict, string) {
+	return Expectation{Description: "any of: " + strings.Join(d, "; "), alias: sharedAlias(exps), Check: func(s *State) (Verdict, string) {
 		var whys []string
 		unmeetable := 0
 		for _, e := range exps {

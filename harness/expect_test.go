@@ -413,3 +413,25 @@ func TestAgentWaits(t *testing.T) {
 		}
 	}
 }
+
+// TestSharedAlias: a combination of expectations about one session is
+// about that session (its wait that runs out says what the agent waits
+// on); one about several sessions, or none, is about none.
+func TestSharedAlias(t *testing.T) {
+	s1a, s1b, s2 := NewQuestion("s1", "main"), NewQuestion("s1", "c2"), NewQuestion("s2", "main")
+	for _, c := range []struct {
+		name string
+		exp  Expectation
+		want string
+	}{
+		{"all of one session's", AllOf(s1a, s1b), "s1"},
+		{"any of one session's", AnyOf(s1a, s1b), "s1"},
+		{"all of two sessions'", AllOf(s1a, s2), ""},
+		{"with one of no session", AllOf(s1a, OneIDPerRequest()), ""},
+		{"none", AllOf(), ""},
+	} {
+		if c.exp.alias != c.want {
+			t.Errorf("%s: alias %q, want %q", c.name, c.exp.alias, c.want)
+		}
+	}
+}
