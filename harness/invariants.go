@@ -88,10 +88,8 @@ func (e *Env) Invariants(aliases ...string) []Violation {
 		out = append(out, e.st.requestViolations(s, timeout)...)
 		out = append(out, e.st.surfaceViolations(s)...)
 		out = append(out, e.st.idViolations(s)...)
-		if e.st.reconnects {
-			for _, c := range s.statusContradictions() {
-				out = append(out, Violation{Requirement: "UI-STATUS", Session: s.alias, Text: c})
-			}
+		for _, c := range e.st.statusContradictions(s) {
+			out = append(out, Violation{Requirement: "UI-STATUS", Session: s.alias, Text: c})
 		}
 	}
 	return out
@@ -104,9 +102,9 @@ func (e *Env) Invariants(aliases ...string) []Violation {
 // for StatusesAgree first, with a deadline.) A connection that closed is
 // not judged: nothing could correct what it heard last. Route SDK only: an
 // MCP session's question lives in its call. It is UI-STATUS's rule, so
-// only where the profile declares reconnect (State.reconnects).
-func (s *SessionState) statusContradictions() []string {
-	if s.mcp || s.exit != nil {
+// none where the profile does not declare reconnect (State.reconnects).
+func (st *State) statusContradictions(s *SessionState) []string {
+	if !st.reconnects || s.mcp || s.exit != nil {
 		return nil
 	}
 	type conn struct {
@@ -157,14 +155,11 @@ func (s *SessionState) statusContradictions() []string {
 // the agent's response is, is met once the response is heard.
 func StatusesAgree(aliases ...string) Expectation {
 	return Expectation{Description: "every connection's latest status agrees with what its session waits on", Check: func(st *State) (Verdict, string) {
-		if !st.reconnects {
-			return Met, ""
-		}
 		for _, a := range slices.Sorted(maps.Keys(st.sessions)) {
 			if len(aliases) > 0 && !slices.Contains(aliases, a) {
 				continue
 			}
-			if c := st.sessions[a].statusContradictions(); len(c) > 0 {
+			if c := st.statusContradictions(st.sessions[a]); len(c) > 0 {
 				return Unmet, c[0]
 			}
 		}

@@ -632,7 +632,7 @@ func (s *SessionState) agentWaits(now time.Time) string {
 		}
 	}
 	if s.mcp {
-		for _, req := range s.requests {
+		for _, req := range s.requests[s.requestsFrom:] {
 			if req.ToolResult == nil {
 				order = append(order, req.ID)
 				waiting[req.ID] = open{"its MCP tool call " + req.ID, req.T}
