@@ -89,6 +89,9 @@ var pageDefects = map[string][2]string{
 	"page-other-typed-not-picked":    {"other.checked = want;\n        choose(OTHER, other);", "other.checked = want;"},
 	// The seventh batch's: the pick's index shadows the question's.
 	"page-other-text-wrong-index": {`c.picks[i].map((v) => (v === OTHER ? c["text" + i].value : v))`, `c.picks[i].map((v, i) => (v === OTHER ? c["text" + i].value : v))`},
+	// And its page that forgets its socket on a close, so that its own
+	// retry never fires: it never reconnects by itself.
+	"page-socket-forgotten-on-close": {"const wait = Math.min(5000, 250 * 2 ** page.retry++);", "page.ws = null;\n      const wait = Math.min(5000, 250 * 2 ** page.retry++);"},
 }
 
 // pageEdited is the page's file name as the broken page has it, where the

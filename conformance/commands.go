@@ -48,6 +48,8 @@ func commands() map[string]command {
 		"mcp-list":    {"mcp-list  connect to the bridge's MCP server as the profile's mcp.config says and check ask_user's input schema (question required; options of label and description; multiSelect)", cmdMCPList},
 		"tool-result": {"[!] tool-result [-error] [-timeout D] ALIAS [TEXT|~REGEXP…]  the current question's ask_user call returned to the agent: an answer naming each TEXT (-error: an isError result); ! : names none of them", cmdToolResult},
 		"latency":     {"latency ALIAS deliver|answer MAX  the current question's measured latency is at most MAX", cmdLatency},
+		"offline":     {"offline ALIAS CONN  take the network away from the connection's client, the client left open (a browser tab on a laptop that went offline): its sockets fail as cut ones do, and it cannot reconnect until online (a surface with no client of its own skips the row)", cmdOffline},
+		"online":      {"online ALIAS CONN  give the client its network back: it must reconnect by itself and hear the bridge's replay within the start limit, and then show what a fresh client would", cmdOnline},
 		"pending":     {"pending [-conn C] [-within D] ALIAS N  the surface lists N questions waiting, the current one among them (-within: by D, times --slow: a surface's list may follow its events)", cmdPending},
 		"permit":      {"permit [-conn C] ALIAS allow|deny [REASON]  wait for another tool's permission prompt on the surface (capability permissions) and allow or deny it", cmdPermit},
 		"race":        {"race ALIAS LABEL1 LABEL2  two answers to the current (single) question at once: exactly one is accepted", cmdRace},
@@ -61,7 +63,7 @@ func commands() map[string]command {
 		"row-skip":    {"row-skip WHY  skip the current row, saying why: a row whose condition leaves its lines out says so ([!cap:timeout] row-skip '…'; generated in the dimension rows)", cmdRowSkip},
 		"sleep":       {"sleep DURATION  the person takes their time, DURATION as written (never scaled by --slow: it is set against the bridge's own clock, such as its timeout)", cmdSleep},
 		"start":       {"start [-detached] ALIAS SCENARIO  start a session whose agent plays SCENARIO (built-in name, a steps .jsonl or a .txtar in $WORK; a resumed agent plays the .jsonl's BASE.resume.jsonl beside it); opens connection main unless -detached. A route mcp scenario runs the agent in print mode with the profile's mcp.config, and main watches every session for its question", cmdStart},
-		"supports":    {"supports ALIAS CONN OP  the connection has operation OP (resume: drop and resume; after: connect -after, asked of the surface before ALIAS starts); where it has not, the row (or the case) is skipped, naming it", cmdSupports},
+		"supports":    {"supports ALIAS CONN OP  the connection has operation OP (resume: drop and resume; after: connect -after, asked of the surface before ALIAS starts; offline: offline and online); where it has not, the row (or the case) is skipped, naming it", cmdSupports},
 		"status":      {"status [-conn C] [-timeout D] [-done] ALIAS  the connection is told the session waits for the user, on the current question (-done: that it waits no longer on it)", cmdStatus},
 	}
 }
@@ -501,8 +503,8 @@ func cmdDrop(ts *testscript.TestScript, neg bool, args []string) {
 	streamOp(ts, neg, args, "drop", "dropping", (*harness.Env).Drop)
 }
 
-// streamOp runs drop or resume (op; doing names it in a failure) on a
-// connection's event stream.
+// streamOp runs drop, resume, offline or online (op; doing names it in a
+// failure) on a connection.
 func streamOp(ts *testscript.TestScript, neg bool, args []string, op, doing string, f func(*harness.Env, context.Context, string, string) error) {
 	if neg || len(args) != 2 {
 		ts.Fatalf("usage: %s ALIAS CONN", op)
@@ -510,7 +512,19 @@ func streamOp(ts *testscript.TestScript, neg bool, args []string, op, doing stri
 	ctx, cancel := waitCtx(ts, 15*time.Second)
 	defer cancel()
 	e := envOf(ts)
-	rejected(ts, false, "", f(e, ctx, args[0], args[1]), doing+" connection "+args[1]+"'s stream", e, args[0])
+	of := "'s stream"
+	if op == "offline" || op == "online" {
+		of = "'s client"
+	}
+	rejected(ts, false, "", f(e, ctx, args[0], args[1]), doing+" connection "+args[1]+of, e, args[0])
+}
+
+func cmdOffline(ts *testscript.TestScript, neg bool, args []string) {
+	streamOp(ts, neg, args, "offline", "taking offline", (*harness.Env).Offline)
+}
+
+func cmdOnline(ts *testscript.TestScript, neg bool, args []string) {
+	streamOp(ts, neg, args, "online", "bringing online", (*harness.Env).Online)
 }
 
 func cmdSupports(ts *testscript.TestScript, neg bool, args []string) {

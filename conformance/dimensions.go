@@ -576,6 +576,35 @@ check OTHER
 `,
 			steps:      session(ask(map[string]any{qDB.Question: "SQLite", qFormat.Question: "Summary"}, qDB, qFormat)),
 			otherSteps: session(ask(map[string]any{qNote.Question: "Yes"}, qNote))},
+		// A client that lost the network with its page left open (a
+		// laptop's Wi-Fi): it reconnects by itself once the network is
+		// back, and then shows what is pending, and nothing that ended
+		// while it was away as answerable.
+		{name: "a page that lost the network while its question waited, and got it back", lines: `[cap:reconnect] supports ALIAS main offline
+[cap:reconnect] await ALIAS question
+[cap:reconnect] offline ALIAS main
+[cap:reconnect] online ALIAS main
+[cap:reconnect] pending -conn main ALIAS 1
+[cap:reconnect] answer -conn main ALIAS
+[cap:reconnect] await ALIAS answered
+[cap:reconnect] check ALIAS
+`,
+			steps: session(ask(map[string]any{qGreek.Question: []string{"Beta", "Delta"}}, qGreek))},
+		{name: "a page that was offline while its question was answered elsewhere and the next asked", lines: `[cap:reconnect] supports ALIAS main offline
+[cap:reconnect] await ALIAS question
+[cap:reconnect] offline ALIAS main
+[cap:reconnect] connect ALIAS other
+[cap:reconnect] await -conn other -same ALIAS question
+[cap:reconnect] answer -conn other ALIAS
+[cap:reconnect] await ALIAS answered
+[cap:reconnect] await -conn other ALIAS question
+[cap:reconnect] online ALIAS main
+[cap:reconnect] pending -conn main ALIAS 1
+[cap:reconnect] answer -conn main ALIAS
+[cap:reconnect] await ALIAS answered
+[cap:reconnect] check ALIAS
+`,
+			steps: session(ask(map[string]any{qColours.Question: []string{"Green", "Red, bright"}}, qColours), ask(map[string]any{qNote.Question: "Yes"}, qNote))},
 	},
 	"UI-STATUS": {
 		{name: "a connection opened after another question was answered, and after the last", lines: `[cap:reconnect] await ALIAS question

@@ -653,6 +653,7 @@ func capsOf(cfg Config) xCaps {
 		crashAt:    crashPoints(cfg),
 		mcp:        c.MCP && p.MCP != nil,
 		resume:     p.Surface.ResumesStreams(),
+		offline:    p.Surface.GoesOffline(),
 		allowTools: !c.Permissions && p.Policy.OtherTools != "deny",
 		denyTools:  !c.Permissions && p.Policy.OtherTools == "deny",
 	}

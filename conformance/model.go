@@ -54,6 +54,9 @@ func (m *xModel) checks(id string) bool { _, known := m.known[id]; return !known
 // xCaps are what the profile lets the model do.
 type xCaps struct {
 	reconnect, takeover, resume, allowTools, denyTools bool
+	// offline: a connection's client can lose the network and come back
+	// by itself (a page): drop and resume take it offline and online.
+	offline bool
 	// persist: the bridge keeps its questions across a restart, so the
 	// model may restart it (once a sequence).
 	persist bool
@@ -1205,28 +1208,54 @@ func (m *xModel) takeover(t *rapid.T) {
 	m.done()
 }
 
+// drop cuts a connection's stream (resume), or takes its client offline
+// (a page: the page must come back by itself once online).
 func (m *xModel) drop(t *rapid.T) {
-	if !m.caps.resume {
+	if !m.caps.resume && !m.caps.offline {
 		t.Skip("the surface does not resume streams")
 	}
 	s := m.pick(t, func(s *xSession) bool { return s.live() && !s.mcp })
 	m.spend(t, m.stepCost(), nil)
 	m.emit("")
 	m.requirement("UI-RECONNECT-REPLAY")
-	m.emit("drop %s %s", s.alias, s.conn)
+	m.emit("%s %s %s", m.dropOp(), s.alias, s.conn)
 	s.dropped = true
 	m.done()
 }
 
+// dropOp and resumeOp are the lines of drop and resume: a stream's, or a
+// page's network.
+func (m *xModel) dropOp() string {
+	if m.caps.resume {
+		return "drop"
+	}
+	return "offline"
+}
+
+func (m *xModel) resumeOp() string {
+	if m.caps.resume {
+		return "resume"
+	}
+	return "online"
+}
+
 // resume reconnects a dropped stream: what happened meanwhile comes once.
+// A page back online shows what a fresh one would: the question asked
+// meanwhile, none that ended meanwhile (pending counts them).
 func (m *xModel) resume(t *rapid.T) {
 	s := m.pick(t, func(s *xSession) bool { return s.conn != "" && s.dropped })
 	m.spend(t, m.holdCost(), s.req()) // as connect
 	m.emit("")
 	m.requirement("UI-RECONNECT-REPLAY")
-	m.emit("resume %s %s", s.alias, s.conn)
+	m.emit("%s %s %s", m.resumeOp(), s.alias, s.conn)
 	m.emit("! await -conn %s -for 200ms %s repeated", s.conn, s.alias)
 	s.dropped, s.resumed = false, true
+	if r := s.req(); !m.caps.resume && r != nil && !r.done && (r.outcome == "timeout" || r.outcome == "cancel" || r.outcome == "exit") {
+		// It may have ended while the page was away, which a page back
+		// online shows as no longer waiting, not how it ended: as after
+		// connect, whether it is shown is a race.
+		r.seen = false
+	}
 	if r := s.req(); r != nil && !r.done && !r.seen && r.outcome != "timeout" && r.outcome != "cancel" && r.outcome != "exit" {
 		if r.shown > 0 {
 			m.emit("await -conn %s -same %s question", s.conn, s.alias)

@@ -465,9 +465,44 @@ func (e *Env) Drop(ctx context.Context, alias, conn string) error {
 	return r.Drop(ctx)
 }
 
+// offliner is connection conn of alias's session as a surface.Offliner;
+// an *surface.Unsupported when its client cannot be taken offline.
+func (e *Env) offliner(alias, conn string) (surface.Offliner, error) {
+	_, c, err := e.conn(alias, conn)
+	if err != nil {
+		return nil, err
+	}
+	o, ok := c.(surface.Offliner)
+	if !ok {
+		return nil, &surface.Unsupported{Op: "offline", Message: "the surface's connections have no client of their own to take offline"}
+	}
+	return o, nil
+}
+
+// Offline takes the network away from connection conn's client, the client
+// left open (surface.Offliner); an *surface.Unsupported where it cannot.
+func (e *Env) Offline(ctx context.Context, alias, conn string) error {
+	o, err := e.offliner(alias, conn)
+	if err != nil {
+		return err
+	}
+	return o.Offline(ctx)
+}
+
+// Online gives connection conn's client its network back, and returns once
+// it has reconnected by itself and heard the bridge's replay.
+func (e *Env) Online(ctx context.Context, alias, conn string) error {
+	o, err := e.offliner(alias, conn)
+	if err != nil {
+		return err
+	}
+	return o.Online(ctx)
+}
+
 // Supports is nil when connection conn of alias's session has operation
 // op ("resume": Drop and Resume; "after": connections opened after an event
-// id, OpenAfter, of the surface's, whatever alias and conn), else an
+// id, OpenAfter, of the surface's, whatever alias and conn; "offline":
+// Offline and Online), else an
 // *surface.Unsupported naming it: a row
 // asks before it sets up what only that operation checks.
 func (e *Env) Supports(alias, conn, op string) error {
@@ -477,8 +512,11 @@ func (e *Env) Supports(alias, conn, op string) error {
 		return err
 	case "after":
 		return e.afterOpener()
+	case "offline":
+		_, err := e.offliner(alias, conn)
+		return err
 	}
-	return fmt.Errorf("no operation %q to ask about (want resume or after)", op)
+	return fmt.Errorf("no operation %q to ask about (want resume, after or offline)", op)
 }
 
 // afterOpener: nil where the surface's connections open after an event id

@@ -50,6 +50,12 @@ type Spec struct {
 // opened; an exec adapter may have it too, and says so when asked.
 func (s Spec) ResumesStreams() bool { return s.Kind == "http" }
 
+// GoesOffline reports whether the surface's connections are clients of
+// their own that can lose the network and come back (an Offliner: a
+// browser tab), known before the surface is opened; a page that holds no
+// WebSocket says so when taken offline.
+func (s Spec) GoesOffline() bool { return s.Kind == "browser" }
+
 // Scaled is d times the slow factor.
 func (s Spec) Scaled(d time.Duration) time.Duration { return Scale(d, s.Slow) }
 

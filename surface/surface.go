@@ -89,6 +89,18 @@ type Resumer interface {
 	Resume(ctx context.Context) error
 }
 
+// Offliner is a Conn whose person can lose the network with the client
+// left open (a browser tab on a laptop that went offline): Offline cuts
+// the client's connection to the bridge as a network would and keeps it
+// down; Online gives the network back and returns once the client has
+// reconnected by itself and heard the bridge's replay, or fails saying it
+// did not. What the client shows after is what a fresh one would: the
+// pending questions, none that ended meanwhile as answerable.
+type Offliner interface {
+	Offline(ctx context.Context) error
+	Online(ctx context.Context) error
+}
+
 // AfterOpener is a Surface whose connection can open as a client that
 // heard event lastID of some log before (SSE's Last-Event-ID on its first
 // request): 0 asks for the whole log; an id ahead of the bridge's log is

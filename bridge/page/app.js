@@ -26,6 +26,7 @@
     view: "", // a session id (its own connection, with takeover), or "" for every session
     retry: 0,
     syncs: 0, // replays heard in full (data-synced on <html>)
+    replayed: null, // the questions replayed since the socket opened, until the replay ends
     taken: false,
     sessions: new Map(), // id → session_status event
     cards: new Map(), // question id → card
@@ -245,6 +246,7 @@
     }
     switch (m.type) {
       case "ask_user_question": {
+        if (page.replayed) page.replayed.add(m.question_id);
         if (c && open(c)) return; // a replay of one shown already
         if (c) c.el.remove();
         const n = card(m);
@@ -290,6 +292,15 @@
         return;
       case "error":
         if (!c && !m.question_id && /askctl_sync/.test(m.error || "")) {
+          // The replay is over: a card it did not name ended while this
+          // page was away (answered in another tab, or timed out), even
+          // if its session waits on another question now.
+          if (page.replayed) {
+            for (const o of page.cards.values()) {
+              if (open(o) && !page.replayed.has(o.id)) setState(o, "gone", "No longer waiting: it was settled while this page was away.");
+            }
+            page.replayed = null;
+          }
           document.documentElement.dataset.synced = String(++page.syncs);
           return;
         }
@@ -392,6 +403,7 @@
     page.ws = ws;
     ws.onopen = () => {
       page.retry = 0;
+      page.replayed = new Set(); // the questions the bridge replays, up to the sync's reply
       page.opened = true;
       conn("connected", true);
       // The bridge replays what is pending before it reads a message, so

@@ -585,6 +585,9 @@ type browserConn struct {
 	mu      sync.Mutex
 	seq     int64
 	ready   string
+	opened  int64   // the sockets the page opened (browser.js, online)
+	cut     string  // the ready mark when the tab went offline
+	cutAt   sockets // the page's sockets then
 	taken   bool
 	last    map[string]browserRequest
 	order   []string
@@ -607,6 +610,7 @@ func (c *browserConn) onSnapshot(data string) {
 	var snap struct {
 		Seq      int64            `json:"seq"`
 		Ready    string           `json:"ready"`
+		Opened   int64            `json:"opened"`
 		Taken    bool             `json:"taken"`
 		Requests []browserRequest `json:"requests"`
 		Sessions []browserSession `json:"sessions"`
@@ -695,7 +699,7 @@ func (c *browserConn) onSnapshot(data string) {
 	if snap.Taken && !c.taken {
 		sink(surface.Event{T: now, Type: surface.EventTaken, Session: c.session})
 	}
-	c.taken, c.ready = snap.Taken, snap.Ready
+	c.taken, c.ready, c.opened = snap.Taken, snap.Ready, snap.Opened
 	close(c.changed)
 	c.changed = make(chan struct{})
 }
@@ -940,6 +944,74 @@ func settled(kind, status string) error {
 		return &surface.Rejected{Code: "invalid", Message: status}
 	}
 	return &surface.Rejected{Code: "resolved", Message: status}
+}
+
+// Offline takes the network away from the tab, the page left open, as a
+// person's laptop loses it (surface.Offliner): the page's WebSockets fail
+// as cut ones do, and new ones fail as they do with no network, never
+// reaching the bridge, until Online (browser.js). A page that holds no
+// open WebSocket has no such operation.
+func (c *browserConn) Offline(ctx context.Context) error {
+	actx, cancel := c.bound(ctx)
+	defer cancel()
+	c.mu.Lock()
+	ready := c.ready
+	c.mu.Unlock()
+	r, err := chromedp.Run(actx, chromedp.Evaluate[sockets](`window.__askctl.offline()`))
+	if err != nil {
+		return fmt.Errorf("taking the tab offline: %w", stopped(ctx, c.tab, c.s.spec.OpLimit(), err))
+	}
+	if r.Cut == 0 {
+		return &surface.Unsupported{Op: "offline", Message: "the page holds no open WebSocket to cut"}
+	}
+	c.mu.Lock()
+	c.cut, c.cutAt = ready, r
+	c.mu.Unlock()
+	return nil
+}
+
+// sockets counts a page's WebSockets (browser.js): cut by offline, made
+// and opened so far.
+type sockets struct {
+	Cut    int   `json:"cut"`
+	Made   int64 `json:"made"`
+	Opened int64 `json:"opened"`
+}
+
+// Online gives the tab its network back and waits, up to the start limit,
+// for the page to reconnect by itself and hear the bridge's replay (its
+// ready mark changed since Offline, where the map names one): a page that
+// stays down fails, saying what it did.
+func (c *browserConn) Online(ctx context.Context) error {
+	limit := c.s.spec.StartLimit()
+	actx, cancel := c.boundBy(ctx, limit)
+	defer cancel()
+	back, err := chromedp.Run(actx, chromedp.Evaluate[sockets](`window.__askctl.online()`))
+	if err != nil {
+		return fmt.Errorf("bringing the tab online: %w", stopped(ctx, c.tab, limit, err))
+	}
+	c.mu.Lock()
+	cut, cutAt := c.cut, c.cutAt
+	c.mu.Unlock()
+	marked := c.s.spec.Browser.Map.Ready != ""
+	err = c.await(actx, func() bool { return c.opened > back.Opened && (!marked || c.ready != cut) })
+	if err == nil {
+		return nil
+	}
+	err = stopped(ctx, c.tab, limit, err)
+	c.mu.Lock()
+	opened, ready := c.opened > back.Opened, c.ready
+	c.mu.Unlock()
+	if opened {
+		return fmt.Errorf("the network came back and the page reconnected, but its ready mark (%s) stayed %q: it did not hear the bridge's replay: %w", c.s.spec.Browser.Map.Ready, ready, err)
+	}
+	why := "the page did not reconnect by itself"
+	qctx, qcancel := c.boundBy(context.Background(), c.s.spec.OpLimit())
+	defer qcancel()
+	if now, qerr := chromedp.Run(qctx, chromedp.Evaluate[sockets](`window.__askctl.sockets()`)); qerr == nil {
+		why += fmt.Sprintf(": it tried %d WebSockets while offline, %d after", back.Made-cutAt.Made, now.Made-back.Made)
+	}
+	return fmt.Errorf("the network came back, and %s: %w", why, err)
 }
 
 func (c *browserConn) SendRaw(context.Context, string, []byte) error {

@@ -22,6 +22,88 @@
     return e ? e.textContent.trim() : "";
   };
 
+  // The page's WebSockets pass through here, so that the harness can take
+  // the network away from this tab as a person's laptop loses it, the tab
+  // left open (offline), and give it back (online): the page must then
+  // reconnect by itself. Offline, an open socket fails as a cut one does
+  // (an error, then a close of code 1006, and nothing heard after; the
+  // bridge sees it closed), and a new one fails as it does with no network,
+  // never reaching the bridge.
+  const net = { down: false, sockets: new Set(), made: 0, opened: 0 };
+  const Native = window.WebSocket;
+  if (Native) {
+    window.WebSocket = class WebSocket extends Native {
+      constructor(url, protocols) {
+        net.made++;
+        if (net.down) return unreachable(String(url));
+        if (protocols === undefined) super(url);
+        else super(url, protocols);
+        net.sockets.add(this);
+        // First of the socket's listeners: after a cut, only the cut's
+        // own events reach the page's.
+        const mute = (e) => {
+          if (this.__cut && !e.__askctl) e.stopImmediatePropagation();
+        };
+        for (const t of ["open", "message", "error", "close"]) this.addEventListener(t, mute);
+        this.addEventListener("open", () => {
+          if (!this.__cut) net.opened++;
+          push();
+        });
+        this.addEventListener("close", () => net.sockets.delete(this));
+      }
+    };
+  }
+  // cutOff tells a socket's listeners and handlers that it failed: an
+  // error, then a close of code 1006 (a connection lost, not closed).
+  function cutOff(s, fire) {
+    setTimeout(() => {
+      const err = new Event("error");
+      err.__askctl = true;
+      fire(err);
+      const end = new CloseEvent("close", { code: 1006, reason: "", wasClean: false });
+      end.__askctl = true;
+      fire(end);
+    }, 100);
+  }
+  // unreachable is a socket made with no network: it fails, as a real
+  // one would, and the bridge never hears of it.
+  function unreachable(url) {
+    const s = new EventTarget();
+    Object.setPrototypeOf(s, window.WebSocket.prototype);
+    const on = {};
+    const props = {
+      url: { value: url }, protocol: { value: "" }, extensions: { value: "" }, bufferedAmount: { value: 0 },
+      binaryType: { value: "blob", writable: true }, readyState: { value: Native.CONNECTING, writable: true },
+      send: { value: () => { throw new DOMException("Still in CONNECTING state.", "InvalidStateError"); } },
+      close: { value: () => {} },
+    };
+    for (const t of ["open", "message", "error", "close"]) props["on" + t] = { get: () => on[t] || null, set: (f) => { on[t] = f; } };
+    Object.defineProperties(s, props);
+    cutOff(s, (e) => {
+      if (e.type === "close") s.readyState = Native.CLOSED;
+      s.dispatchEvent(e);
+      if (typeof on[e.type] === "function") on[e.type].call(s, e);
+    });
+    return s;
+  }
+  function offline() {
+    net.down = true;
+    let cut = 0;
+    for (const s of net.sockets) {
+      if (s.__cut || s.readyState > Native.OPEN) continue;
+      s.__cut = true;
+      cut++;
+      s.close();
+      Object.defineProperty(s, "readyState", { value: Native.CLOSED });
+      cutOff(s, (e) => s.dispatchEvent(e));
+    }
+    return { cut, made: net.made };
+  }
+  function online() {
+    net.down = false;
+    return { made: net.made, opened: net.opened };
+  }
+
   // attr reads "SELECTOR@ATTRIBUTE" (no eval: pages forbid it).
   function attr(spec) {
     if (!spec) return "";
@@ -71,6 +153,7 @@
     return {
       seq: base + ++seq,
       ready: attr(M.ready),
+      opened: net.opened,
       taken: !!(M.taken && document.querySelector(M.taken)),
       requests: requests().map((card) => ({
         id: card.getAttribute(M.id),
@@ -199,7 +282,7 @@
     return { ok: true };
   }
 
-  window.__askctl = { snapshot, questions: (qid) => { const c = request(qid); return c ? questions(c) : null; }, answer, skip };
+  window.__askctl = { snapshot, questions: (qid) => { const c = request(qid); return c ? questions(c) : null; }, answer, skip, offline, online, sockets: () => ({ made: net.made, opened: net.opened }) };
 
   // Tell the harness whenever the page changes (once per burst).
   let queued = false;
