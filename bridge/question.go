@@ -17,7 +17,7 @@ import (
 // ask is the bridge as the sessions' source of answers: AskUserQuestion
 // becomes a pending question; other tools follow the policy at once.
 func (b *Bridge) ask(sessionID string, s *sdk.Session, r sdk.Request) {
-	if r.ToolName != protocol.ToolAskUserQuestion {
+	if r.ToolName != protocol.ToolAskUserQuestion && !(defect("route-by-interaction-flag") && r.RequiresUserInteraction) {
 		if defect("passthrough-withdraws-pending") {
 			pend, _ := b.st.questions(context.Background(), bridgeapi.QuestionPending, sessionID)
 			for _, q := range pend {

@@ -49,7 +49,7 @@ func commands() map[string]command {
 		"tool-result": {"[!] tool-result [-error] [-timeout D] ALIAS [TEXT|~REGEXP…]  the current question's ask_user call returned to the agent: an answer naming each TEXT (-error: an isError result); ! : names none of them", cmdToolResult},
 		"latency":     {"latency ALIAS deliver|answer MAX  the current question's measured latency is at most MAX", cmdLatency},
 		"offline":     {"offline ALIAS CONN  take the network away from the connection's client, the client left open (a browser tab on a laptop that went offline): its sockets fail as cut ones do, and it cannot reconnect until online (a surface with no client of its own skips the row)", cmdOffline},
-		"online":      {"online ALIAS CONN  give the client its network back: it must reconnect by itself and hear the bridge's replay within the start limit, and then show what a fresh client would", cmdOnline},
+		"online":      {"online ALIAS CONN  give the client its network back: it must reconnect by itself and hear the bridge's replay within 15s (times --slow) and the start limit, and then show what a fresh client would", cmdOnline},
 		"pending":     {"pending [-conn C] [-within D] ALIAS N  the surface lists N questions waiting, the current one among them (-within: by D, times --slow: a surface's list may follow its events)", cmdPending},
 		"permit":      {"permit [-conn C] ALIAS allow|deny [REASON]  wait for another tool's permission prompt on the surface (capability permissions) and allow or deny it", cmdPermit},
 		"race":        {"race ALIAS LABEL1 LABEL2  two answers to the current (single) question at once: exactly one is accepted", cmdRace},

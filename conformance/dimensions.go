@@ -123,6 +123,17 @@ func besideAfter(step string, d time.Duration) string {
 	return mustJSON(m)
 }
 
+// planStep is a call of a tool that itself puts something to the person
+// (ExitPlanMode: the plan, for approval), whose prompt the CLI marks
+// requires_user_interaction, as it marks AskUserQuestion's: it is still
+// another tool, decided by the bridge's policy (allowed, its input comes
+// back unchanged), never a question. Its rows are the fake agent's: the
+// real CLI calls it only in plan mode.
+func planStep(allowed bool) string {
+	input := map[string]any{"plan": "1. Add the users table.\n2. Copy the rows over, in batches of 1,000.\n3. Switch the reads, then drop the old table."}
+	return permissionStep("ExitPlanMode", input, "User has approved your plan. You can now start coding.", map[string]any{"requires_user_interaction": true}, allowed)
+}
+
 // readStep is a Read of a file outside the project, which asks for
 // permission; the CLI runs Read at once with a question asked in the same
 // model response. Decided by the bridge's policy: allowed, its input comes
@@ -469,6 +480,18 @@ check ALIAS
 [!cap:permissions] [policy:deny] [agent:fake] check ALIAS
 `,
 			steps: session(writeStep("listing.go", longListing, false), ask(map[string]any{qDB.Question: "SQLite"}, qDB))},
+		{name: "allowed: a plan put to the person by its own tool (ExitPlanMode, marked requires_user_interaction) comes back unchanged", lines: `[!cap:permissions] [policy:allow] [agent:fake] await ALIAS question
+[!cap:permissions] [policy:allow] [agent:fake] answer ALIAS
+[!cap:permissions] [policy:allow] [agent:fake] await ALIAS answered
+[!cap:permissions] [policy:allow] [agent:fake] check ALIAS
+`,
+			steps: session(planStep(true), ask(map[string]any{qSections.Question: []string{"Outro", "Intro"}}, qSections))},
+		{name: "denied: a plan put to the person by its own tool (ExitPlanMode) is denied", lines: `[!cap:permissions] [policy:deny] [agent:fake] await ALIAS question
+[!cap:permissions] [policy:deny] [agent:fake] answer ALIAS
+[!cap:permissions] [policy:deny] [agent:fake] await ALIAS answered
+[!cap:permissions] [policy:deny] [agent:fake] check ALIAS
+`,
+			steps: session(planStep(false), ask(map[string]any{qSections.Question: []string{"Body"}}, qSections))},
 	},
 	"SDK-LATE-ANSWER": {
 		{name: "a skip after the answer", lines: answerLines + `! skip-question ALIAS 'Too late'

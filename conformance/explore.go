@@ -270,8 +270,8 @@ func Explore(ctx context.Context, cfg Config, o ExploreOptions) (*ExploreResult,
 	rapidReady()
 	rapidSeed.Lock()
 	setFlag("rapid.steps", strconv.Itoa(o.Steps))
-	setFlag("rapid.shrinktime", o.Shrink.String())
 	rapidSeed.Unlock()
+	defer shrinkBound(o.Shrink)()
 
 	e := &explorer{cfg: cfg, o: o, work: work, caps: capsOf(cfg), start: time.Now(), next: o.Seed}
 	e.caps.lacks = map[string]bool{}
@@ -347,6 +347,43 @@ type explorer struct {
 type exploreWorker struct {
 	ctx    context.Context
 	cancel context.CancelFunc
+}
+
+// shrinkBounds are the shrink bounds of the explorations under way in the
+// process (several, in the suite's own tests).
+var shrinkBounds = struct {
+	sync.Mutex
+	live []time.Duration
+}{}
+
+// shrinkBound adds an exploration's bound on shrinking, and returns its
+// removal. rapid's own bound is one global flag, read as a shrink begins:
+// it is kept at the least of the explorations', so rapid never shrinks
+// past an exploration's bound. Past it, the exploration skips every
+// candidate at once, and rapid, shrinking on, would try (and remember)
+// thousands of them a second until its own bound: gigabytes.
+func shrinkBound(d time.Duration) func() {
+	set := func() {
+		if len(shrinkBounds.live) > 0 {
+			setFlag("rapid.shrinktime", slices.Min(shrinkBounds.live).String())
+		}
+	}
+	shrinkBounds.Lock()
+	shrinkBounds.live = append(shrinkBounds.live, d)
+	rapidSeed.Lock()
+	set()
+	rapidSeed.Unlock()
+	shrinkBounds.Unlock()
+	return func() {
+		shrinkBounds.Lock()
+		defer shrinkBounds.Unlock()
+		rapidSeed.Lock()
+		defer rapidSeed.Unlock()
+		if i := slices.Index(shrinkBounds.live, d); i >= 0 {
+			shrinkBounds.live = slices.Delete(shrinkBounds.live, i, i+1)
+		}
+		set()
+	}
 }
 
 // rapidSeed serializes rapid's start: it reads its seed from a global

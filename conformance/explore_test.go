@@ -152,6 +152,9 @@ var exploredDefects = map[string]string{
 	// Every status says nobody waits: a connection's latest status
 	// contradicts a question still waiting.
 	"status-read-without-waiting": "ws",
+	// A tool's prompt marked requires_user_interaction (ExitPlanMode's)
+	// taken for a question: the model's tool before an ask may be one.
+	"route-by-interaction-flag": "ws",
 }
 
 // unexploredDefects are the broken bridges the explorer is not asked to
@@ -160,7 +163,7 @@ var exploredDefects = map[string]string{
 var unexploredDefects = map[string]string{
 	"page-multiselect-field-case": pageDefect, "page-taken-page-reconnects": pageDefect, "page-timeout-event-name": pageDefect,
 	"page-other-text-trimmed": pageDefect, "page-skip-button-sends": pageDefect, "page-multi-uncheck-drops-later": pageDefect,
-	"page-other-typed-not-picked": pageDefect, "page-other-text-wrong-index": pageDefect,
+	"page-other-typed-not-picked": pageDefect, "page-other-text-wrong-index": pageDefect, "page-socket-forgotten-on-close": pageDefect,
 	"ws-read-limit-default": "an answer of 40 KB, past a WebSocket library's default read limit: the model's own words are short " +
 		"(a found case stays readable); SDK-ANSWER-OTHER's row of a pasted log catches it",
 	"agent-scanner-64k": "a line of the agent's of 200 KB, past a line reader's default bound: the model's own lines are short " +

@@ -193,6 +193,10 @@ type xReq struct {
 	pair       *xReq
 	pairFirst  bool
 	toolBeside bool
+	// plan makes tool, before the ask, an ExitPlanMode call, whose prompt
+	// the CLI marks requires_user_interaction as it does a question's,
+	// rather than a Bash command's (an ask of an even number of questions).
+	plan bool
 	// qvar names the variable of its question id where the order shown
 	// does not tell it (a pair's): "" for ALIAS_Qn.
 	qvar string
@@ -365,6 +369,11 @@ func (m *xModel) genReq(t *rapid.T, last, mcp bool) *xReq {
 		r.tool = rapid.SampledFrom(tools).Draw(t, "policy")
 		// A Read runs at once with the question, a Bash before it.
 		r.toolBeside = rapid.Bool().Draw(t, "toolBeside")
+		// The prompt before an ask of an even number of questions is
+		// ExitPlanMode's, of an odd number a Bash command's: no draw of its
+		// own, so that every sequence drawn before stays as it was (seed 1
+		// still finds what it found), and it shrinks with the questions.
+		r.plan = !r.toolBeside && len(r.qs)%2 == 0
 	}
 	// Not beside a request the agent withdraws or exits on: that ends the
 	// other call of the response too, at a moment of the agent's.
@@ -426,7 +435,10 @@ func (s *xSession) scenario(cancelAfter float64) string {
 	b.WriteString(`{"prompt":"Help me set things up."}` + "\n")
 	for i, r := range s.reqs {
 		file := fmt.Sprintf("askctl-%s-%d.txt", s.alias, i)
-		if r.tool != "" && !r.toolBeside {
+		switch {
+		case r.tool != "" && !r.toolBeside && r.plan:
+			b.WriteString(planStep(r.tool == "allow") + "\n")
+		case r.tool != "" && !r.toolBeside:
 			b.WriteString(toolStep(file, r.tool == "allow") + "\n")
 		}
 		// The calls of one model response: the question, and the other
@@ -1211,8 +1223,8 @@ func (m *xModel) takeover(t *rapid.T) {
 // drop cuts a connection's stream (resume), or takes its client offline
 // (a page: the page must come back by itself once online).
 func (m *xModel) drop(t *rapid.T) {
-	if !m.caps.resume && !m.caps.offline {
-		t.Skip("the surface does not resume streams")
+	if !m.caps.resume && !(m.caps.offline && m.caps.reconnect) {
+		t.Skip("the surface does not resume streams") // (a page back online replays: capability reconnect)
 	}
 	s := m.pick(t, func(s *xSession) bool { return s.live() && !s.mcp })
 	m.spend(t, m.stepCost(), nil)

@@ -586,7 +586,7 @@ type browserConn struct {
 	seq     int64
 	ready   string
 	opened  int64   // the sockets the page opened (browser.js, online)
-	cut     string  // the ready mark when the tab went offline
+	offline bool    // taken offline, not yet online
 	cutAt   sockets // the page's sockets then
 	taken   bool
 	last    map[string]browserRequest
@@ -954,9 +954,6 @@ func settled(kind, status string) error {
 func (c *browserConn) Offline(ctx context.Context) error {
 	actx, cancel := c.bound(ctx)
 	defer cancel()
-	c.mu.Lock()
-	ready := c.ready
-	c.mu.Unlock()
 	r, err := chromedp.Run(actx, chromedp.Evaluate[sockets](`window.__askctl.offline()`))
 	if err != nil {
 		return fmt.Errorf("taking the tab offline: %w", stopped(ctx, c.tab, c.s.spec.OpLimit(), err))
@@ -965,24 +962,34 @@ func (c *browserConn) Offline(ctx context.Context) error {
 		return &surface.Unsupported{Op: "offline", Message: "the page holds no open WebSocket to cut"}
 	}
 	c.mu.Lock()
-	c.cut, c.cutAt = ready, r
+	c.offline, c.cutAt = true, r
 	c.mu.Unlock()
 	return nil
 }
 
 // sockets counts a page's WebSockets (browser.js): cut by offline, made
-// and opened so far.
+// and opened so far by its document; Ready is its ready mark as online
+// let them through again.
 type sockets struct {
-	Cut    int   `json:"cut"`
-	Made   int64 `json:"made"`
-	Opened int64 `json:"opened"`
+	Cut    int    `json:"cut"`
+	Made   int64  `json:"made"`
+	Opened int64  `json:"opened"`
+	Ready  string `json:"ready"`
 }
 
-// Online gives the tab its network back and waits, up to the start limit,
-// for the page to reconnect by itself and hear the bridge's replay (its
-// ready mark changed since Offline, where the map names one): a page that
-// stays down fails, saying what it did.
+// Online gives the tab its network back and waits, within the step's
+// deadline and the start limit, for the page to reconnect by itself and
+// hear the bridge's replay (its ready mark changed since the network came
+// back, where the map names one): a page that stays down fails, saying
+// what it did.
 func (c *browserConn) Online(ctx context.Context) error {
+	c.mu.Lock()
+	was, cutAt := c.offline, c.cutAt
+	c.offline = false
+	c.mu.Unlock()
+	if !was {
+		return errors.New("bringing the tab online: it was not taken offline")
+	}
 	limit := c.s.spec.StartLimit()
 	actx, cancel := c.boundBy(ctx, limit)
 	defer cancel()
@@ -990,11 +997,8 @@ func (c *browserConn) Online(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("bringing the tab online: %w", stopped(ctx, c.tab, limit, err))
 	}
-	c.mu.Lock()
-	cut, cutAt := c.cut, c.cutAt
-	c.mu.Unlock()
 	marked := c.s.spec.Browser.Map.Ready != ""
-	err = c.await(actx, func() bool { return c.opened > back.Opened && (!marked || c.ready != cut) })
+	err = c.await(actx, func() bool { return c.opened > back.Opened && (!marked || c.ready != back.Ready) })
 	if err == nil {
 		return nil
 	}
@@ -1009,7 +1013,11 @@ func (c *browserConn) Online(ctx context.Context) error {
 	qctx, qcancel := c.boundBy(context.Background(), c.s.spec.OpLimit())
 	defer qcancel()
 	if now, qerr := chromedp.Run(qctx, chromedp.Evaluate[sockets](`window.__askctl.sockets()`)); qerr == nil {
-		why += fmt.Sprintf(": it tried %d WebSockets while offline, %d after", back.Made-cutAt.Made, now.Made-back.Made)
+		if n := back.Made - cutAt.Made; n >= 0 {
+			why += fmt.Sprintf(": it tried %d WebSockets while offline, %d after", n, now.Made-back.Made)
+		} else { // the page was reloaded meanwhile: its counts started over
+			why += fmt.Sprintf(": it was reloaded while offline, and tried %d WebSockets after", now.Made-back.Made)
+		}
 	}
 	return fmt.Errorf("the network came back, and %s: %w", why, err)
 }

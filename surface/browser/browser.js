@@ -29,13 +29,31 @@
   // (an error, then a close of code 1006, and nothing heard after; the
   // bridge sees it closed), and a new one fails as it does with no network,
   // never reaching the bridge.
-  const net = { down: false, sockets: new Set(), made: 0, opened: 0 };
+  // Offline outlives the document: a page that reloads while offline
+  // (a dev server's client does) stays offline.
+  const OFFLINE = "__askctl.offline";
+  const stored = () => {
+    try {
+      return sessionStorage.getItem(OFFLINE) === "1";
+    } catch {
+      return false;
+    }
+  };
+  const store = (down) => {
+    try {
+      if (down) sessionStorage.setItem(OFFLINE, "1");
+      else sessionStorage.removeItem(OFFLINE);
+    } catch {
+      // no storage: offline lasts this document
+    }
+  };
+  const net = { down: stored(), sockets: new Set(), made: 0, opened: 0 };
   const Native = window.WebSocket;
   if (Native) {
     window.WebSocket = class WebSocket extends Native {
       constructor(url, protocols) {
         net.made++;
-        if (net.down) return unreachable(String(url));
+        if (net.down) return unreachable(String(url), new.target);
         if (protocols === undefined) super(url);
         else super(url, protocols);
         net.sockets.add(this);
@@ -67,41 +85,56 @@
   }
   // unreachable is a socket made with no network: it fails, as a real
   // one would, and the bridge never hears of it.
-  function unreachable(url) {
+  function unreachable(url, kind) {
     const s = new EventTarget();
-    Object.setPrototypeOf(s, window.WebSocket.prototype);
+    Object.setPrototypeOf(s, kind.prototype); // a page's own subclass too
     const on = {};
     const props = {
       url: { value: url }, protocol: { value: "" }, extensions: { value: "" }, bufferedAmount: { value: 0 },
       binaryType: { value: "blob", writable: true }, readyState: { value: Native.CONNECTING, writable: true },
       send: { value: () => { throw new DOMException("Still in CONNECTING state.", "InvalidStateError"); } },
-      close: { value: () => {} },
+      close: { value: () => { if (s.readyState === Native.CONNECTING) s.readyState = Native.CLOSING; } },
     };
     for (const t of ["open", "message", "error", "close"]) props["on" + t] = { get: () => on[t] || null, set: (f) => { on[t] = f; } };
     Object.defineProperties(s, props);
     cutOff(s, (e) => {
       if (e.type === "close") s.readyState = Native.CLOSED;
       s.dispatchEvent(e);
-      if (typeof on[e.type] === "function") on[e.type].call(s, e);
+      if (typeof on[e.type] === "function") {
+        try {
+          on[e.type].call(s, e);
+        } catch (err) {
+          // Reported as a handler's error is, and the close still comes.
+          setTimeout(() => {
+            throw err;
+          }, 0);
+        }
+      }
     });
     return s;
   }
+  // offline cuts the page's open sockets; with none open it changes
+  // nothing (the harness reports the operation unsupported).
   function offline() {
+    const open = [...net.sockets].filter((s) => !s.__cut && s.readyState <= Native.OPEN);
+    if (open.length === 0) return { cut: 0, made: net.made, opened: net.opened };
     net.down = true;
-    let cut = 0;
-    for (const s of net.sockets) {
-      if (s.__cut || s.readyState > Native.OPEN) continue;
+    store(true);
+    for (const s of open) {
       s.__cut = true;
-      cut++;
       s.close();
       Object.defineProperty(s, "readyState", { value: Native.CLOSED });
       cutOff(s, (e) => s.dispatchEvent(e));
     }
-    return { cut, made: net.made };
+    return { cut: open.length, made: net.made, opened: net.opened };
   }
+  // online lets sockets through again. It returns the page's ready mark,
+  // read in the same turn: offline, the page heard no replay since the
+  // cut, so the next change of the mark is the replay after it is back.
   function online() {
     net.down = false;
-    return { made: net.made, opened: net.opened };
+    store(false);
+    return { made: net.made, opened: net.opened, ready: attr(M.ready) };
   }
 
   // attr reads "SELECTOR@ATTRIBUTE" (no eval: pages forbid it).
