@@ -71,6 +71,13 @@ var Defects = []string{
 	// requests routed by the CLI's requires_user_interaction rather than
 	// the tool's name (ExitPlanMode's prompt carries it too).
 	"page-other-text-wrong-index", "page-socket-forgotten-on-close", "route-by-interaction-flag",
+	// An eighth batch, held out: those it taught the suite to catch (a
+	// reply counted delivered on any tool result of the call, a skip
+	// reported to ask_user as a withdrawal, an empty set of answers over
+	// /ws taken for a skip, a refused card locked on the page, a timeout
+	// that ends only an untouched card).
+	"redeliver-any-tool-result", "mcp-skip-withdrawn", "ws-empty-answers-skip",
+	"page-error-state-locks-card", "page-timeout-pending-only",
 }
 
 // Variants are not defects: bridges that differ from the reference one
@@ -95,6 +102,10 @@ var pageDefects = map[string][2]string{
 	// And its page that forgets its socket on a close, so that its own
 	// retry never fires: it never reconnects by itself.
 	"page-socket-forgotten-on-close": {"const wait = Math.min(5000, 250 * 2 ** page.retry++);", "page.ws = null;\n      const wait = Math.min(5000, 250 * 2 ** page.retry++);"},
+	// The eighth batch's: a card refused (its controls then disabled for
+	// good), and a timeout that ends only a card nobody touched.
+	"page-error-state-locks-card": {`const live = state === "pending" || state === "error";`, `const live = state === "pending";`},
+	"page-timeout-pending-only":   {`if (c) ended(c, "expired",`, `if (c && c.state === "pending") ended(c, "expired",`},
 }
 
 // pageEdited is the page's file name as the broken page has it, where the
@@ -144,6 +155,8 @@ func misreport(ctx context.Context, q *bridgeapi.Question) (*bridgeapi.Question,
 		for k, v := range q.Answers {
 			c.Answers[k], _, _ = strings.Cut(v, ", ")
 		}
+	case defect("mcp-skip-withdrawn") && q.Status == bridgeapi.QuestionSkipped:
+		c.Status, c.Reason = bridgeapi.QuestionWithdrawn, "skipped: "+q.Reason
 	case defect("mcp-never-returns"):
 		<-ctx.Done()
 		return nil, ctx.Err()

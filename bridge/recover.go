@@ -351,7 +351,7 @@ func (b *Bridge) received(ss *bridgeapi.Session, q *bridgeapi.Question, prompt s
 			found = true
 		}
 		for _, bl := range r.Blocks {
-			if bl.Type == "tool_result" && q.ToolUseID != "" && bl.ToolUseID == q.ToolUseID && isReply(q, bl) || bl.Type == "text" && bl.Text == prompt {
+			if bl.Type == "tool_result" && q.ToolUseID != "" && bl.ToolUseID == q.ToolUseID && (isReply(q, bl) || defect("redeliver-any-tool-result")) || bl.Type == "text" && bl.Text == prompt {
 				found = true
 			}
 		}

@@ -150,6 +150,48 @@ const readAfter = 300 * time.Millisecond
 
 // readBesideRow is the SDK-PASSTHROUGH row of a Read's prompt, decided
 // under policy (allow or deny), while a question of the session waits.
+// badShapes are answers of the wrong shape, as the surfaces' own
+// messages carry them: none, an empty set, null, a list, and a value
+// that is neither a label nor a list of labels. Each must be refused with
+// a message, nothing reaching the agent: a bridge that takes an empty set
+// for a skip, or a missing one for an allow, turns a client's mistake
+// into the person's word.
+var badShapes = []string{"", `{}`, `null`, `[]`, `{"Which database should I use?":{"label":"SQLite"}}`, `{"Which database should I use?":true}`}
+
+// badShapesRow sends each of badShapes in each surface's own message.
+func badShapesRow() row {
+	wrap := map[string]func(answers string) string{
+		"http": func(a string) string { return `{"answers":` + a + `}` },
+		"ws": func(a string) string {
+			return `{"type":"ask_user_response","data":{"question_id":"'$ALIAS_Q'","answers":` + a + `}}`
+		},
+		"control-ws": func(a string) string {
+			return `{"type":"control_response","response":{"subtype":"success","request_id":"'$ALIAS_Q'","response":{"behavior":"allow","updatedInput":{"answers":` + a + `}}}}`
+		},
+	}
+	wrap["exec"] = wrap["http"]
+	missing := map[string]string{
+		"http":       `{}`,
+		"exec":       `{}`,
+		"ws":         `{"type":"ask_user_response","data":{"question_id":"'$ALIAS_Q'"}}`,
+		"control-ws": `{"type":"control_response","response":{"subtype":"success","request_id":"'$ALIAS_Q'","response":{"behavior":"allow","updatedInput":{}}}}`,
+	}
+	var b strings.Builder
+	b.WriteString("await ALIAS question\n")
+	for _, kind := range []string{"http", "exec", "ws", "control-ws"} {
+		for _, a := range badShapes {
+			body := missing[kind]
+			if a != "" {
+				body = wrap[kind](a)
+			}
+			fmt.Fprintf(&b, "[surface:%s] raw ALIAS '%s'\n", kind, body)
+		}
+	}
+	b.WriteString("! await -for 300ms ALIAS answered\npending ALIAS 1\nanswer ALIAS\nawait ALIAS answered\ncheck ALIAS\n")
+	return row{name: "answers of every wrong shape: none, an empty set, null, a list, a value neither a label nor labels", lines: b.String(),
+		steps: session(ask(map[string]any{qDB.Question: "SQLite"}, qDB))}
+}
+
 // noReasonRow is a row whose person skips giving reason, which gives none
 // (empty, or white space alone): the agent is told a reason all the same.
 func noReasonRow(name, reason string) row {
@@ -507,6 +549,7 @@ check ALIAS
 `,
 			steps: session(askDeny(qDB, qFormat))},
 	},
+	"SDK-BAD-INPUT": {badShapesRow()},
 	"SDK-ISOLATION": {
 		{name: "another session's question skipped by its id", lines: `await ALIAS question
 await OTHER question

@@ -155,6 +155,10 @@ var exploredDefects = map[string]string{
 	// A tool's prompt marked requires_user_interaction (ExitPlanMode's)
 	// taken for a question: the model's tool before an ask may be one.
 	"route-by-interaction-flag": "ws",
+	// The eighth held-out batch's: a skip's result says how it ended and
+	// no other end; a reply counted delivered on any tool result (the
+	// model crashes the bridge as it stores an answer or a skip).
+	"mcp-skip-withdrawn": "ws", "redeliver-any-tool-result": "ws",
 }
 
 // unexploredDefects are the broken bridges the explorer is not asked to
@@ -164,6 +168,9 @@ var unexploredDefects = map[string]string{
 	"page-multiselect-field-case": pageDefect, "page-taken-page-reconnects": pageDefect, "page-timeout-event-name": pageDefect,
 	"page-other-text-trimmed": pageDefect, "page-skip-button-sends": pageDefect, "page-multi-uncheck-drops-later": pageDefect,
 	"page-other-typed-not-picked": pageDefect, "page-other-text-wrong-index": pageDefect, "page-socket-forgotten-on-close": pageDefect,
+	"page-error-state-locks-card": pageDefect, "page-timeout-pending-only": pageDefect,
+	"ws-empty-answers-skip": "answers of the wrong shape in the surface's own message: the model's person answers through the " +
+		"surface's operations, which send only well-formed ones; SDK-BAD-INPUT's row of every wrong shape catches it",
 	"ws-read-limit-default": "an answer of 40 KB, past a WebSocket library's default read limit: the model's own words are short " +
 		"(a found case stays readable); SDK-ANSWER-OTHER's row of a pasted log catches it",
 	"agent-scanner-64k": "a line of the agent's of 200 KB, past a line reader's default bound: the model's own lines are short " +

@@ -52,6 +52,8 @@ func cmdToolResult(ts *testscript.TestScript, neg bool, args []string) {
 			found = rx.MatchString(text)
 		}
 		switch {
+		case neg && found && f["error"] != "":
+			fail(ts, "the ask_user result %q names %q; it must not: it says how the question ended, and no other end", text, w)
 		case neg && found:
 			fail(ts, "the ask_user result %q names %q; it must not (another session's answer?)", text, w)
 		case !neg && !found:

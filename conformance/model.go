@@ -844,6 +844,10 @@ func (r *xReq) rest() string {
 const (
 	mcpDeclined   = "~(?i)(declin|skip|refus)"
 	mcpNoResponse = "~(?i)(did not respond|no answer|timed? ?out)"
+	// Neither says another end: a skip is no withdrawal and no silence, a
+	// timeout no refusal and no withdrawal.
+	mcpNotDeclined   = "~(?i)(withdr|cancel|did not respond|no answer|timed? ?out)"
+	mcpNotNoResponse = "~(?i)(declin|withdr|cancel)"
 )
 
 // mcpRefused: the ask_user call of s returned an isError result that says
@@ -1006,7 +1010,7 @@ func (m *xModel) skipped(s *xSession) {
 		m.requirement("MCP-SKIP")
 		m.emit("skip-question -conn %s %s %s", s.conn, s.alias, quote(r.reason))
 		m.emit("await %s answered", s.alias)
-		m.mcpRefused(s, mcpDeclined, mcpNoResponse) // someone did respond
+		m.mcpRefused(s, mcpDeclined, mcpNotDeclined) // someone did respond, and the question was not withdrawn
 		return
 	}
 	m.requirement("SDK-SKIP-DENY")
@@ -1035,7 +1039,7 @@ func (m *xModel) expired(s *xSession) {
 	if s.mcp {
 		m.requirement("MCP-TIMEOUT")
 		m.emit("await -timeout $TIMEOUT_WAIT %s answered", s.alias)
-		m.mcpRefused(s, mcpNoResponse, "~(?i)declin") // nobody declined
+		m.mcpRefused(s, mcpNoResponse, mcpNotNoResponse) // nobody declined, and nothing withdrew it
 		return
 	}
 	m.requirement("SDK-TIMEOUT")

@@ -334,6 +334,12 @@ func (f *fake) exitCode() int {
 // it, and a signal still ends it.
 func (f *fake) send(m any) {
 	if f.outDead {
+		// Nobody reads stdout any more, but the session file is the CLI's
+		// own: what it would have said is still written there (the
+		// withdrawal's rows when stdin and stdout die with the SDK side).
+		if b, err := f.encodeAs(m, false); err == nil {
+			f.session.message(b)
+		}
 		return
 	}
 	b, err := f.encodeAs(m, false)
@@ -631,16 +637,20 @@ func (f *fake) readPrompt(stdin io.Reader) (string, bool) {
 	}
 }
 
-// checkPrompt checks a prompt against its step's expect_prompt.
+// checkPrompt checks a prompt against its step's expect_prompt and
+// refuse_prompt.
 func (f *fake) checkPrompt(st *scenarios.Step, l protocol.Line) {
-	if st.ExpectPrompt == nil {
+	if st.ExpectPrompt == nil && st.RefusePrompt == nil {
 		return
 	}
 	var in protocol.UserInput
 	_ = l.Decode(&in)
 	text := protocol.PromptText(in.Message.Content)
-	if !st.ExpectPrompt.MatchString(text) {
+	if st.ExpectPrompt != nil && !st.ExpectPrompt.MatchString(text) {
 		f.fail(ExitExpectation, "expectation", "stdin line %d: the prompt %s does not match %q", l.N, clip.Quote(text, 300), st.ExpectPrompt)
+	}
+	if st.RefusePrompt != nil && st.RefusePrompt.MatchString(text) {
+		f.fail(ExitExpectation, "expectation", "stdin line %d: the prompt %s says %q, which it must not", l.N, clip.Quote(text, 300), st.RefusePrompt.FindString(text))
 	}
 }
 

@@ -26,7 +26,8 @@
 // Each step has exactly one kind:
 //
 //	{"prompt":"…"}              wait for the user's message; starts a turn;
-//	                            "expect_prompt":"<regexp>" checks its text
+//	                            "expect_prompt":"<regexp>" checks its text,
+//	                            "refuse_prompt":"<regexp>" that it does not say it
 //	{"text":"…"}                the assistant writes text
 //	{"ask":{"questions":[…]}}   the assistant calls AskUserQuestion (1–4
 //	                            questions, header ≤ 12 characters, 2–4 options,

@@ -102,6 +102,10 @@ type Step struct {
 	// ExpectPrompt, on a prompt step, is a regular expression the prompt
 	// the agent receives must match.
 	ExpectPrompt *regexp.Regexp
+	// RefusePrompt, on a prompt step, is a regular expression the prompt
+	// must not match: what the agent must not be told (a timeout is no
+	// refusal by the person).
+	RefusePrompt *regexp.Regexp
 	// Text is the assistant's text for a text step.
 	Text string
 	// Questions of an ask step.
@@ -483,6 +487,7 @@ type StepLine struct {
 	ExitAfter    *Duration        `json:"exit_after,omitempty"`
 	ExitCode     *int             `json:"exit_code,omitempty"`
 	ExpectPrompt string           `json:"expect_prompt,omitempty"`
+	RefusePrompt string           `json:"refuse_prompt,omitempty"`
 	Parallel     bool             `json:"parallel,omitempty"`
 	Delay        *Duration        `json:"delay,omitempty"`
 	Comment      *json.RawMessage `json:"#,omitempty"` // free text for people
@@ -721,6 +726,15 @@ func (p *parser) step(n int, sl StepLine) (Step, bool) {
 			p.errorf(n, "expect_prompt", "not a regular expression: %v", err)
 		} else {
 			st.ExpectPrompt = re
+		}
+	}
+	if sl.RefusePrompt != "" {
+		if st.Kind != KindPrompt {
+			p.errorf(n, "refuse_prompt", "only prompt steps take refuse_prompt")
+		} else if re, err := regexp.Compile(sl.RefusePrompt); err != nil {
+			p.errorf(n, "refuse_prompt", "not a regular expression: %v", err)
+		} else {
+			st.RefusePrompt = re
 		}
 	}
 	return st, true

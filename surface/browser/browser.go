@@ -846,7 +846,7 @@ func (c *browserConn) act(ctx context.Context, op, qid, call string) (string, st
 	actx, cancel := c.bound(ctx)
 	defer cancel()
 	c.mu.Lock()
-	from := c.seq
+	from, before := c.seq, c.last[qid]
 	c.mu.Unlock()
 	res, err := chromedp.Run(actx, chromedp.Evaluate[string](`JSON.stringify(`+call+`)`))
 	if err != nil {
@@ -865,12 +865,24 @@ func (c *browserConn) act(ctx context.Context, op, qid, call string) (string, st
 	case !r.OK:
 		return "", "", &surface.Rejected{Code: r.Code, Message: r.Error}
 	}
+	// Settled: not pending nor sending, and changed since the op (a card
+	// the page refused before, in its error state, says so until it
+	// answers this op). A page that answers exactly as before is taken as
+	// settled after a moment.
 	var k, status string
-	err = c.await(actx, func() bool {
-		r := c.last[qid]
-		k, status = c.kind(r.State), r.Status
-		return c.seq > from && k != "pending" && k != "sending"
-	})
+	settledNow := func(changed bool) func() bool {
+		return func() bool {
+			r := c.last[qid]
+			k, status = c.kind(r.State), r.Status
+			return c.seq > from && k != "pending" && k != "sending" && (!changed || r.State != before.State || r.Status != before.Status)
+		}
+	}
+	wctx, wcancel := context.WithTimeout(actx, c.s.spec.Scaled(time.Second))
+	err = c.await(wctx, settledNow(true))
+	wcancel()
+	if err != nil && actx.Err() == nil {
+		err = c.await(actx, settledNow(false))
+	}
 	if err != nil {
 		return "", "", fmt.Errorf("%s in the browser: the page did not settle question %s (it says %q): %w", op, qid, status, stopped(ctx, c.tab, c.s.spec.OpLimit(), err))
 	}

@@ -246,15 +246,24 @@
     const card = request(qid);
     if (!card) return { code: "not_found", error: "the page shows no question " + qid };
     if (settled(card)) return refused(card, "an answer");
-    const qs = byRole(card, M.question_roles);
-    for (const q of qs) {
-      if (!(text(q, M.text) in answers)) return { unsupported: "partial answer", error: "the page sends every question of a request together" };
-    }
+    // Answers to some of the questions only: the person presses Send
+    // before answering the rest, as people do. The page may refuse (most
+    // pages send every question of a request together), hold the part, or
+    // send it; whatever it says is the bridge's and the page's reply, and
+    // the card must stay answerable.
     let i = 0;
     for (const [qt, vals] of Object.entries(answers)) {
       const q = questionOf(card, qt);
-      if (!q) return { code: "invalid", error: "the page shows no question " + JSON.stringify(qt) };
+      // A person answers only what the page shows: a question it does not
+      // show (a malformed answer's) is no gesture of theirs.
+      if (!q) return { unsupported: "answer operation", error: "the page shows no question " + JSON.stringify(qt) + " to answer" };
       const opts = byRole(q, ["radio", "checkbox"]);
+      // Open, by what the card says, yet nothing of it can be picked: the
+      // page refuses the person without a word, which no operation it
+      // lacks explains.
+      if (opts.length > 0 && opts.every((x) => x.disabled)) {
+        return { code: "invalid", error: "the page shows the question " + JSON.stringify(qt) + " as open (" + kindOf(card) + "), but every option of it is disabled: " + text(card, M.status) };
+      }
       const isOther = (x) => re(M.other).test(name(x));
       // Start from nothing picked, then pick in the order given.
       for (const o of opts) if (o.checked && role(o) === "checkbox") o.click();
