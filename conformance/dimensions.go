@@ -148,8 +148,6 @@ func readStep(file string, allowed bool) string {
 // busy machine too, so the prompt meets it there.
 const readAfter = 300 * time.Millisecond
 
-// readBesideRow is the SDK-PASSTHROUGH row of a Read's prompt, decided
-// under policy (allow or deny), while a question of the session waits.
 // badShapes are answers of the wrong shape, as the surfaces' own
 // messages carry them: none, an empty set, null, a list, and a value
 // that is neither a label nor a list of labels. Each must be refused with
@@ -204,6 +202,8 @@ check ALIAS
 `, steps: session(askDeny(qDB))}
 }
 
+// readBesideRow is the SDK-PASSTHROUGH row of a Read's prompt, decided
+// under policy (allow or deny), while a question of the session waits.
 func readBesideRow(policy string) row {
 	decided := map[string]string{"allow": "allowed", "deny": "denied"}[policy]
 	var lines strings.Builder
