@@ -440,18 +440,26 @@ func (e *Env) SendRaw(ctx context.Context, alias, conn, qid string, raw []byte) 
 	return c.SendRaw(ctx, qid, raw)
 }
 
+// connAs is connection conn of alias's session as T, an operation only
+// some surfaces' connections have; an *surface.Unsupported naming op, and
+// why, when it has not.
+func connAs[T any](e *Env, alias, conn, op, why string) (T, error) {
+	var zero T
+	_, c, err := e.conn(alias, conn)
+	if err != nil {
+		return zero, err
+	}
+	t, ok := c.(T)
+	if !ok {
+		return zero, &surface.Unsupported{Op: op, Message: why}
+	}
+	return t, nil
+}
+
 // resumer is connection conn of alias's session as a surface.Resumer; an
 // *surface.Unsupported when the surface has no resume operation.
 func (e *Env) resumer(alias, conn string) (surface.Resumer, error) {
-	_, c, err := e.conn(alias, conn)
-	if err != nil {
-		return nil, err
-	}
-	r, ok := c.(surface.Resumer)
-	if !ok {
-		return nil, &surface.Unsupported{Op: "resume", Message: "the surface's connections do not resume a dropped event stream"}
-	}
-	return r, nil
+	return connAs[surface.Resumer](e, alias, conn, "resume", "the surface's connections do not resume a dropped event stream")
 }
 
 // Drop cuts the event stream of connection conn of alias's session, to be
@@ -468,15 +476,7 @@ func (e *Env) Drop(ctx context.Context, alias, conn string) error {
 // offliner is connection conn of alias's session as a surface.Offliner;
 // an *surface.Unsupported when its client cannot be taken offline.
 func (e *Env) offliner(alias, conn string) (surface.Offliner, error) {
-	_, c, err := e.conn(alias, conn)
-	if err != nil {
-		return nil, err
-	}
-	o, ok := c.(surface.Offliner)
-	if !ok {
-		return nil, &surface.Unsupported{Op: "offline", Message: "the surface's connections have no client of their own to take offline"}
-	}
-	return o, nil
+	return connAs[surface.Offliner](e, alias, conn, "offline", "the surface's connections have no client of their own to take offline")
 }
 
 // Offline takes the network away from connection conn's client, the client
@@ -541,13 +541,9 @@ func (e *Env) Resume(ctx context.Context, alias, conn string) error {
 // conn of alias's session; an *surface.Unsupported when the surface has no permit
 // operation.
 func (e *Env) Permit(ctx context.Context, alias, conn, promptID string, allow bool, reason string) error {
-	_, c, err := e.conn(alias, conn)
+	p, err := connAs[surface.Permitter](e, alias, conn, "permit", "the adapter cannot answer other tools' permission prompts")
 	if err != nil {
 		return err
-	}
-	p, ok := c.(surface.Permitter)
-	if !ok {
-		return &surface.Unsupported{Op: "permit", Message: "the adapter cannot answer other tools' permission prompts"}
 	}
 	return p.Permit(ctx, promptID, allow, reason)
 }

@@ -719,25 +719,27 @@ func (p *parser) step(n int, sl StepLine) (Step, bool) {
 	if sl.CancelAfter != nil && sl.ExitAfter != nil {
 		p.errorf(n, "", "a step takes cancel_after or exit_after, not both")
 	}
-	if sl.ExpectPrompt != "" {
-		if st.Kind != KindPrompt {
-			p.errorf(n, "expect_prompt", "only prompt steps take expect_prompt")
-		} else if re, err := regexp.Compile(sl.ExpectPrompt); err != nil {
-			p.errorf(n, "expect_prompt", "not a regular expression: %v", err)
-		} else {
-			st.ExpectPrompt = re
-		}
-	}
-	if sl.RefusePrompt != "" {
-		if st.Kind != KindPrompt {
-			p.errorf(n, "refuse_prompt", "only prompt steps take refuse_prompt")
-		} else if re, err := regexp.Compile(sl.RefusePrompt); err != nil {
-			p.errorf(n, "refuse_prompt", "not a regular expression: %v", err)
-		} else {
-			st.RefusePrompt = re
-		}
-	}
+	st.ExpectPrompt = p.promptPattern(n, &st, "expect_prompt", sl.ExpectPrompt)
+	st.RefusePrompt = p.promptPattern(n, &st, "refuse_prompt", sl.RefusePrompt)
 	return st, true
+}
+
+// promptPattern is a prompt step's regular expression field (src, named
+// field), nil when it is empty or wrong: only prompt steps take one.
+func (p *parser) promptPattern(n int, st *Step, field, src string) *regexp.Regexp {
+	if src == "" {
+		return nil
+	}
+	if st.Kind != KindPrompt {
+		p.errorf(n, field, "only prompt steps take %s", field)
+		return nil
+	}
+	re, err := regexp.Compile(src)
+	if err != nil {
+		p.errorf(n, field, "not a regular expression: %v", err)
+		return nil
+	}
+	return re
 }
 
 func (p *parser) parseWire(sc *Scenario, start int, data []byte) {

@@ -53,6 +53,8 @@ func TestParseErrors(t *testing.T) {
 			"t.txtar:5: user: want exactly one of answers, allow, skip or silent"},
 		{"resume not a prompt first", hdr + `{"prompt":"hi"}` + "\n-- resume.jsonl --\n" + `{"text":"x"}` + "\n", "t.txtar:6: the first step must be a prompt (a turn starts with the user's message), got text"},
 		{"bad expect_prompt", hdr + `{"prompt":"hi","expect_prompt":"("}` + "\n", "t.txtar:4: expect_prompt: not a regular expression: error parsing regexp: missing closing ): `(`"},
+		{"bad refuse_prompt", hdr + `{"prompt":"hi","refuse_prompt":"("}` + "\n", "t.txtar:4: refuse_prompt: not a regular expression: error parsing regexp: missing closing ): `(`"},
+		{"refuse_prompt off a prompt", hdr + `{"prompt":"hi"}` + "\n" + `{"text":"so","refuse_prompt":"x"}` + "\n", "t.txtar:5: refuse_prompt: only prompt steps take refuse_prompt"},
 		{"bad duration", hdr + `{"prompt":"hi"}` + "\n" + `{"ask":{"questions":[` + q1 + `]},"cancel_after":"soon"}` + "\n",
 			`t.txtar:5: want a duration such as "250ms": time: invalid duration "soon"`},
 		{"parallel first call", hdr + `{"prompt":"hi"}` + "\n" + `{"ask":{"questions":[` + q1 + `]},"parallel":true}` + "\n",
