@@ -13,7 +13,7 @@ STATICCHECK_VERSION := v0.8.2
 # be stale after a change to the bridge.
 E2E := TestServeRealCLI|TestRestartDropsTheSpareTab|TestMCPRealCLI|TestPage|TestPageLogout|TestPageTimeout|TestRecordRealCLI|TestRecordPrintModeMCP|TestEditedRecordingIsReported|TestRecordResumedSession|TestFidelity|TestFidelityCatchesDrift|TestReplayUserMessagesAndDefaultModel|TestReferenceBridgeBrowser|TestReferenceBridgeRealAgent|TestBrokenBridgesRealAgent|TestBrokenPages|TestLearnRestoresARelease
 
-.PHONY: help build conformance explore explore-browser replay demo test e2e race npm real-cli browser screenshots lint bench mutate fuzz fidelity fidelity-releases sdk-releases clean
+.PHONY: help build conformance explore explore-browser replay demo test e2e race npm real-cli browser screenshots lint bench mutate fuzz fidelity fidelity-releases conformance-oldest sdk-releases clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*?## "} /^[a-zA-Z0-9_-]+:.*?## / {n++; name[n] = $$1; text[n] = $$2; if (length($$1) > w) w = length($$1)} END {for (i = 1; i <= n; i++) printf "  %-*s  %s\n", w, name[i], text[i]}' $(MAKEFILE_LIST)
@@ -43,10 +43,10 @@ demo: build ## start the reference bridge with fakeclaude, run a session, answer
 test: npm ## install the pinned npm packages, vet, and run every test but the end-to-end tier (about 1–1.5 min warm; CI runs this and make e2e)
 	$(GO) vet ./...
 	$(GO) vet -tags mutation ./bridge ./internal/mcpask ./internal/mutation
-	ASKCTL_TIER=fast ASKCTL_REQUIRE_NPM=1 $(GO) test -count=1 -parallel 8 -skip '^($(E2E))$$' ./...
+	ASKCTL_TIER=fast ASKCTL_REQUIRE_NPM=1 $(GO) test -count=1 -timeout 30m -parallel 8 -skip '^($(E2E))$$' ./...
 
 e2e: npm real-cli browser ## the end-to-end tier: the tests with the real claude CLI (fakeclaude's fidelity among them) and with Chromium (CI runs it)
-	ASKCTL_REQUIRE_NPM=1 ASKCTL_REQUIRE_BROWSER=1 $(GO) test -count=1 -run '^($(E2E))$$' ./...
+	ASKCTL_REQUIRE_NPM=1 ASKCTL_REQUIRE_BROWSER=1 $(GO) test -count=1 -timeout 40m -run '^($(E2E))$$' ./...
 
 # The race detector makes the tests' own code (the harness, chromedp) several
 # times slower on the CPU, so the suite's waits are doubled (ASKCTL_SLOW=2):
@@ -73,6 +73,9 @@ fidelity: real-cli ## play every built-in with fakeclaude and the real CLI, and 
 fidelity-releases: build ## fidelity on the newest and the oldest learned release (each installed into your cache once; CI runs it)
 	./bin/askctl fidelity --cli latest
 	./bin/askctl fidelity --cli oldest
+
+conformance-oldest: build ## the suite against the reference bridge with fakeclaude playing the oldest learned release, whose behaviours differ (before 2.1.328 a closed stdin does not withdraw a pending request: the bridge must; CI runs it)
+	./bin/askctl conformance --cli oldest
 
 sdk-releases: build ## the TypeScript SDK tests with the SDK release published with the newest and with the oldest learned claude release (CI runs it; needs jq)
 	./scripts/sdk-releases.sh

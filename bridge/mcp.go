@@ -122,6 +122,9 @@ func (b *Bridge) AskMCP(ctx context.Context, id string, qs []protocol.Question) 
 		if strings.TrimSpace(q.Question) == "" {
 			return nil, fmt.Errorf("%w: question %d has no text", bridgeapi.ErrInvalid, i+1)
 		}
+		if defect("mcp-question-trimmed") {
+			qs[i].Question = strings.TrimSpace(q.Question) // the answer is looked up under the text asked
+		}
 		if defect("mcp-options-required") && len(q.Options) < 2 { // ask_user checked as AskUserQuestion is
 			return nil, fmt.Errorf("%w: question %d has %d options, want 2 to 4", bridgeapi.ErrInvalid, i+1, len(q.Options))
 		}

@@ -140,7 +140,11 @@ func (b *Bridge) keepDeadline(q *bridgeapi.Question) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.timer[q.ID] = time.AfterFunc(max(0, time.Until(q.Deadline)), func() { b.expire(q.ID) })
+	left := max(0, time.Until(q.Deadline))
+	if defect("restart-deadline-renewed") {
+		left = b.cfg.Timeout // a whole timeout from the restart
+	}
+	b.timer[q.ID] = time.AfterFunc(left, func() { b.expire(q.ID) })
 }
 
 // redeliver settles a reply a previous bridge stored and did not see

@@ -315,7 +315,7 @@ func (b *Bridge) watch(id string, l *live) {
 	if b.live[id] == l {
 		delete(b.live, id)
 	}
-	closing := b.closing
+	closing := b.closing || defect("stop-keeps-questions") && b.stopping[id] // a stop taken for the bridge's own
 	b.mu.Unlock()
 	if closing {
 		// The bridge is shutting down: the session stays lost and its

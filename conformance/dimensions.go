@@ -320,6 +320,9 @@ var dimensions = map[string][]row{
 		{name: "options with labels alone, no descriptions nor multiSelect", lines: mcpLines("SQLite"),
 			steps: mcpSession(map[string]any{"question": "Which database engine should I use?",
 				"options": []map[string]any{{"label": "Postgres"}, {"label": "SQLite"}}}, "SQLite")},
+		{name: "a question whose text ends in white space, as a model's may: shown and answered as asked", lines: mcpLines("SQLite"),
+			steps: mcpSession(map[string]any{"question": "Which database should I use?  \n",
+				"options": []map[string]any{{"label": "Postgres"}, {"label": "SQLite"}}}, "SQLite")},
 	},
 	"MCP-MULTI": {
 		{name: "options with labels alone, two picked out of order, one holding \", \"", lines: mcpLines("Blue, dark", "Green"),
@@ -485,6 +488,22 @@ check OTHER
 [cap:timeout] check ALIAS
 `,
 			steps: session(askDeny(qDB))},
+		// A restart moves no deadline either: the bridge that comes back
+		// expires the question at its deadline, which the connection
+		// opened after the restart lists no more from 1 s past it, and is
+		// told within 1 s of (the invariants). The agent died with the
+		// bridge. (Opened after the deadline, on a busy machine, the
+		// connection is shown no question that ended: the row is a SKIP,
+		// too late to judge.)
+		{name: "a restart late in the wait", lines: `[cap:timeout] [cap:persist] [cap:reconnect] await ALIAS question
+[cap:timeout] [cap:persist] [cap:reconnect] sleep 1200ms
+[cap:timeout] [cap:persist] [cap:reconnect] restart -kill
+[cap:timeout] [cap:persist] [cap:reconnect] connect ALIAS again
+[cap:timeout] [cap:persist] [cap:reconnect] await -conn again -same ALIAS question
+[cap:timeout] [cap:persist] [cap:reconnect] pending -within $TIMEOUT_WAIT -conn again ALIAS 0
+[cap:timeout] [cap:persist] [cap:reconnect] invariants ALIAS
+`,
+			steps: session(askDeny(qDB))},
 	},
 	"SDK-SEQUENTIAL": {
 		{name: "two questions pending at once (one model response), answered in the other order", lines: `await ALIAS question
@@ -550,6 +569,20 @@ check ALIAS
 			steps: session(askDeny(qDB, qFormat))},
 	},
 	"SDK-BAD-INPUT": {badShapesRow()},
+	// The agent ends because its person stopped the session from the
+	// surface (the bridge closes its stdin, then kills it): its question
+	// is withdrawn as for any other exit, and the surface told.
+	"SDK-AGENT-EXIT": {
+		{name: "the session stopped from the surface while its question waits", lines: `await ALIAS question
+stop-session ALIAS
+await ALIAS exit
+await ALIAS surface withdrawn
+pending -within 2s ALIAS 0
+! answer ALIAS 'Which database should I use?=Postgres'
+# no check: ALIAS — its agent is stopped on purpose, with its request pending.
+`,
+			steps: session(ask(map[string]any{qDB.Question: "SQLite"}, qDB))},
+	},
 	"SDK-ISOLATION": {
 		{name: "another session's question skipped by its id", lines: `await ALIAS question
 await OTHER question

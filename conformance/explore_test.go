@@ -159,6 +159,9 @@ var exploredDefects = map[string]string{
 	// no other end; a reply counted delivered on any tool result (the
 	// model crashes the bridge as it stores an answer or a skip).
 	"mcp-skip-withdrawn": "ws", "redeliver-any-tool-result": "ws",
+	// The ninth held-out batch's: a restart while a question waits out
+	// its timeout; a question whose text ends in white space.
+	"restart-deadline-renewed": "ws", "mcp-question-trimmed": "ws",
 }
 
 // unexploredDefects are the broken bridges the explorer is not asked to
@@ -177,6 +180,8 @@ var unexploredDefects = map[string]string{
 		"(a found case stays readable); the 200 KB rows of SDK-DELIVER and SDK-PASSTHROUGH catch it",
 	"cancel-first-pending": "a cancel withdraws the session's oldest question, whatever request it names: with two pending at once " +
 		"(one model response), the CLI withdraws both when it withdraws one, so which went first is seen by no one",
+	"stop-keeps-questions": "a session stopped from the surface keeps its question: the explorer's agents play the newest release, " +
+		"which withdraws its request itself as its stdin closes (since 2.1.328); SDK-AGENT-EXIT's stop row catches it with the oldest (make conformance-oldest)",
 	"questions-reencoded": "the questions come back re-encoded from the bridge's own types: the same JSON while the agent sends " +
 		"every field of every question, as fakeclaude does; a CLI that leaves out multiSelect or a description (optionalDescriptions) would show it",
 }
@@ -299,7 +304,7 @@ func TestExploreShrinks(t *testing.T) {
 	t.Parallel()
 	bin, base := brokenSetup(t, "ws")
 	res, err := conformance.Explore(context.Background(), conformance.Config{Profile: brokenProfile(base, "takeover-ignored"), Askctl: bin},
-		conformance.ExploreOptions{Duration: time.Minute, Sequences: 1, Shrink: 30 * time.Second, Seed: 1})
+		conformance.ExploreOptions{Duration: time.Minute, Sequences: 1, Shrink: 3 * time.Minute, Seed: 1}) // a bound, not a goal: shrinking ends when no step can go, in about 20 s on an idle machine
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -244,10 +244,13 @@ func (m *xModel) requirement(id string) {
 // --- generators -----------------------------------------------------------
 
 var (
+	// A question's text is the agent's, byte for byte, white space at its
+	// edges too: it keys the answers (one ends in two spaces, as a
+	// model's text may).
 	xTexts = []string{
 		"Which database should I use?", "How should I format the output?", "¿Qué formato prefieres?",
 		"Welche Sprache soll ich nutzen?", "どのデータベースを使いますか？", "Which one? (pick 1.2 or *)",
-		"Deploy now — or wait?", "Which colours, 🎨?", "Include \"quoted\" <tags>?", "Which sections?",
+		"Deploy now — or wait?  ", "Which colours, 🎨?", "Include \"quoted\" <tags>?", "Which sections?",
 	}
 	xHeaders = []string{"Database", "Format", "Formato", "Sprache", "データ", "Pick", "Deploy", "🎨 Colours", "Tags", "Sections"}
 	xLabels  = []string{"Postgres", "SQLite", "Summary", "Detailed", "Ja", "Nein", "日本語", "Red, bright", "Blue, dark", "Green", "Now", "Later", "1.2", "Ünïcödé"}
@@ -1029,6 +1032,11 @@ func (m *xModel) expire(t *rapid.T) {
 		return r != nil && !r.done && r.shown > 0 && r.outcome == "timeout"
 	})
 	r := s.req()
+	if m.caps.persist && m.waitingOut() == s {
+		// (no draw of its own: a sequence drawn before is the same up to here)
+		m.restartInWait(t, s)
+		return
+	}
 	m.spend(t, max(0, r.since+m.caps.seconds+1-m.now)+m.stepCost(), r)
 	m.expired(s)
 }
@@ -1328,6 +1336,10 @@ func (m *xModel) restart(t *rapid.T) {
 	if !m.caps.persist || m.restarted {
 		t.Skip("no capability persist, or restarted already")
 	}
+	if s := m.waitingOut(); s != nil {
+		m.restartInWait(t, s)
+		return
+	}
 	m.restartable(t)
 	m.spend(t, m.stepCost(), nil)
 	m.restarted = true
@@ -1335,6 +1347,58 @@ func (m *xModel) restart(t *rapid.T) {
 	m.requirement("UI-PERSIST")
 	m.emit("restart -kill")
 	m.killed()
+	m.done()
+}
+
+// waitingOut is the session, if one, whose question is left to time out,
+// shown early in its wait, where the bridge may restart (capabilities
+// persist, reconnect and timeout): every other session's agent is at
+// rest or waits on a question the person is to end.
+func (m *xModel) waitingOut() *xSession {
+	if !m.caps.reconnect || m.caps.seconds <= 0 {
+		return nil
+	}
+	var out *xSession
+	for _, s := range m.sessions {
+		r := s.req()
+		switch {
+		case r == nil || r.done || s.exited || r.shown > 0 && (r.outcome == "answer" || r.outcome == "skip"):
+		case out == nil && !s.mcp && r.shown > 0 && r.outcome == "timeout" && s.conn != "" && m.now-r.since <= 0.35*m.caps.seconds:
+			out = s
+		default:
+			return nil // a question may be asked or end while the bridge restarts
+		}
+	}
+	return out
+}
+
+// restartInWait restarts the bridge while s's question waits out its
+// timeout, late in the wait (55 % of it): the bridge that comes back keeps
+// the question's deadline, so the connection opened after it lists it no
+// more from then, and is told it expired within 1 s of the deadline (the
+// invariants), not a whole timeout after the restart. Its agent died with the bridge: nobody
+// is told the deny, and the session ends there.
+func (m *xModel) restartInWait(t *rapid.T, s *xSession) {
+	r := s.req()
+	wait := 0.55 * m.caps.seconds
+	m.spend(t, max(wait+m.stepCost(), r.since+m.caps.seconds+1-m.now)+m.stepCost(), r)
+	m.ops["restart while a question waits out its timeout"]++
+	m.restarted = true
+	m.emit("")
+	m.requirement("SDK-TIMEOUT")
+	m.emit("sleep %dms", int(wait*1000))
+	m.requirement("UI-PERSIST")
+	m.emit("restart -kill")
+	m.killed()
+	// The connection opened after the restart is shown the question (a
+	// SKIP, too late to judge, where it opened past the deadline and the
+	// bridge had ended it), lists it no more from 1 s past the deadline,
+	// and is told it expired within 1 s of it.
+	m.emit("await -conn %s -same %s question", s.conn, s.alias)
+	m.requirement("SDK-TIMEOUT")
+	m.emit("pending -within $TIMEOUT_WAIT -conn %s %s 0", s.conn, s.alias)
+	r.done = true
+	s.cur = len(s.reqs)
 	m.done()
 }
 

@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -211,5 +212,19 @@ func TestFailureIDIsStable(t *testing.T) {
 	d := run(Fail, "wait: 2.25s past q_zz9 at 12:00:07", "")
 	if failureID(c) != failureID(d) || failureID(c) == failureID(run(Fail, "the agent exited", "")) || failureID(c) == failureID(run(Blocked, c.Detail, "")) {
 		t.Errorf("ids of unnamed failures: %q, %q", failureID(c), failureID(d))
+	}
+}
+
+// TestCommandsShadowNoBuiltin: testscript's own commands win over a
+// suite's command of the same name (a "stop" ran as testscript's stop:
+// the case ended there, passing), so no command of the suite takes the
+// name of one of them.
+func TestCommandsShadowNoBuiltin(t *testing.T) {
+	builtins := []string{"cd", "chmod", "cmp", "cmpenv", "cp", "env", "exec", "exists", "grep", "kill", "mkdir", "mv", "rm",
+		"skip", "stderr", "stdin", "stdout", "ttyin", "ttyout", "stop", "symlink", "unix2dos", "unquote", "wait"}
+	for name := range commandFuncs() {
+		if slices.Contains(builtins, name) {
+			t.Errorf("command %q is testscript's own: it would never run", name)
+		}
 	}
 }

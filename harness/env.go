@@ -19,6 +19,9 @@ import (
 type Env struct {
 	bridge *Bridge
 	surf   surface.Surface
+	// rendered: the surface reads questions as a page shows them
+	// (surface.Spec.Renders), their white space folded.
+	rendered bool
 
 	mu      sync.Mutex
 	st      State
@@ -68,7 +71,7 @@ func NewEnv(ctx context.Context, p *profile.Profile, opts Options) (*Env, error)
 			return nil, &SetupError{Op: "opening the surface", Err: err}
 		}
 	}
-	e := &Env{bridge: b, surf: s, changed: make(chan struct{}),
+	e := &Env{bridge: b, surf: s, changed: make(chan struct{}), rendered: spec.Renders(),
 		st: State{sessions: map[string]*SessionState{}, byAgent: map[string]*SessionState{}, reconnects: b.profile.Capabilities.Has("reconnect")}}
 	e.cancel = b.Subscribe(transcript.Func(e.onRecord))
 	return e, nil
@@ -301,6 +304,7 @@ func (e *Env) open(ctx context.Context, alias, conn string, all bool, after int6
 		delete(d.consumed, conn)
 	}
 	delete(d.opened, conn)
+	delete(d.cut, conn)
 	id := s.id
 	if all {
 		id = ""
@@ -316,10 +320,16 @@ func (e *Env) open(ctx context.Context, alias, conn string, all bool, after int6
 		}
 	}
 	c, err := opener(ctx, id, func(ev surface.Event) {
+		if e.rendered {
+			s.unfold(&ev)
+		}
 		if all && ev.Session != "" {
 			e.mu.Lock()
 			if s.mcp && s.id == "" && s.mcpQuestion(ev) && !e.st.bound(ev.Session) {
 				s.id = ev.Session // the session the bridge made for the agent's MCP server
+			} else if asked, ok := s.mcpAltered(ev); ok && s.mcp && s.id == "" && s.altered == "" && !e.st.bound(ev.Session) {
+				s.altered = fmt.Sprintf("the surface showed question %s (bridge session %s) asking %q: the text the agent asked, %q, with its white space changed; a question reaches the surface unchanged", ev.QuestionID, ev.Session, ev.Questions[0].Question, asked)
+				e.changedLocked()
 			}
 			mine := ev.Session == s.id
 			e.mu.Unlock()
@@ -470,7 +480,16 @@ func (e *Env) Drop(ctx context.Context, alias, conn string) error {
 	if err != nil {
 		return err
 	}
+	e.cutNow(alias, conn)
 	return r.Drop(ctx)
+}
+
+// cutNow notes that connection conn of alias's session loses its stream
+// now: what it hears from here may be late by as long as it is away.
+func (e *Env) cutNow(alias, conn string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.st.driver(alias).cut[conn] = time.Now()
 }
 
 // offliner is connection conn of alias's session as a surface.Offliner;
@@ -486,6 +505,7 @@ func (e *Env) Offline(ctx context.Context, alias, conn string) error {
 	if err != nil {
 		return err
 	}
+	e.cutNow(alias, conn)
 	return o.Offline(ctx)
 }
 
@@ -497,6 +517,27 @@ func (e *Env) Online(ctx context.Context, alias, conn string) error {
 		return err
 	}
 	return o.Online(ctx)
+}
+
+// Stop stops alias's session as its person does from the surface (the
+// bridge ends its agent); an *surface.Unsupported where the surface has no
+// stop operation.
+func (e *Env) Stop(ctx context.Context, alias string) error {
+	s, err := e.session(alias)
+	if err != nil {
+		return err
+	}
+	st, ok := e.surf.(surface.Stopper)
+	if !ok {
+		return &surface.Unsupported{Op: "stop", Message: "the surface has no operation that stops a session"}
+	}
+	e.mu.Lock()
+	id := s.id
+	e.mu.Unlock()
+	if id == "" {
+		return fmt.Errorf("session %s: the bridge's session is not known yet", alias)
+	}
+	return st.Stop(ctx, id)
 }
 
 // Supports is nil when connection conn of alias's session has operation

@@ -76,6 +76,9 @@ func NewQuestion(alias, conn string) Expectation {
 		if why, closed := s.closed(conn); closed {
 			return Unmeetable, why
 		}
+		if s.altered != "" {
+			return Unmeetable, s.altered
+		}
 		// Not unmeetable when the agent exits: a bridge that persists
 		// questions still shows one whose agent died with it. An MCP
 		// call's question lives only while the call does.

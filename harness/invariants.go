@@ -58,7 +58,13 @@ func TimedOut(message string) bool { return timedOut.MatchString(message) }
 //     questions);
 //   - UI-RECONNECT-REPLAY: it hears each event once: no event id twice,
 //     a question at most once, and not again after it ended, and how it
-//     ended once.
+//     ended once;
+//   - SDK-TIMEOUT (a declared timeout T): it is told a question expired
+//     within 1 s of the question's deadline (the ask and T), or of its
+//     own opening when it opened later (a replay), its stream not cut in
+//     between (Drop, Offline). A restart moves no deadline: the bridge
+//     down at it ends the question as it comes back, before a connection
+//     opens.
 //
 // For the session's surfaces, one request is one question id: no request
 // of the agent is shown under a second id (UI-PERSIST where the bridge was
@@ -87,6 +93,7 @@ func (e *Env) Invariants(aliases ...string) []Violation {
 		}
 		out = append(out, e.st.requestViolations(s, timeout)...)
 		out = append(out, e.st.surfaceViolations(s)...)
+		out = append(out, e.st.expiryViolations(s, timeout)...)
 		out = append(out, e.st.idViolations(s)...)
 		for _, c := range e.st.statusContradictions(s) {
 			out = append(out, Violation{Requirement: "UI-STATUS", Session: s.alias, Text: c})
@@ -338,6 +345,42 @@ func (st *State) surfaceViolations(s *SessionState) []Violation {
 			}
 		}
 		told[key{c, ev.Type, ev.QuestionID}] = true
+	}
+	return out
+}
+
+// expiryViolations are the expiries a connection of s heard late: past
+// the question's deadline (its ask and timeout), or the connection's
+// opening if later, by more than 1 s. Events a connection heard before
+// its latest opening, or after its stream was cut, are not judged: they
+// may wait as long as it was away. Not for an MCP session, whose ask
+// server keeps the time.
+func (st *State) expiryViolations(s *SessionState, timeout time.Duration) []Violation {
+	d := st.drivers[s.alias]
+	if timeout <= 0 || s.mcp || d == nil {
+		return nil
+	}
+	var out []Violation
+	seen := map[string]bool{}
+	for _, ev := range s.told {
+		if ev.Type != surface.EventExpired || ev.QuestionID == "" || seen[ev.Conn+ev.QuestionID] {
+			continue
+		}
+		seen[ev.Conn+ev.QuestionID] = true
+		opened, ok := d.opened[ev.Conn]
+		req, asked := s.requestOf(ev.QuestionID)
+		if cut := d.cut[ev.Conn]; !ok || !asked || ev.T.Before(opened) || !cut.IsZero() && cut.Before(ev.T) {
+			continue
+		}
+		due := req.T.Add(timeout)
+		if opened.After(due) {
+			due = opened
+		}
+		if late := ev.T.Sub(due); late > time.Second {
+			out = append(out, Violation{Requirement: "SDK-TIMEOUT", Session: s.alias, Text: fmt.Sprintf(
+				"session %s: connection %s was told question %s expired %v after the ask, the declared timeout being %v (the connection opened %v after the ask): %v late; the deadline runs from the ask, and a restart or a reconnect does not move it",
+				s.alias, ev.Conn, ev.QuestionID, ev.T.Sub(req.T).Round(time.Millisecond), timeout, opened.Sub(req.T).Round(time.Millisecond), late.Round(time.Millisecond))})
+		}
 	}
 	return out
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/askctl/askctl/profile"
 	"github.com/askctl/askctl/protocol"
+	"github.com/askctl/askctl/scenarios"
 	"github.com/askctl/askctl/surface"
 	"github.com/askctl/askctl/transcript"
 )
@@ -244,5 +245,74 @@ func TestOneIDPerRequest(t *testing.T) {
 				t.Errorf("violations %v, OneIDPerRequest %v; want %s, unmet", got, met, c.want)
 			}
 		})
+	}
+}
+
+// TestExpiryOnTime: a connection is told a question expired within 1 s of
+// its deadline, or of its own opening when it opened later, whatever
+// restarts came between; what it hears after its stream was cut, or
+// before its latest opening, is not judged.
+func TestExpiryOnTime(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	ask := transcript.Record{T: at(0), Session: "a1", Dir: transcript.FromCLI, Msg: []byte(`{"type":"control_request","request_id":"r1","request":{"subtype":"can_use_tool","tool_name":"AskUserQuestion","tool_use_id":"tu_1","input":{"questions":[{"question":"One?","header":"H","options":[{"label":"A","description":"a"},{"label":"B","description":"b"}],"multiSelect":false}]}}}`)}
+	for _, c := range []struct {
+		name            string
+		opened, expired int // ms after the ask
+		cut             int // ms after the ask the stream was cut (0: never)
+		restart         bool
+		want            bool
+	}{
+		{name: "on time", opened: 100, expired: 2100},
+		{name: "within the second", opened: 100, expired: 2900},
+		{name: "late", opened: 100, expired: 3200, want: true},
+		{name: "late after a restart", opened: 1500, expired: 3500, restart: true, want: true},
+		{name: "a replay as the connection opens past the deadline", opened: 5000, expired: 5200, restart: true},
+		{name: "a replay long after the connection opened past the deadline", opened: 5000, expired: 6500, want: true},
+		{name: "heard after the stream was cut", opened: 100, cut: 1000, expired: 4000},
+		{name: "heard before the latest opening", opened: 3000, expired: 2500},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newTestEnv()
+			e.bridge.profile = &profile.Profile{Capabilities: profile.Capabilities{Timeout: surface.Duration(2 * time.Second)}}
+			s := newSessionState("s1", "a1", nil, false)
+			e.st.sessions["s1"], e.st.byAgent["a1"] = s, s
+			e.onRecord(ask)
+			if c.restart {
+				e.st.restarts = []time.Time{at(1000)}
+			}
+			d := e.st.driver("s1")
+			d.opened["main"] = at(c.opened)
+			if c.cut > 0 {
+				d.cut["main"] = at(c.cut)
+			}
+			s.show(surface.Event{T: at(min(c.opened, c.expired)), Conn: "main", Type: surface.EventQuestion, QuestionID: "q_1", Questions: []protocol.Question{{Question: "One?"}}})
+			s.show(surface.Event{T: at(c.expired), Conn: "main", Type: surface.EventExpired, QuestionID: "q_1"})
+			var got []string
+			for _, v := range e.Invariants() {
+				got = append(got, v.Requirement)
+			}
+			if want := []string(nil); c.want {
+				want = []string{"SDK-TIMEOUT"}
+				if !slices.Equal(got, want) {
+					t.Errorf("violations %v, want %v", got, want)
+				}
+			} else if len(got) > 0 {
+				t.Errorf("violations %v, want none: %v", got, e.Invariants())
+			}
+		})
+	}
+}
+
+// TestMCPAltered: a question shown with the white space of the session's
+// mcp question changed is told apart (the bridge altered it); the same
+// text, or another question, is not.
+func TestMCPAltered(t *testing.T) {
+	s := newSessionState("s1", "a1", &scenarios.Scenario{Steps: []scenarios.Step{{Kind: scenarios.KindMCP, Questions: []protocol.Question{{Question: "Which one?  \n"}}}}}, true)
+	for shown, want := range map[string]bool{"Which one?": true, "Which  one?  \n": true, "Which one?  \n": false, "Which two?": false} {
+		ev := surface.Event{Type: surface.EventQuestion, Questions: []protocol.Question{{Question: shown}}}
+		if _, got := s.mcpAltered(ev); got != want {
+			t.Errorf("shown %q: altered %v, want %v", shown, got, want)
+		}
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/askctl/askctl/internal/agent"
@@ -77,6 +79,50 @@ func (e *Env) StartMCP(ctx context.Context, alias string, sc *scenarios.Scenario
 		return ctx.Err()
 	}
 	return nil
+}
+
+// unfold gives the questions a rendering surface shows (surface.Spec.Renders)
+// the texts of the scenario's questions they show, where the two differ in
+// white space alone: the page cannot show more.
+func (s *SessionState) unfold(ev *surface.Event) {
+	if len(ev.Questions) == 0 || s.scenario == nil {
+		return
+	}
+	qs := slices.Clone(ev.Questions)
+	for i, q := range qs {
+		for _, st := range s.scenario.Steps {
+			for _, a := range st.Questions {
+				if a.Question != q.Question && fold(a.Question) == fold(q.Question) {
+					qs[i].Question = a.Question
+				}
+			}
+		}
+	}
+	ev.Questions = qs
+}
+
+// fold is text with its runs of white space made one space, and none at
+// its edges: as a page shows it.
+func fold(text string) string { return strings.Join(strings.Fields(text), " ") }
+
+// mcpAltered is the text of the session's mcp step that a surface event
+// shows changed in its white space alone (trimmed, or spaces folded): the
+// bridge altered the agent's question, and the harness, which knows the
+// session by its question's text, cannot take it for the session's.
+func (s *SessionState) mcpAltered(ev surface.Event) (asked string, ok bool) {
+	if ev.Type != surface.EventQuestion || len(ev.Questions) == 0 {
+		return "", false
+	}
+	shown := ev.Questions[0].Question
+	for _, st := range s.scenario.Steps {
+		if st.Kind != scenarios.KindMCP || len(st.Questions) != 1 {
+			continue
+		}
+		if q := st.Questions[0].Question; q != shown && fold(q) == fold(shown) {
+			return q, true
+		}
+	}
+	return "", false
 }
 
 // mcpQuestion reports whether a surface event shows the question of one of

@@ -415,6 +415,18 @@ func (s *Session) OpenedAt(conn string) (time.Time, bool) {
 	return at, !at.IsZero()
 }
 
+// LiveSince is when connection conn opened, if its stream has not been
+// cut since (Drop, Offline): what it shows from then on is live.
+func (s *Session) LiveSince(conn string) (time.Time, bool) {
+	var at time.Time
+	s.e.Read(func(st *State) {
+		if d := st.drivers[s.alias]; d != nil && d.cut[conn].IsZero() {
+			at = d.opened[conn]
+		}
+	})
+	return at, !at.IsZero()
+}
+
 // ToldOverSince reports whether connection conn was told, at t or later,
 // that the session waits on no question, or on another than qid.
 func (s *Session) ToldOverSince(conn, qid string, t time.Time) bool {

@@ -43,6 +43,7 @@ type driver struct {
 	conns    map[string]surface.Conn
 	gen      map[string]int       // connections opened under each name
 	opened   map[string]time.Time // when each connection (its latest) was open: its Open returned
+	cut      map[string]time.Time // when each connection (its latest) last lost its stream (Drop, Offline)
 }
 
 // consumed is the questions connection conn of alias's session took with
@@ -58,7 +59,7 @@ func (st *State) consumed(alias, conn string) map[string]bool {
 func (st *State) driver(alias string) *driver {
 	d := st.drivers[alias]
 	if d == nil {
-		d = &driver{consumed: map[string]map[string]bool{}, conns: map[string]surface.Conn{}, gen: map[string]int{}, opened: map[string]time.Time{}}
+		d = &driver{consumed: map[string]map[string]bool{}, conns: map[string]surface.Conn{}, gen: map[string]int{}, opened: map[string]time.Time{}, cut: map[string]time.Time{}}
 		if st.drivers == nil {
 			st.drivers = map[string]*driver{}
 		}
@@ -79,6 +80,10 @@ type SessionState struct {
 	// mcp says the harness runs the agent in print mode against the bridge's
 	// MCP server (StartMCP); id is learnt from the surface.
 	mcp bool
+	// altered: a surface showed, under a session no case started, the
+	// question of the session's mcp step with its white space changed
+	// (mcpAltered); the first such, as the failure's words.
+	altered string
 
 	agent []transcript.Record // every record, as it came (for summaries)
 	told  []surface.Event     // what the surfaces told of it, in order

@@ -25,5 +25,5 @@ for agent in fake real; do
 	echo "under-load: conformance --agent $agent passed in $(( $(date +%s) - start ))s with every CPU busy"
 done
 start=$(date +%s)
-go test -count=1 -run 'TestReferenceBridge$|TestChatbotExample|TestBrokenBridges$' ./conformance
+go test -count=1 -timeout 30m -run 'TestReferenceBridge$|TestChatbotExample|TestBrokenBridges$' ./conformance
 echo "under-load: the suite's tests (every surface kind, the chat example, the broken bridges) passed in $(( $(date +%s) - start ))s with every CPU busy"

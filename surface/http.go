@@ -51,6 +51,18 @@ func (h *httpSurface) Start(ctx context.Context, prompt string) (string, error) 
 	return s.ID, nil
 }
 
+// Stop stops a session through the API (Stopper).
+func (h *httpSurface) Stop(ctx context.Context, session string) error {
+	c, err := h.client()
+	if err != nil {
+		return err
+	}
+	if _, err := c.StopSession(ctx, session); err != nil {
+		return Rejection(err)
+	}
+	return nil
+}
+
 func (h *httpSurface) Close() error { return nil }
 
 func (h *httpSurface) Open(ctx context.Context, session string, sink func(Event)) (Conn, error) {

@@ -47,6 +47,11 @@ func (s *socketSurface) Start(ctx context.Context, prompt string) (string, error
 	return s.api.Start(ctx, prompt)
 }
 
+// Stop stops a session through the HTTP API, as Start starts one.
+func (s *socketSurface) Stop(ctx context.Context, session string) error {
+	return s.api.Stop(ctx, session)
+}
+
 func (s *socketSurface) Close() error { return nil }
 
 func (s *socketSurface) Open(ctx context.Context, session string, sink func(Event)) (Conn, error) {

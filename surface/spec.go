@@ -56,6 +56,12 @@ func (s Spec) ResumesStreams() bool { return s.Kind == "http" }
 // WebSocket says so when taken offline.
 func (s Spec) GoesOffline() bool { return s.Kind == "browser" }
 
+// Renders reports whether the surface reads questions as a page renders
+// them (a browser tab): HTML folds runs of white space, and a person sees
+// none at a text's edges, so a question's text is read with its white
+// space folded. The answers the agent gets are still checked byte for byte.
+func (s Spec) Renders() bool { return s.Kind == "browser" }
+
 // Scaled is d times the slow factor.
 func (s Spec) Scaled(d time.Duration) time.Duration { return Scale(d, s.Slow) }
 

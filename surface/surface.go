@@ -151,6 +151,13 @@ type Permitter interface {
 	Permit(ctx context.Context, promptID string, allow bool, reason string) error
 }
 
+// Stopper is a Surface whose person can stop a session: the bridge ends
+// its agent (the reference API's DELETE /api/sessions/ID, askctl stop). A
+// Surface without it has no stop operation.
+type Stopper interface {
+	Stop(ctx context.Context, session string) error
+}
+
 // Ack is a bridge's acceptance of an answer: answered, or held until the
 // rest of a multi-question request comes (Missing names the rest).
 type Ack struct {

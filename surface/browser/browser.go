@@ -110,6 +110,15 @@ func (s *browserSurface) Start(ctx context.Context, prompt string) (string, erro
 	return s.api.Start(ctx, prompt)
 }
 
+// Stop stops a session through the bridge's API, as Start starts one.
+func (s *browserSurface) Stop(ctx context.Context, session string) error {
+	st, ok := s.api.(surface.Stopper)
+	if !ok {
+		return &surface.Unsupported{Op: "stop", Message: "the surface's API stops no session"}
+	}
+	return st.Stop(ctx, session)
+}
+
 // Close closes the surface's tabs, and lets go of the browser.
 func (s *browserSurface) Close() error {
 	s.mu.Lock()

@@ -206,8 +206,11 @@
     };
   }
 
+  // A page shows a question's text with its white space folded (HTML), so
+  // the text asked is found as folded.
+  const fold = (s) => s.replace(/\s+/g, " ").trim();
   function questionOf(card, text0) {
-    return byRole(card, M.question_roles).find((q) => text(q, M.text) === text0) || null;
+    return byRole(card, M.question_roles).find((q) => fold(text(q, M.text)) === fold(text0)) || null;
   }
 
   // answer gives answers (question text → labels, or one free text) and
