@@ -44,13 +44,13 @@ func commands() map[string]command {
 		"dimension":    {"dimension NAME|-  name the row the lines after it check, a verdict of its own: a failure or a skip names it, and the case goes on with what follows (under go test a failure ends the case) (the generated rows, conformance/dimensions.go, and a case's own); - : the lines after it belong to no row", cmdDimension},
 		"disconnect":   {"disconnect ALIAS CONN  close a surface connection", cmdDisconnect},
 		"drop":         {"drop ALIAS CONN  cut the connection's event stream as a network would, keeping the id of the last event it heard (a surface that resumes streams: SSE's Last-Event-ID; elsewhere the row is skipped)", cmdDrop},
-		"invariants":   {"invariants [ALIAS…]  the rules that hold at every moment hold over everything seen so far, in these sessions (default: every session): one control_response per request, no allow after a withdrawal, whole non-blank answers keyed by text, a deny with a message, a timeout's deny within timeout + 1 s of the ask and not early, each connection told only its session's events, each once (the harness's Invariants); a rule another requirement owns makes the case BLOCKED by it", cmdInvariants},
+		"invariants":   {"invariants [ALIAS…]  the rules that hold at every moment hold over everything seen so far, in these sessions (default: every session): one control_response per request, no allow after a withdrawal, whole non-blank answers keyed by text, a deny with a message, a timeout's deny within timeout + 1 s of the ask and not early, a connection told a question expired within 1 s of its deadline (or of its opening, if later), each connection told only its session's events, each once (the harness's Invariants); a rule another requirement owns makes the case BLOCKED by it", cmdInvariants},
 		"mcp-list":     {"mcp-list  connect to the bridge's MCP server as the profile's mcp.config says and check ask_user's input schema (question required; options of label and description; multiSelect)", cmdMCPList},
 		"tool-result":  {"[!] tool-result [-error] [-timeout D] ALIAS [TEXT|~REGEXP…]  the current question's ask_user call returned to the agent: an answer naming each TEXT (-error: an isError result); ! : names none of them", cmdToolResult},
 		"latency":      {"latency ALIAS deliver|answer MAX  the current question's measured latency is at most MAX", cmdLatency},
 		"offline":      {"offline ALIAS CONN  take the network away from the connection's client, the client left open (a browser tab on a laptop that went offline): its sockets fail as cut ones do, and it cannot reconnect until online (a surface with no client of its own skips the row)", cmdOffline},
 		"online":       {"online ALIAS CONN  give the client its network back: it must reconnect by itself and hear the bridge's replay within 15s (times --slow) and the start limit, and then show what a fresh client would", cmdOnline},
-		"pending":      {"pending [-conn C] [-within D] ALIAS N  the surface lists N questions waiting, the current one among them (-within: by D, times --slow: a surface's list may follow its events)", cmdPending},
+		"pending":      {"pending [-conn C] [-within D] ALIAS N  the surface lists N questions waiting, the current one among them (-within: by D, times --slow: a surface's list may follow its events); no listing shows a question more than 1 s past its deadline (SDK-TIMEOUT: the ask and the declared timeout, or the connection's opening if later)", cmdPending},
 		"permit":       {"permit [-conn C] ALIAS allow|deny [REASON]  wait for another tool's permission prompt on the surface (capability permissions) and allow or deny it", cmdPermit},
 		"race":         {"race ALIAS LABEL1 LABEL2  two answers to the current (single) question at once: exactly one is accepted", cmdRace},
 		"raw":          {"raw [-conn C] ALIAS DATA  send DATA where an answer goes, in the surface's own protocol: it must be rejected with a message", cmdRaw},
@@ -1338,11 +1338,13 @@ func cmdPending(ts *testscript.TestScript, neg bool, args []string) {
 	var ps []surface.Pending
 	var ids []string
 	found := false
+	late := map[string]bool{} // the questions listed too late, told once
 	for {
+		asked := time.Now() // a listing is as old as the request for it
 		if ps, err = s.Pending(ctx, connFlag(f)); err != nil {
 			fail(ts, "listing pending questions: %v", err)
 		}
-		listedLate(ts, e, s, connFlag(f), ps, time.Now())
+		listedLate(ts, e, s, connFlag(f), ps, asked, late)
 		ids, found = nil, false
 		for _, p := range ps {
 			ids = append(ids, p.QuestionID)
@@ -1362,15 +1364,16 @@ func cmdPending(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-// listedLate fails SDK-TIMEOUT where a listing taken at t shows a question
+// listedLate fails SDK-TIMEOUT where a listing asked for at t shows a question
 // pending more than 1 s past its deadline (its ask and the declared
 // timeout), or past the connection's opening if later (a bridge down at
 // the deadline ends the question as it comes back, before a connection
 // opens). Deadlines run from the ask: a restart, a reconnect or a part
 // held does not move them. Not for a connection whose stream was cut
 // (what it lists may be as old as that), nor an MCP session's question,
-// whose ask server keeps the time.
-func listedLate(ts *testscript.TestScript, e *harness.Env, s *harness.Session, conn string, ps []surface.Pending, t time.Time) {
+// whose ask server keeps the time. Each question once (told: the ones
+// told already).
+func listedLate(ts *testscript.TestScript, e *harness.Env, s *harness.Session, conn string, ps []surface.Pending, t time.Time, told map[string]bool) {
 	timeout := ts.Value(keyCfg).(*Config).Profile.Capabilities.Timeout.D()
 	opened, live := s.LiveSince(conn)
 	if timeout <= 0 || !live || s.IsMCP() {
@@ -1378,7 +1381,7 @@ func listedLate(ts *testscript.TestScript, e *harness.Env, s *harness.Session, c
 	}
 	for _, p := range ps {
 		at, ok := s.AskedAt(p.QuestionID)
-		if !ok {
+		if !ok || told[p.QuestionID] {
 			continue
 		}
 		due := at.Add(timeout)
@@ -1386,7 +1389,8 @@ func listedLate(ts *testscript.TestScript, e *harness.Env, s *harness.Session, c
 			due = opened
 		}
 		if late := t.Sub(due); late > time.Second {
-			failOwned(ts, "SDK-TIMEOUT", "connection %s lists question %s as pending %v after the ask, the declared timeout being %v (the connection opened %v after the ask): %v past its deadline; the deadline runs from the ask, and a restart or a reconnect does not move it\n%s",
+			told[p.QuestionID] = true
+			failOwned(ts, "SDK-TIMEOUT", "connection %s lists question %s as pending %v after the ask, the declared timeout being %v (the connection live since %v after the ask): %v past its deadline; the deadline runs from the ask, and a restart or a reconnect does not move it\n%s",
 				conn, p.QuestionID, t.Sub(at).Round(time.Millisecond), timeout, opened.Sub(at).Round(time.Millisecond), late.Round(time.Millisecond), summary(e, s.Alias()))
 		}
 	}

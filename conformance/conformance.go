@@ -154,6 +154,14 @@ func Setup(p *testscript.Params, cfg Config) error {
 		env.Setenv("TIMEOUT", profile.TimeoutVar(t))
 		env.Setenv("TIMEOUT_GRACE", (t + time.Second).String())
 		env.Setenv("TIMEOUT_WAIT", (t + 10*time.Second).String())
+		// A resumed agent is a new process: the real CLI's start takes
+		// seconds, and many at once on a busy machine (the end-to-end
+		// tier) took past 20 s.
+		resume := 20 * time.Second
+		if c.RealClaude != "" {
+			resume = time.Minute
+		}
+		env.Setenv("RESUME_WAIT", resume.String())
 		env.Defer(func() {
 			if l.env == nil {
 				return

@@ -502,6 +502,7 @@ check OTHER
 [cap:timeout] [cap:persist] [cap:reconnect] await -conn again -same ALIAS question
 [cap:timeout] [cap:persist] [cap:reconnect] pending -within $TIMEOUT_WAIT -conn again ALIAS 0
 [cap:timeout] [cap:persist] [cap:reconnect] invariants ALIAS
+# no check: ALIAS — its agent dies with the bridge, its request pending.
 `,
 			steps: session(askDeny(qDB))},
 	},

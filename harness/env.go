@@ -305,6 +305,7 @@ func (e *Env) open(ctx context.Context, alias, conn string, all bool, after int6
 	}
 	delete(d.opened, conn)
 	delete(d.cut, conn)
+	delete(d.back, conn)
 	id := s.id
 	if all {
 		id = ""
@@ -327,9 +328,11 @@ func (e *Env) open(ctx context.Context, alias, conn string, all bool, after int6
 			e.mu.Lock()
 			if s.mcp && s.id == "" && s.mcpQuestion(ev) && !e.st.bound(ev.Session) {
 				s.id = ev.Session // the session the bridge made for the agent's MCP server
-			} else if asked, ok := s.mcpAltered(ev); ok && s.mcp && s.id == "" && s.altered == "" && !e.st.bound(ev.Session) {
-				s.altered = fmt.Sprintf("the surface showed question %s (bridge session %s) asking %q: the text the agent asked, %q, with its white space changed; a question reaches the surface unchanged", ev.QuestionID, ev.Session, ev.Questions[0].Question, asked)
-				e.changedLocked()
+			} else if s.mcp && s.id == "" && s.altered == "" && !e.st.bound(ev.Session) {
+				if asked, ok := s.mcpAltered(ev); ok {
+					s.altered = fmt.Sprintf("the surface showed question %s (bridge session %s) asking %q: the text the agent asked, %q, with its white space changed; a question reaches the surface unchanged", ev.QuestionID, ev.Session, ev.Questions[0].Question, asked)
+					e.changedLocked()
+				}
 			}
 			mine := ev.Session == s.id
 			e.mu.Unlock()
@@ -484,6 +487,14 @@ func (e *Env) Drop(ctx context.Context, alias, conn string) error {
 	return r.Drop(ctx)
 }
 
+// backNow notes that connection conn of alias's session has its stream
+// back: what it hears from here is live again.
+func (e *Env) backNow(alias, conn string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.st.driver(alias).back[conn] = time.Now()
+}
+
 // cutNow notes that connection conn of alias's session loses its stream
 // now: what it hears from here may be late by as long as it is away.
 func (e *Env) cutNow(alias, conn string) {
@@ -516,7 +527,11 @@ func (e *Env) Online(ctx context.Context, alias, conn string) error {
 	if err != nil {
 		return err
 	}
-	return o.Online(ctx)
+	if err := o.Online(ctx); err != nil {
+		return err
+	}
+	e.backNow(alias, conn)
+	return nil
 }
 
 // Stop stops alias's session as its person does from the surface (the
@@ -575,7 +590,11 @@ func (e *Env) Resume(ctx context.Context, alias, conn string) error {
 	if err != nil {
 		return err
 	}
-	return r.Resume(ctx)
+	if err := r.Resume(ctx); err != nil {
+		return err
+	}
+	e.backNow(alias, conn)
+	return nil
 }
 
 // Permit allows or denies another tool's permission prompt over connection

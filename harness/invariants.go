@@ -61,8 +61,8 @@ func TimedOut(message string) bool { return timedOut.MatchString(message) }
 //     ended once;
 //   - SDK-TIMEOUT (a declared timeout T): it is told a question expired
 //     within 1 s of the question's deadline (the ask and T), or of its
-//     own opening when it opened later (a replay), its stream not cut in
-//     between (Drop, Offline). A restart moves no deadline: the bridge
+//     own opening when it opened later (a replay), or of its stream's
+//     return after a cut (Drop, Offline). A restart moves no deadline: the bridge
 //     down at it ends the question as it comes back, before a connection
 //     opens.
 //
@@ -350,10 +350,11 @@ func (st *State) surfaceViolations(s *SessionState) []Violation {
 }
 
 // expiryViolations are the expiries a connection of s heard late: past
-// the question's deadline (its ask and timeout), or the connection's
-// opening if later, by more than 1 s. Events a connection heard before
-// its latest opening, or after its stream was cut, are not judged: they
-// may wait as long as it was away. Not for an MCP session, whose ask
+// the question's deadline (its ask and timeout), or the moment the
+// connection began to hear the bridge live if later (its opening, or its
+// stream's return after Drop or Offline), by more than 1 s. Events it
+// heard before then, or while its stream is cut, are not judged: they may
+// wait as long as it was away. Not for an MCP session, whose ask
 // server keeps the time.
 func (st *State) expiryViolations(s *SessionState, timeout time.Duration) []Violation {
 	d := st.drivers[s.alias]
@@ -367,9 +368,9 @@ func (st *State) expiryViolations(s *SessionState, timeout time.Duration) []Viol
 			continue
 		}
 		seen[ev.Conn+ev.QuestionID] = true
-		opened, ok := d.opened[ev.Conn]
+		opened, ok := d.liveSince(ev.Conn)
 		req, asked := s.requestOf(ev.QuestionID)
-		if cut := d.cut[ev.Conn]; !ok || !asked || ev.T.Before(opened) || !cut.IsZero() && cut.Before(ev.T) {
+		if cut := d.cut[ev.Conn]; !ok || !asked || ev.T.Before(opened) || !cut.IsZero() && cut.After(opened) && cut.Before(ev.T) {
 			continue
 		}
 		due := req.T.Add(timeout)
@@ -378,7 +379,7 @@ func (st *State) expiryViolations(s *SessionState, timeout time.Duration) []Viol
 		}
 		if late := ev.T.Sub(due); late > time.Second {
 			out = append(out, Violation{Requirement: "SDK-TIMEOUT", Session: s.alias, Text: fmt.Sprintf(
-				"session %s: connection %s was told question %s expired %v after the ask, the declared timeout being %v (the connection opened %v after the ask): %v late; the deadline runs from the ask, and a restart or a reconnect does not move it",
+				"session %s: connection %s was told question %s expired %v after the ask, the declared timeout being %v (the connection live since %v after the ask): %v late; the deadline runs from the ask, and a restart or a reconnect does not move it",
 				s.alias, ev.Conn, ev.QuestionID, ev.T.Sub(req.T).Round(time.Millisecond), timeout, opened.Sub(req.T).Round(time.Millisecond), late.Round(time.Millisecond))})
 		}
 	}

@@ -260,6 +260,7 @@ func TestExpiryOnTime(t *testing.T) {
 		name            string
 		opened, expired int // ms after the ask
 		cut             int // ms after the ask the stream was cut (0: never)
+		back            int // ms after the ask it came back (0: never)
 		restart         bool
 		want            bool
 	}{
@@ -270,6 +271,8 @@ func TestExpiryOnTime(t *testing.T) {
 		{name: "a replay as the connection opens past the deadline", opened: 5000, expired: 5200, restart: true},
 		{name: "a replay long after the connection opened past the deadline", opened: 5000, expired: 6500, want: true},
 		{name: "heard after the stream was cut", opened: 100, cut: 1000, expired: 4000},
+		{name: "late after the stream came back", opened: 100, cut: 500, back: 1500, expired: 3200, want: true},
+		{name: "a replay as the stream comes back past the deadline", opened: 100, cut: 500, back: 4000, expired: 4100},
 		{name: "heard before the latest opening", opened: 3000, expired: 2500},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -285,6 +288,9 @@ func TestExpiryOnTime(t *testing.T) {
 			d.opened["main"] = at(c.opened)
 			if c.cut > 0 {
 				d.cut["main"] = at(c.cut)
+			}
+			if c.back > 0 {
+				d.back["main"] = at(c.back)
 			}
 			s.show(surface.Event{T: at(min(c.opened, c.expired)), Conn: "main", Type: surface.EventQuestion, QuestionID: "q_1", Questions: []protocol.Question{{Question: "One?"}}})
 			s.show(surface.Event{T: at(c.expired), Conn: "main", Type: surface.EventExpired, QuestionID: "q_1"})

@@ -110,7 +110,7 @@ func fold(text string) string { return strings.Join(strings.Fields(text), " ") }
 // bridge altered the agent's question, and the harness, which knows the
 // session by its question's text, cannot take it for the session's.
 func (s *SessionState) mcpAltered(ev surface.Event) (asked string, ok bool) {
-	if ev.Type != surface.EventQuestion || len(ev.Questions) == 0 {
+	if ev.Type != surface.EventQuestion || len(ev.Questions) == 0 || s.scenario == nil {
 		return "", false
 	}
 	shown := ev.Questions[0].Question

@@ -415,16 +415,18 @@ func (s *Session) OpenedAt(conn string) (time.Time, bool) {
 	return at, !at.IsZero()
 }
 
-// LiveSince is when connection conn opened, if its stream has not been
-// cut since (Drop, Offline): what it shows from then on is live.
+// LiveSince is when connection conn began to hear the bridge live: its
+// opening, or its stream's return after a cut (Resume, Online); false
+// while its stream is cut (Drop, Offline).
 func (s *Session) LiveSince(conn string) (time.Time, bool) {
 	var at time.Time
+	var ok bool
 	s.e.Read(func(st *State) {
-		if d := st.drivers[s.alias]; d != nil && d.cut[conn].IsZero() {
-			at = d.opened[conn]
+		if d := st.drivers[s.alias]; d != nil {
+			at, ok = d.liveSince(conn)
 		}
 	})
-	return at, !at.IsZero()
+	return at, ok
 }
 
 // ToldOverSince reports whether connection conn was told, at t or later,

@@ -44,6 +44,24 @@ type driver struct {
 	gen      map[string]int       // connections opened under each name
 	opened   map[string]time.Time // when each connection (its latest) was open: its Open returned
 	cut      map[string]time.Time // when each connection (its latest) last lost its stream (Drop, Offline)
+	back     map[string]time.Time // when it last had it back (Resume, Online)
+}
+
+// liveSince is when connection conn (its latest) began to hear the
+// bridge live: its opening, or its stream's return after a cut; false
+// while the stream is cut.
+func (d *driver) liveSince(conn string) (time.Time, bool) {
+	opened, ok := d.opened[conn]
+	cut, back := d.cut[conn], d.back[conn]
+	switch {
+	case !ok:
+		return time.Time{}, false
+	case cut.IsZero():
+		return opened, true
+	case back.Before(cut):
+		return time.Time{}, false
+	}
+	return back, true
 }
 
 // consumed is the questions connection conn of alias's session took with
@@ -59,7 +77,7 @@ func (st *State) consumed(alias, conn string) map[string]bool {
 func (st *State) driver(alias string) *driver {
 	d := st.drivers[alias]
 	if d == nil {
-		d = &driver{consumed: map[string]map[string]bool{}, conns: map[string]surface.Conn{}, gen: map[string]int{}, opened: map[string]time.Time{}, cut: map[string]time.Time{}}
+		d = &driver{consumed: map[string]map[string]bool{}, conns: map[string]surface.Conn{}, gen: map[string]int{}, opened: map[string]time.Time{}, cut: map[string]time.Time{}, back: map[string]time.Time{}}
 		if st.drivers == nil {
 			st.drivers = map[string]*driver{}
 		}

@@ -58,6 +58,12 @@ func (h *httpSurface) Stop(ctx context.Context, session string) error {
 		return err
 	}
 	if _, err := c.StopSession(ctx, session); err != nil {
+		var re *bridgeapi.RemoteError
+		if errors.As(err, &re) && (re.Status == http.StatusNotFound || re.Status == http.StatusMethodNotAllowed || re.Status == http.StatusNotImplemented) {
+			// The contract asks for POST /api/sessions only: a bridge
+			// without DELETE has no stop operation.
+			return &Unsupported{Op: "stop", Message: fmt.Sprintf("the bridge's API stops no session (DELETE /api/sessions/ID: %d %s)", re.Status, re.APIError.Error)}
+		}
 		return Rejection(err)
 	}
 	return nil
