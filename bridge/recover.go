@@ -220,7 +220,7 @@ func (b *Bridge) recoverAsked(ss *bridgeapi.Session) {
 	if b.ctx.Err() != nil {
 		return // the next bridge reads it
 	}
-	toolUseID, input, err := b.unanswered(ss)
+	toolUseID, input, askedAt, err := b.unanswered(ss)
 	if err != nil {
 		b.cfg.Logf("session %s: reading its agent's session file: %v", ss.ID, err)
 		return
@@ -246,9 +246,14 @@ func (b *Bridge) recoverAsked(ss *bridgeapi.Session) {
 		return
 	}
 	b.crash(CrashAskFound)
+	// Its deadline runs from the ask, which its row in the session file
+	// dates, not from now: a restart moves no deadline.
 	now := time.Now()
+	if askedAt.IsZero() || askedAt.After(now) {
+		askedAt = now
+	}
 	q := &bridgeapi.Question{ID: newID("q_"), SessionID: ss.ID, ToolUseID: toolUseID, Questions: in.Questions, Status: bridgeapi.QuestionPending,
-		CreatedAt: now, Deadline: now.Add(b.cfg.Timeout), TimeoutSeconds: timeoutSeconds(b.cfg.Timeout), Input: input, Orphaned: true}
+		CreatedAt: askedAt, Deadline: askedAt.Add(b.cfg.Timeout), TimeoutSeconds: timeoutSeconds(b.cfg.Timeout), Input: input, Orphaned: true}
 	unlock := b.qlocks.lock(q.ID)
 	defer unlock()
 	if err := b.st.insertOrphan(b.ctx, q); err != nil {
@@ -274,21 +279,22 @@ func (b *Bridge) readAsked(ss *bridgeapi.Session) {
 // unanswered is the last AskUserQuestion call in a session's file that has
 // no tool_result, or only the one the agent writes when its stdin closes
 // while it asks: its tool_use id and input ("" if there is none).
-func (b *Bridge) unanswered(ss *bridgeapi.Session) (string, json.RawMessage, error) {
+func (b *Bridge) unanswered(ss *bridgeapi.Session) (string, json.RawMessage, time.Time, error) {
 	var id string
 	var input json.RawMessage
+	var at time.Time
 	err := b.eachRow(ss, func(r sessionRow) bool {
 		for _, bl := range r.Blocks {
 			switch {
 			case r.Type == "assistant" && bl.Type == "tool_use" && bl.Name == protocol.ToolAskUserQuestion:
-				id, input = bl.ID, bl.Input
+				id, input, at = bl.ID, bl.Input, r.T
 			case r.Type == "user" && bl.Type == "tool_result" && bl.ToolUseID == id && !r.Unanswered:
-				id, input = "", nil
+				id, input, at = "", nil, time.Time{}
 			}
 		}
 		return false
 	})
-	return id, input, err
+	return id, input, at, err
 }
 
 // replyPrompt is the first message of a session resumed to deliver q's
@@ -398,6 +404,7 @@ func isReply(q *bridgeapi.Question, bl sessionBlock) bool {
 
 // sessionRow is a message row of an agent's session file.
 type sessionRow struct {
+	T      time.Time // its timestamp (zero: none, or not one the CLI writes)
 	Type   string
 	Blocks []sessionBlock // its content blocks
 	Text   string         // its content, when that is a string
@@ -436,13 +443,15 @@ func (b *Bridge) eachRow(ss *bridgeapi.Session, f func(sessionRow) bool) error {
 			Message struct {
 				Content json.RawMessage `json:"content"`
 			} `json:"message"`
-			InterruptedByShutdown bool `json:"interruptedByShutdown"`
-			ToolDenialUnanswered  bool `json:"toolDenialUnanswered"`
+			InterruptedByShutdown bool   `json:"interruptedByShutdown"`
+			ToolDenialUnanswered  bool   `json:"toolDenialUnanswered"`
+			Timestamp             string `json:"timestamp"` // parsed apart: a row with another format still counts
 		}
 		if json.Unmarshal(sc.Bytes(), &row) != nil {
 			continue
 		}
 		r := sessionRow{Type: row.Type, Unanswered: row.InterruptedByShutdown || row.ToolDenialUnanswered}
+		r.T, _ = time.Parse(time.RFC3339Nano, row.Timestamp)
 		if json.Unmarshal(row.Message.Content, &r.Text) != nil {
 			_ = json.Unmarshal(row.Message.Content, &r.Blocks)
 		}

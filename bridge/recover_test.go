@@ -5,6 +5,7 @@ package bridge
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/askctl/askctl/bridgeapi"
@@ -25,6 +26,8 @@ func TestUnansweredReadsTheAgentsShutdown(t *testing.T) {
 		name, rows, want string
 	}{
 		{"nothing after the call", ask, "toolu_1"},
+		{"a call dated", strings.Replace(ask, `{"type":"assistant",`, `{"type":"assistant","timestamp":"2026-11-27T20:40:01.123Z",`, 1), "toolu_1"},
+		{"a call dated otherwise", strings.Replace(ask, `{"type":"assistant",`, `{"type":"assistant","timestamp":"yesterday",`, 1), "toolu_1"},
 		{"withdrawn at shutdown", ask + "\n" + result(`,"interruptedByShutdown":true`), "toolu_1"},
 		{"failed unanswered", ask + "\n" + result(`,"toolDenialUnanswered":true`), "toolu_1"},
 		{"answered", ask + "\n" + `{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"A"}]}}`, ""},
@@ -42,9 +45,13 @@ func TestUnansweredReadsTheAgentsShutdown(t *testing.T) {
 			if err := os.WriteFile(file, []byte(tc.rows+"\n"), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			got, _, err := b.unanswered(&bridgeapi.Session{ClaudeSessionID: id})
+			got, _, at, err := b.unanswered(&bridgeapi.Session{ClaudeSessionID: id})
 			if err != nil || got != tc.want {
 				t.Errorf("unanswered = %q, %v; want %q", got, err, tc.want)
+			}
+			// The call's row dates the ask, where its timestamp is the CLI's.
+			if wantAt := strings.Contains(tc.rows, `"timestamp":"2026`) && got != ""; wantAt != !at.IsZero() {
+				t.Errorf("asked at %v; want it dated: %v", at, wantAt)
 			}
 		})
 	}
