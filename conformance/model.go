@@ -1375,9 +1375,10 @@ func (m *xModel) waitingOut() *xSession {
 // restartInWait restarts the bridge while s's question waits out its
 // timeout, late in the wait (55 % of it): the bridge that comes back keeps
 // the question's deadline, so the connection opened after it lists it no
-// more from then, and is told it expired within 1 s of the deadline (the
-// invariants), not a whole timeout after the restart. Its agent died with the bridge: nobody
-// is told the deny, and the session ends there.
+// more from 1 s past it, and is told it expired within 1 s of it (the
+// invariants), not a whole timeout after the restart. Its agent died with
+// the bridge: nobody is told the deny, and the session ends there. It may
+// be a sequence's second restart.
 func (m *xModel) restartInWait(t *rapid.T, s *xSession) {
 	r := s.req()
 	wait := 0.55 * m.caps.seconds

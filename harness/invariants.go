@@ -62,9 +62,9 @@ func TimedOut(message string) bool { return timedOut.MatchString(message) }
 //   - SDK-TIMEOUT (a declared timeout T): it is told a question expired
 //     within 1 s of the question's deadline (the ask and T), or of its
 //     own opening when it opened later (a replay), or of its stream's
-//     return after a cut (Drop, Offline). A restart moves no deadline: the bridge
-//     down at it ends the question as it comes back, before a connection
-//     opens.
+//     return after a cut (Drop, Offline). A restart moves no deadline:
+//     the bridge down at it ends the question as it comes back, before a
+//     connection opens.
 //
 // For the session's surfaces, one request is one question id: no request
 // of the agent is shown under a second id (UI-PERSIST where the bridge was
