@@ -1382,23 +1382,18 @@ func cmdPending(ts *testscript.TestScript, neg bool, args []string) {
 // told already).
 func listedLate(ts *testscript.TestScript, e *harness.Env, s *harness.Session, conn string, ps []surface.Pending, t time.Time, told map[string]bool) {
 	timeout := ts.Value(keyCfg).(*Config).Profile.Capabilities.Timeout.D()
-	opened, live := s.LiveSince(conn)
-	if timeout <= 0 || !live || s.IsMCP() {
+	if timeout <= 0 || s.IsMCP() {
 		return
 	}
 	for _, p := range ps {
-		at, ok := s.AskedAt(p.QuestionID)
+		at, live, due, ok := s.Due(conn, p.QuestionID, timeout)
 		if !ok || told[p.QuestionID] {
 			continue
-		}
-		due := at.Add(timeout)
-		if opened.After(due) {
-			due = opened
 		}
 		if late := t.Sub(due); late > time.Second {
 			told[p.QuestionID] = true
 			failOwned(ts, "SDK-TIMEOUT", "connection %s lists question %s as pending %v after the ask, the declared timeout being %v (the connection live since %v after the ask): %v past its deadline; the deadline runs from the ask, and a restart or a reconnect does not move it\n%s",
-				conn, p.QuestionID, t.Sub(at).Round(time.Millisecond), timeout, opened.Sub(at).Round(time.Millisecond), late.Round(time.Millisecond), summary(e, s.Alias()))
+				conn, p.QuestionID, t.Sub(at).Round(time.Millisecond), timeout, live.Sub(at).Round(time.Millisecond), late.Round(time.Millisecond), summary(e, s.Alias()))
 		}
 	}
 }

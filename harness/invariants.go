@@ -357,8 +357,7 @@ func (st *State) surfaceViolations(s *SessionState) []Violation {
 // wait as long as it was away. Not for an MCP session, whose ask
 // server keeps the time.
 func (st *State) expiryViolations(s *SessionState, timeout time.Duration) []Violation {
-	d := st.drivers[s.alias]
-	if timeout <= 0 || s.mcp || d == nil {
+	if timeout <= 0 || s.mcp {
 		return nil
 	}
 	var out []Violation
@@ -368,22 +367,38 @@ func (st *State) expiryViolations(s *SessionState, timeout time.Duration) []Viol
 			continue
 		}
 		seen[ev.Conn+ev.QuestionID] = true
-		opened, ok := d.liveSince(ev.Conn)
-		req, asked := s.requestOf(ev.QuestionID)
-		if cut := d.cut[ev.Conn]; !ok || !asked || ev.T.Before(opened) || !cut.IsZero() && cut.After(opened) && cut.Before(ev.T) {
+		asked, live, due, ok := st.due(s, ev.Conn, ev.QuestionID, timeout)
+		if !ok || ev.T.Before(live) {
 			continue
-		}
-		due := req.T.Add(timeout)
-		if opened.After(due) {
-			due = opened
 		}
 		if late := ev.T.Sub(due); late > time.Second {
 			out = append(out, Violation{Requirement: "SDK-TIMEOUT", Session: s.alias, Text: fmt.Sprintf(
 				"session %s: connection %s was told question %s expired %v after the ask, the declared timeout being %v (the connection live since %v after the ask): %v late; the deadline runs from the ask, and a restart or a reconnect does not move it",
-				s.alias, ev.Conn, ev.QuestionID, ev.T.Sub(req.T).Round(time.Millisecond), timeout, opened.Sub(req.T).Round(time.Millisecond), late.Round(time.Millisecond))})
+				s.alias, ev.Conn, ev.QuestionID, ev.T.Sub(asked).Round(time.Millisecond), timeout, live.Sub(asked).Round(time.Millisecond), late.Round(time.Millisecond))})
 		}
 	}
 	return out
+}
+
+// due is by when connection conn of s must no longer show question qid
+// as pending, and be told it expired: its deadline (asked, the ask, and
+// timeout), or the moment the connection began to hear the bridge live
+// (live), if later. Not ok where the ask is not known, or the stream is
+// cut (Drop, Offline) and not back.
+func (st *State) due(s *SessionState, conn, qid string, timeout time.Duration) (asked, live, due time.Time, ok bool) {
+	d := st.drivers[s.alias]
+	if d == nil {
+		return
+	}
+	req, known := s.requestOf(qid)
+	if live, ok = d.liveSince(conn); !ok || !known {
+		return time.Time{}, time.Time{}, time.Time{}, false
+	}
+	due = req.T.Add(timeout)
+	if live.After(due) {
+		due = live
+	}
+	return req.T, live, due, true
 }
 
 func (st *State) idViolations(s *SessionState) []Violation {

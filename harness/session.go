@@ -415,18 +415,18 @@ func (s *Session) OpenedAt(conn string) (time.Time, bool) {
 	return at, !at.IsZero()
 }
 
-// LiveSince is when connection conn began to hear the bridge live: its
-// opening, or its stream's return after a cut (Resume, Online); false
-// while its stream is cut (Drop, Offline).
-func (s *Session) LiveSince(conn string) (time.Time, bool) {
-	var at time.Time
-	var ok bool
+// Due is by when connection conn must no longer list question qid as
+// pending: its deadline (asked, the ask, and timeout), or the moment the
+// connection began to hear the bridge live (live: its opening, or its
+// stream's return after Drop or Offline), if later. Not ok where the ask
+// is not known, or the stream is cut and not back.
+func (s *Session) Due(conn, qid string, timeout time.Duration) (asked, live, due time.Time, ok bool) {
 	s.e.Read(func(st *State) {
-		if d := st.drivers[s.alias]; d != nil {
-			at, ok = d.liveSince(conn)
+		if ss := st.sessions[s.alias]; ss != nil {
+			asked, live, due, ok = st.due(ss, conn, qid, timeout)
 		}
 	})
-	return at, ok
+	return asked, live, due, ok
 }
 
 // ToldOverSince reports whether connection conn was told, at t or later,
