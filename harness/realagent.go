@@ -123,6 +123,16 @@ func RealShim(args []string, getenv func(string) string, stdin io.Reader, stdout
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return fail("%v", err)
 	}
+	// One CLI at a time in a session's HOME: a resumed one starts once the
+	// one before it has ended (after a crash of its bridge it ends on its
+	// own, within orphanGrace), as it would have by the time a crashed
+	// bridge came back and resumed the session. Two at once in one HOME
+	// are not what a bridge does, and the real CLI is not made for them.
+	unlock, waited := lockHome(home, orphanGrace+10*time.Second)
+	defer unlock()
+	if waited > time.Second {
+		rec.write(transcript.Record{Event: transcript.EventNote, Text: fmt.Sprintf("the session's CLI before this one took %v to end", waited.Round(time.Millisecond))})
+	}
 	cliArgs := append([]string(nil), args...)
 	if resume == "" && flags.SessionID == "" && !flags.Continue {
 		cliArgs = append(cliArgs, "--session-id="+session)
@@ -133,6 +143,13 @@ func RealShim(args []string, getenv func(string) string, stdin io.Reader, stdout
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer stop()
+	// A bridge that dies (a crash row kills it) closes the pipe the shim
+	// writes the CLI's lines to. The write fails (EPIPE) and the shim goes
+	// on: dying of SIGPIPE would take the CLI with it (it dies with its
+	// launcher) at whatever it was doing, its session file half written,
+	// where the real CLI spawned by the bridge itself would have read the
+	// end of its stdin and ended on its own.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	p, err := claudecli.Launch(ctx, c)
 	if err != nil {
 		return fail("%v", err)
@@ -145,6 +162,14 @@ func RealShim(args []string, getenv func(string) string, stdin io.Reader, stdout
 	}
 	if len(tail) > 2000 {
 		tail = tail[len(tail)-2000:]
+	}
+	if r.bridgeGone() {
+		// Not the session's agent's end as its bridge sees it: the bridge
+		// that ran this process is gone, and the session may already run
+		// in another (resumed by the restarted bridge), whose exit the
+		// harness must not take this one for.
+		rec.write(transcript.Record{Event: transcript.EventNote, Text: fmt.Sprintf("the CLI exited %d after its bridge had gone: %s", code, tail)})
+		return code
 	}
 	// The harness tells a case's author how the CLI ended, stderr and all.
 	rec.write(transcript.Record{Event: transcript.EventExit, Code: transcript.Int(code), Text: tail})
@@ -188,6 +213,17 @@ type relay struct {
 	nextStep int                    // the next ask or tool step
 	mine     map[string]bool        // request ids of the shim's own interrupts
 	exitCode *int                   // exit_after: the status to exit with
+	gone     bool                   // a write to the bridge failed: it is gone (under outM)
+}
+
+// orphanGrace is how long the CLI has to end after its bridge is gone and
+// its stdin closed before the shim kills it.
+const orphanGrace = 15 * time.Second
+
+func (r *relay) bridgeGone() bool {
+	r.outM.Lock()
+	defer r.outM.Unlock()
+	return r.gone
 }
 
 func (r *relay) run(stdin io.Reader) int {
@@ -209,6 +245,14 @@ func (r *relay) run(stdin io.Reader) int {
 		r.inM.Lock()
 		r.cli.Stdin.Close()
 		r.inM.Unlock()
+		// A CLI whose bridge is gone ends on its own once its stdin is
+		// closed (it withdraws what it asked, which is how the shim learns
+		// the bridge is gone); one that does not is not left running.
+		time.AfterFunc(orphanGrace, func() {
+			if r.bridgeGone() {
+				r.cli.Kill()
+			}
+		})
 	}()
 	<-done
 	code, _ := r.cli.Wait()
@@ -261,7 +305,9 @@ func (r *relay) fromCLI(line []byte) {
 	}
 	r.outM.Lock()
 	defer r.outM.Unlock()
-	_, _ = r.out.Write(append(line, '\n'))
+	if _, err := r.out.Write(append(line, '\n')); err != nil {
+		r.gone = true
+	}
 }
 
 // asking pairs a can_use_tool request with the scenario's next ask or tool
@@ -337,4 +383,25 @@ func (r *relay) check(line []byte) {
 		text = strings.Join(problems, "; ")
 	}
 	r.rec.write(transcript.Record{Event: transcript.EventExpect, Step: a.step.N, OK: transcript.Bool(len(problems) == 0), Text: text})
+}
+
+// lockHome takes the lock of a session's HOME (a flock of a file in it,
+// which the kernel releases with its holder, however it ends), waiting at
+// most wait for the process holding it; it returns the release and how
+// long it waited. Past wait, it goes on without the lock.
+func lockHome(home string, wait time.Duration) (unlock func(), waited time.Duration) {
+	start := time.Now()
+	f, err := os.OpenFile(filepath.Join(home, ".askctl-shim.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return func() {}, 0
+	}
+	for {
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err == nil {
+			return func() { f.Close() }, time.Since(start)
+		} else if !errors.Is(err, syscall.EWOULDBLOCK) || time.Since(start) > wait {
+			f.Close()
+			return func() {}, time.Since(start)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
