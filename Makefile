@@ -48,13 +48,15 @@ test: npm ## install the pinned npm packages, vet, and run every test but the en
 e2e: npm real-cli browser ## the end-to-end tier: the tests with the real claude CLI (fakeclaude's fidelity among them) and with Chromium (CI runs it)
 	ASKCTL_REQUIRE_NPM=1 ASKCTL_REQUIRE_BROWSER=1 $(GO) test -count=1 -timeout 40m -run '^($(E2E))$$' ./...
 
-# The race detector makes the tests' own code (the harness, chromedp) several
-# times slower on the CPU, so the suite's waits are doubled (ASKCTL_SLOW=2):
-# this pass looks for data races; the tiers above check the deadlines. It
-# runs make test's tests with -short: the suite against the reference bridge
-# over every surface kind, once, not again against each of the broken bridges
-# (the same code of the harness, run a hundred times over, for over twenty
-# minutes under the detector).
+# The race detector makes the tests' own code (the harness) several times
+# slower on the CPU, so the suite's waits are doubled (ASKCTL_SLOW=2): this
+# pass looks for data races; the tiers above check the deadlines. It runs
+# make test's tests with -short: the suite against the reference bridge over
+# every surface kind but the browser, once, not again against each of the
+# broken bridges (the same code of the harness, run a hundred times over, for
+# over twenty minutes under the detector). The end-to-end tier is not raced:
+# the browser adapter (chromedp) and the real CLI's runs are checked for
+# their deadlines, not for data races.
 race: npm ## run make test's tests with the race detector, -short (the suite's waits doubled)
 	ASKCTL_SLOW=2 ASKCTL_TIER=fast ASKCTL_REQUIRE_NPM=1 $(GO) test -race -short -count=1 -timeout 40m -skip '^($(E2E))$$' ./...
 

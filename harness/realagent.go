@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -96,6 +97,31 @@ func RealShim(args []string, getenv func(string) string, stdin io.Reader, stdout
 		return fail("%v", err)
 	}
 	resume := flags.Resume
+	parent := os.Getppid() // the bridge, which runs the shim as its claude
+	homeOf := func(session string) (string, error) {
+		home := filepath.Join(getenv(EnvAgentHomes), session)
+		if getenv(EnvAgentHomes) == "" {
+			home = filepath.Join(os.TempDir(), "askctl-agent-"+session)
+		}
+		return home, os.MkdirAll(home, 0o700)
+	}
+	// One CLI at a time in a session's HOME: a resumed one starts once the
+	// one before it has ended (after a crash of its bridge it ends on its
+	// own, within orphanGrace), as it would have by the time a crashed
+	// bridge came back and resumed the session. Two at once in one HOME
+	// are not what a bridge does, and the real CLI is not made for them.
+	// A resumed shim takes the lock before it says hello, so what the CLI
+	// before it still writes comes before this process's hello, not as
+	// its own.
+	unlock, waited, locked := func() {}, time.Duration(0), true
+	if resume != "" {
+		home, err := homeOf(resume)
+		if err != nil {
+			return fail("%v", err)
+		}
+		unlock, waited, locked = lockHome(home, orphanGrace+10*time.Second)
+	}
+	defer func() { unlock() }()
 	cwd, _ := os.Getwd()
 	a, err := agentlink.Ask(conn, agentlink.Hello{PID: os.Getpid(), Args: args, Cwd: cwd, Resume: resume}, 30*time.Second)
 	if err != nil {
@@ -115,22 +141,18 @@ func RealShim(args []string, getenv func(string) string, stdin io.Reader, stdout
 		sc = sc.Conversation()
 	}
 	rec := &liveRecorder{w: transcript.NewWriter(conn), session: session}
-
-	home := filepath.Join(getenv(EnvAgentHomes), session)
-	if getenv(EnvAgentHomes) == "" {
-		home = filepath.Join(os.TempDir(), "askctl-agent-"+session)
-	}
-	if err := os.MkdirAll(home, 0o700); err != nil {
+	home, err := homeOf(session)
+	if err != nil {
 		return fail("%v", err)
 	}
-	// One CLI at a time in a session's HOME: a resumed one starts once the
-	// one before it has ended (after a crash of its bridge it ends on its
-	// own, within orphanGrace), as it would have by the time a crashed
-	// bridge came back and resumed the session. Two at once in one HOME
-	// are not what a bridge does, and the real CLI is not made for them.
-	unlock, waited := lockHome(home, orphanGrace+10*time.Second)
-	defer unlock()
-	if waited > time.Second {
+	switch {
+	case resume == "":
+		// A new session's HOME is its own: the lock is for the resumes
+		// after it.
+		unlock, _, _ = lockHome(home, 0)
+	case !locked:
+		rec.write(transcript.Record{Event: transcript.EventNote, Text: fmt.Sprintf("the session's CLI before this one had not ended in %v: this one starts beside it", waited.Round(time.Millisecond))})
+	case waited > time.Second:
 		rec.write(transcript.Record{Event: transcript.EventNote, Text: fmt.Sprintf("the session's CLI before this one took %v to end", waited.Round(time.Millisecond))})
 	}
 	cliArgs := append([]string(nil), args...)
@@ -154,7 +176,7 @@ func RealShim(args []string, getenv func(string) string, stdin io.Reader, stdout
 	if err != nil {
 		return fail("%v", err)
 	}
-	r := &relay{sc: sc, rec: rec, cli: p, out: stdout, asked: map[string]*pendingAsk{}, mine: map[string]bool{}, nextStep: first}
+	r := &relay{sc: sc, rec: rec, cli: p, out: stdout, asked: map[string]*pendingAsk{}, mine: map[string]bool{}, nextStep: first, parent: parent}
 	code := r.run(stdin)
 	tail := strings.TrimSpace(p.Stderr())
 	if tail != "" {
@@ -213,17 +235,20 @@ type relay struct {
 	nextStep int                    // the next ask or tool step
 	mine     map[string]bool        // request ids of the shim's own interrupts
 	exitCode *int                   // exit_after: the status to exit with
-	gone     bool                   // a write to the bridge failed: it is gone (under outM)
+	gone     atomic.Bool            // a write to the bridge failed: it is gone
+	parent   int                    // the bridge's pid, as the shim began
+	orphan   *time.Timer            // kills the CLI orphanGrace after its stdin ended (under mu)
 }
 
 // orphanGrace is how long the CLI has to end after its bridge is gone and
 // its stdin closed before the shim kills it.
 const orphanGrace = 15 * time.Second
 
+// bridgeGone: a write to the bridge failed, or the shim's parent is no
+// longer the bridge that started it (a CLI that writes nothing once its
+// stdin ends has no write to fail).
 func (r *relay) bridgeGone() bool {
-	r.outM.Lock()
-	defer r.outM.Unlock()
-	return r.gone
+	return r.gone.Load() || (r.parent != 0 && os.Getppid() != r.parent)
 }
 
 func (r *relay) run(stdin io.Reader) int {
@@ -248,14 +273,21 @@ func (r *relay) run(stdin io.Reader) int {
 		// A CLI whose bridge is gone ends on its own once its stdin is
 		// closed (it withdraws what it asked, which is how the shim learns
 		// the bridge is gone); one that does not is not left running.
-		time.AfterFunc(orphanGrace, func() {
+		r.mu.Lock()
+		r.orphan = time.AfterFunc(orphanGrace, func() {
 			if r.bridgeGone() {
 				r.cli.Kill()
 			}
 		})
+		r.mu.Unlock()
 	}()
 	<-done
 	code, _ := r.cli.Wait()
+	r.mu.Lock()
+	if r.orphan != nil {
+		r.orphan.Stop()
+	}
+	r.mu.Unlock()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.exitCode != nil {
@@ -306,7 +338,7 @@ func (r *relay) fromCLI(line []byte) {
 	r.outM.Lock()
 	defer r.outM.Unlock()
 	if _, err := r.out.Write(append(line, '\n')); err != nil {
-		r.gone = true
+		r.gone.Store(true)
 	}
 }
 
@@ -388,19 +420,20 @@ func (r *relay) check(line []byte) {
 // lockHome takes the lock of a session's HOME (a flock of a file in it,
 // which the kernel releases with its holder, however it ends), waiting at
 // most wait for the process holding it; it returns the release and how
-// long it waited. Past wait, it goes on without the lock.
-func lockHome(home string, wait time.Duration) (unlock func(), waited time.Duration) {
+// long it waited, and whether it holds the lock: past wait, it goes on
+// without it.
+func lockHome(home string, wait time.Duration) (unlock func(), waited time.Duration, locked bool) {
 	start := time.Now()
 	f, err := os.OpenFile(filepath.Join(home, ".askctl-shim.lock"), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
-		return func() {}, 0
+		return func() {}, 0, false
 	}
 	for {
 		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err == nil {
-			return func() { f.Close() }, time.Since(start)
-		} else if !errors.Is(err, syscall.EWOULDBLOCK) || time.Since(start) > wait {
+			return func() { f.Close() }, time.Since(start), true
+		} else if !errors.Is(err, syscall.EWOULDBLOCK) || time.Since(start) >= wait {
 			f.Close()
-			return func() {}, time.Since(start)
+			return func() {}, time.Since(start), false
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

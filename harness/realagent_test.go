@@ -125,21 +125,22 @@ func (brokenPipe) Write([]byte) (int, error) { return 0, syscall.EPIPE }
 // longer than it is told to.
 func TestLockHomeWaitsForTheCLIBefore(t *testing.T) {
 	home := t.TempDir()
-	unlock, _ := lockHome(home, time.Second)
+	unlock, _, _ := lockHome(home, time.Second)
 	released := make(chan time.Time, 1)
 	time.AfterFunc(200*time.Millisecond, func() { released <- time.Now(); unlock() })
-	unlock2, _ := lockHome(home, time.Minute)
+	unlock2, _, _ := lockHome(home, time.Minute)
 	got := time.Now()
 	if at := <-released; got.Before(at) {
 		t.Errorf("the second lock was taken %v before the first was released", at.Sub(got))
 	}
-	// Held past the wait: it goes on without the lock.
-	_, waited := lockHome(home, 100*time.Millisecond)
-	if waited < 100*time.Millisecond {
-		t.Errorf("a held lock was passed after %v, want the whole wait", waited)
+	// Held past the wait: it goes on without the lock, and says so.
+	if _, waited, locked := lockHome(home, 100*time.Millisecond); locked || waited < 100*time.Millisecond {
+		t.Errorf("a held lock was passed after %v (locked %v), want the whole wait and no lock", waited, locked)
 	}
 	unlock2()
-	if _, waited := lockHome(home, time.Minute); waited > 30*time.Second {
-		t.Errorf("a released lock took %v", waited)
+	unlock3, waited, locked := lockHome(home, time.Minute)
+	defer unlock3()
+	if !locked || waited > 30*time.Second {
+		t.Errorf("a released lock: locked %v after %v", locked, waited)
 	}
 }
