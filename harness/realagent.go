@@ -21,6 +21,7 @@ import (
 	"github.com/askctl/askctl/fakeclaude"
 	"github.com/askctl/askctl/internal/agent"
 	"github.com/askctl/askctl/internal/agentlink"
+	"github.com/askctl/askctl/internal/flock"
 	"github.com/askctl/askctl/protocol"
 	"github.com/askctl/askctl/scenarios"
 	"github.com/askctl/askctl/transcript"
@@ -271,8 +272,7 @@ func (r *relay) run(stdin io.Reader) int {
 		r.cli.Stdin.Close()
 		r.inM.Unlock()
 		// A CLI whose bridge is gone ends on its own once its stdin is
-		// closed (it withdraws what it asked, which is how the shim learns
-		// the bridge is gone); one that does not is not left running.
+		// closed; one that does not is not left running.
 		r.mu.Lock()
 		r.orphan = time.AfterFunc(orphanGrace, func() {
 			if r.bridgeGone() {
@@ -284,12 +284,10 @@ func (r *relay) run(stdin io.Reader) int {
 	<-done
 	code, _ := r.cli.Wait()
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.orphan != nil {
 		r.orphan.Stop()
 	}
-	r.mu.Unlock()
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	if r.exitCode != nil {
 		return *r.exitCode
 	}
@@ -424,15 +422,11 @@ func (r *relay) check(line []byte) {
 // without it.
 func lockHome(home string, wait time.Duration) (unlock func(), waited time.Duration, locked bool) {
 	start := time.Now()
-	f, err := os.OpenFile(filepath.Join(home, ".askctl-shim.lock"), os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return func() {}, 0, false
-	}
 	for {
-		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err == nil {
-			return func() { f.Close() }, time.Since(start), true
-		} else if !errors.Is(err, syscall.EWOULDBLOCK) || time.Since(start) >= wait {
-			f.Close()
+		unlock, err := flock.Try(filepath.Join(home, ".askctl-shim.lock"))
+		if err == nil {
+			return unlock, time.Since(start), true
+		} else if !errors.Is(err, flock.ErrHeld) || time.Since(start) >= wait {
 			return func() {}, time.Since(start), false
 		}
 		time.Sleep(50 * time.Millisecond)
