@@ -1237,14 +1237,14 @@ func cmdCheck(ts *testscript.TestScript, neg bool, args []string) {
 			failOwned(ts, "SDK-SKIP-DENY", "the agent of session %s, on a question the person skipped: %s", args[0], p.Text)
 			continue
 		}
-		if p.Owner != "" && p.Owner != ts.Getenv("REQUIREMENT") {
-			// An answer keyed, completed or joined wrong, or another
-			// tool's prompt decided wrong: its rule's.
+		if len(p.Owners) > 0 && !slices.Contains(p.Owners, ts.Getenv("REQUIREMENT")) {
+			// An answer keyed, completed, joined or changed wrong, or
+			// another tool's prompt decided wrong: its rule's.
 			what := "an answer otherwise than the person gave it"
-			if p.Owner == "SDK-PASSTHROUGH" {
+			if p.Owners[0] == "SDK-PASSTHROUGH" {
 				what = "another tool's permission prompt decided otherwise than the bridge's policy says, or its input changed"
 			}
-			failOwned(ts, p.Owner, "the agent of session %s got %s: %s", args[0], what, p.Text)
+			failOwned(ts, p.Owners[0], "the agent of session %s got %s: %s", args[0], what, p.Text)
 			continue
 		}
 		problems = append(problems, p.Text)
@@ -1298,8 +1298,8 @@ func cmdResponse(ts *testscript.TestScript, neg bool, args []string) {
 			verb = "want anything but"
 		}
 		msg := fmt.Sprintf("%s in the permission result the agent received is %s, %s %s; the result: %s", path, orMissing(got), verb, want, res.Raw)
-		if owner := s.AnswerOwner(); owner != "" && owner != ts.Getenv("REQUIREMENT") {
-			failOwned(ts, owner, "%s", msg) // an answer keyed, completed or joined wrong: its rule's
+		if owners := s.AnswerOwners(); len(owners) > 0 && !slices.Contains(owners, ts.Getenv("REQUIREMENT")) {
+			failOwned(ts, owners[0], "%s", msg) // an answer keyed, completed, joined or changed wrong: its rule's
 			return
 		}
 		fail(ts, "%s", msg)

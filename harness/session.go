@@ -543,17 +543,17 @@ func (s *Session) Problems(ctx context.Context) ([]Problem, error) {
 	return problems, err
 }
 
-// AnswerOwner is the requirement that owns how the agent's answer to the
-// current question differs from what the person gave, where the way it
-// differs tells (answerOwner): "" otherwise.
-func (s *Session) AnswerOwner() string {
-	var owner string
+// AnswerOwners are the requirements that own how the agent's answer to
+// the current question differs from what the person gave, where the way it
+// differs tells (answerOwners): nil otherwise.
+func (s *Session) AnswerOwners() []string {
+	var owners []string
 	_ = s.readCur(func(ss *SessionState, cur string) {
 		if req, ok := ss.requestOf(cur); ok {
-			owner = answerOwner(req, ss.sent[cur])
+			owners = answerOwners(req, ss.sent[cur])
 		}
 	})
-	return owner
+	return owners
 }
 
 // AnsweredUnshown reports that the bridge answered the agent itself: the

@@ -220,7 +220,7 @@ func (s *SessionState) add(r transcript.Record) {
 		s.failed(r.Step, "expectation: "+r.Text)
 	case r.Event == transcript.EventError:
 		// Its step too: what the response there was tells whose rule the
-		// protocol error is (answerOwner reads it, not the text).
+		// protocol error is (answerOwners reads it, not the text).
 		s.failed(r.Step, fmt.Sprintf("%s: %s", r.Kind, r.Text))
 	case r.Event == transcript.EventExpect && r.OK != nil && !*r.OK:
 		s.failed(r.Step, "expectation: "+r.Text)
@@ -461,39 +461,50 @@ type Problem struct {
 	Text    string
 	Step    *scenarios.Step
 	Skipped bool
-	// Owner, when set, is the requirement the way the answer was broken
-	// belongs to (answerOwner), or SDK-PASSTHROUGH for another tool's
-	// permission prompt.
-	Owner string
+	// Owners, when set, are the requirements the way the answer was
+	// broken belongs to (answerOwners), or SDK-PASSTHROUGH for another
+	// tool's permission prompt: the case's own failure in a case of one of
+	// them, BLOCKED by the first in another.
+	Owners []string
 }
 
-// answerOwner is the requirement that owns how the allow the agent got
+// answerOwners are the requirements that own how the allow the agent got
 // for a question the person answered differs from what they gave, where
-// the way it differs tells; "" otherwise:
+// the way it differs tells (nil otherwise); the first is the one blamed in
+// a case of none of them:
 //   - SDK-ANSWER-SINGLE: an answer keyed by no question's text (q_0);
 //   - SDK-ANSWER-ALL: an allow though the person answered only part of the
 //     request (sent before every question was answered);
 //   - SDK-ANSWER-MULTI: a multiSelect answer whose labels are all options,
-//     joined, ordered or cut otherwise than the person picked them.
-func answerOwner(req *Request, sent map[string][]string) string {
+//     joined, ordered or cut otherwise than the person picked them;
+//   - an answer's value otherwise than the person gave it, on whatever
+//     path it came (a late answer after a restart, a replay): the rule of
+//     the answer's shape, SDK-ANSWER-MULTI for a multiSelect one,
+//     SDK-ANSWER-OTHER where the person's own words are in it (both, for a
+//     multiSelect one with own words), SDK-ANSWER-SINGLE for one label;
+//     SDK-NO-EMPTY before them where the answer is blank or missing (a
+//     partial set, SDK-ANSWER-ALL's first, where the request has several).
+//     What the person gave reaches the agent byte for byte, whichever
+//     requirement's case met the difference.
+func answerOwners(req *Request, sent map[string][]string) []string {
 	if len(req.Responses) == 0 || len(sent) == 0 {
-		return ""
+		return nil
 	}
 	g := req.Responses[0].granted
 	if g.Behavior != protocol.BehaviorAllow {
-		return ""
+		return nil
 	}
 	qs, texts := req.asked, req.texts
 	if g.AnswersRaw != nil && !g.AnswersSent {
-		return "SDK-ANSWER-SINGLE" // answers that are no object: keyed by no question
+		return []string{"SDK-ANSWER-SINGLE"} // answers that are no object: keyed by no question
 	}
 	for _, a := range g.Answers {
 		if !texts[a.Key] {
-			return "SDK-ANSWER-SINGLE"
+			return []string{"SDK-ANSWER-SINGLE"}
 		}
 	}
 	if len(sent) < len(qs) {
-		return "SDK-ANSWER-ALL"
+		return []string{"SDK-ANSWER-ALL"}
 	}
 	for _, q := range qs {
 		labels, ok := sent[q.Question]
@@ -512,10 +523,38 @@ func answerOwner(req *Request, sent map[string][]string) string {
 			}
 		}
 		if all {
-			return "SDK-ANSWER-MULTI"
+			return []string{"SDK-ANSWER-MULTI"}
 		}
 	}
-	return ""
+	for _, q := range qs {
+		labels, ok := sent[q.Question]
+		if !ok {
+			continue
+		}
+		a, present := g.Answer(q.Question)
+		got, isString := a.String()
+		if present && isString && got == protocol.JoinLabels(labels) {
+			continue
+		}
+		var owners []string
+		switch {
+		case !present && len(qs) > 1:
+			return []string{"SDK-ANSWER-ALL", "SDK-NO-EMPTY"} // a partial set
+		case !present || isString && strings.TrimSpace(got) == "":
+			owners = append(owners, "SDK-NO-EMPTY")
+		}
+		own := slices.ContainsFunc(labels, func(l string) bool { return !protocol.IsLabel(q, l) })
+		switch {
+		case q.MultiSelect && own:
+			return append(owners, "SDK-ANSWER-MULTI", "SDK-ANSWER-OTHER")
+		case q.MultiSelect:
+			return append(owners, "SDK-ANSWER-MULTI")
+		case own:
+			return append(owners, "SDK-ANSWER-OTHER")
+		}
+		return append(owners, "SDK-ANSWER-SINGLE")
+	}
+	return nil
 }
 
 // latestProblems are latestFailures with their steps.
@@ -531,7 +570,7 @@ func (s *SessionState) latestProblems() []Problem {
 				// the rule of passing them through, whatever case met it.
 				// (Not what the agent met while on that step about another
 				// request: a second response, a late allow.)
-				p.Owner = "SDK-PASSTHROUGH"
+				p.Owners = []string{"SDK-PASSTHROUGH"}
 			}
 			for _, qid := range s.questions {
 				if s.askStep(qid) != p.Step {
@@ -540,7 +579,7 @@ func (s *SessionState) latestProblems() []Problem {
 				if s.skipped[qid] {
 					p.Skipped = true
 				} else if req, ok := s.requestOf(qid); ok {
-					p.Owner = answerOwner(req, s.sent[qid])
+					p.Owners = answerOwners(req, s.sent[qid])
 				}
 			}
 		}
