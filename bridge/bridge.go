@@ -252,7 +252,7 @@ func (b *Bridge) Close() error {
 
 func (b *Bridge) close() error {
 	b.mu.Lock()
-	b.closing = true
+	b.closing = !defect("stop-before-closing")
 	ids := make([]string, 0, len(b.live))
 	for id := range b.live {
 		ids = append(ids, id)
@@ -272,6 +272,11 @@ func (b *Bridge) close() error {
 		}()
 	}
 	stops.Wait()
+	if defect("stop-before-closing") {
+		b.mu.Lock()
+		b.closing = true // the agents are stopped: nothing more will start
+		b.mu.Unlock()
+	}
 	b.end()
 	b.wg.Wait()
 	b.acting.Wait()

@@ -50,6 +50,9 @@ func resolveAnswers(q *bridgeapi.Question, given map[string]bridgeapi.Answer) (m
 	}
 	merged, missing, err := protocol.MergeAnswers(q.Questions, draft, given)
 	if err != nil {
+		if defect("bad-answer-reported-resolved") {
+			return nil, nil, fmt.Errorf("%w: %v", bridgeapi.ErrResolved, err)
+		}
 		return nil, nil, fmt.Errorf("%w: %v", bridgeapi.ErrInvalid, err)
 	}
 	for _, qq := range q.Questions {

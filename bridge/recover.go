@@ -361,7 +361,11 @@ func (b *Bridge) received(ss *bridgeapi.Session, q *bridgeapi.Question, prompt s
 			found = true
 		}
 		for _, bl := range r.Blocks {
-			if bl.Type == "tool_result" && q.ToolUseID != "" && bl.ToolUseID == q.ToolUseID && (isReply(q, bl) || defect("redeliver-any-tool-result")) || bl.Type == "text" && bl.Text == prompt {
+			of := bl.ToolUseID // the call a tool result is of
+			if defect("redeliver-matched-on-block-id") {
+				of = bl.ID
+			}
+			if bl.Type == "tool_result" && q.ToolUseID != "" && of == q.ToolUseID && (isReply(q, bl) || defect("redeliver-any-tool-result")) || bl.Type == "text" && bl.Text == prompt {
 				found = true
 			}
 		}

@@ -70,6 +70,17 @@ var defects = map[string]string{
 	"restart-deadline-renewed": "SDK-TIMEOUT",
 	"mcp-question-trimmed":     "MCP-ANSWER",
 	"stop-keeps-questions":     "SDK-AGENT-EXIT",
+	// The tenth held-out batch's: a graceful restart (SIGTERM) whose
+	// stopping agents withdraw what waits; a reply not found in what the
+	// agent left after a crash as it was written, and told again; a
+	// malformed answer refused as if its question had ended; ask_user's
+	// schema with an option's label optional; the person's own words
+	// quoted in ask_user's result.
+	"stop-before-closing":           "UI-PERSIST",
+	"redeliver-matched-on-block-id": "UI-PERSIST",
+	"bad-answer-reported-resolved":  "SDK-BAD-INPUT",
+	"mcp-option-label-optional":     "MCP-LIST",
+	"mcp-free-text-quoted":          "MCP-ANSWER",
 }
 
 // defectCLI are the defects only an older claude release shows, with the
@@ -118,6 +129,17 @@ func brokenProfile(base *profile.Profile, d string) *profile.Profile {
 	st := *base.Start
 	st.Env = map[string]string{"ASKCTL_DEFECT": d}
 	p.Start = &st
+	if base.MCP != nil {
+		// The MCP server runs beside the bridge, started by the CLI the
+		// harness starts for an MCP session: its defects are in askctl
+		// mcp (internal/mcpask).
+		m := *base.MCP
+		m.Env = map[string]string{"ASKCTL_DEFECT": d}
+		for k, v := range base.MCP.Env {
+			m.Env[k] = v
+		}
+		p.MCP = &m
+	}
 	p.Name = "broken bridge: " + d
 	return &p
 }
@@ -218,6 +240,9 @@ var fakeAgentOnly = map[string]string{
 	"route-by-interaction-flag": "its row is ExitPlanMode's prompt, which the real CLI sends only in plan mode; TestBrokenBridges catches it with the fake agent",
 	"redeliver-any-tool-result": "the real CLI, as the harness runs it, keeps its session files in a home of its own, which the bridge " +
 		"does not read, so it resumes every crashed session (as UI-PERSIST's ask-read row says); TestBrokenBridges catches it with the fake agent",
+	"redeliver-matched-on-block-id": "its row is a crash as the answer is written to the agent, which the bridge tells from a loss by " +
+		"what the agent left in its session file: the real CLI, as the harness runs it, keeps it in a home of its own (UI-PERSIST's row " +
+		"says so); TestBrokenBridges catches it with the fake agent",
 	"stop-keeps-questions": "the real CLI installed is the newest, which withdraws its request as its stdin closes (since 2.1.328); " +
 		"TestBrokenBridges catches it with the fake agent playing the oldest release",
 }

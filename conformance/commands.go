@@ -1027,15 +1027,13 @@ func cmdAnswer(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	ctx, cancel := waitCtx(ts, 15*time.Second)
 	defer cancel()
-	if f["crash"] != "" {
-		ctx = untilCrash(ctx, e)
-	}
-	ack, err := s.Answer(ctx, connFlag(f), qid, answers)
 	what := fmt.Sprintf("the answer %s to %s", answersText(answers), qid)
 	if f["crash"] != "" {
+		_, err := s.AnswerCrashing(untilCrash(ctx, e), connFlag(f), qid, answers)
 		crashing(ts, what, err)
 		return
 	}
+	ack, err := s.Answer(ctx, connFlag(f), qid, answers)
 	if f["partial"] != "" {
 		// Part of a request's answers: the bridge may hold them or refuse
 		// them, but must not take them as the whole answer.
@@ -1144,7 +1142,15 @@ func cmdRaw(ts *testscript.TestScript, neg bool, args []string) {
 	s, _ := current(ts, e, args[0])
 	ctx, cancel := waitCtx(ts, 15*time.Second)
 	defer cancel()
-	rejected(ts, true, "", s.SendRaw(ctx, connFlag(f), []byte(args[1])), fmt.Sprintf("the malformed answer %q", args[1]), e, args[0])
+	what := fmt.Sprintf("the malformed answer %q", args[1])
+	err := s.SendRaw(ctx, connFlag(f), []byte(args[1]))
+	rejected(ts, true, "", err, what, e, args[0])
+	// Its error says what is wrong with the answer, not that the question,
+	// which waits on, ended or is gone: a surface that believes that
+	// stops offering it.
+	if rj := (*surface.Rejected)(nil); errors.As(err, &rj) && notAboutParts[rj.Code] {
+		fail(ts, "%s was refused with code %q (%s), which says what became of the question; the question still waits: the error must say what is wrong with the answer\n%s", what, rj.Code, rj.Message, summary(e, args[0]))
+	}
 }
 
 func cmdRace(ts *testscript.TestScript, neg bool, args []string) {

@@ -3,6 +3,7 @@ package conformance
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -299,7 +300,7 @@ func mcpSession(input map[string]any, answer any) []string {
 func mcpLines(want ...string) string {
 	args := make([]string, len(want))
 	for i, w := range want {
-		args[i] = quote(w)
+		args[i] = quoteText(w)
 	}
 	return `await ALIAS question
 delivered ALIAS
@@ -317,6 +318,8 @@ var dimensions = map[string][]row{
 	"MCP-ANSWER": {
 		{name: "a question alone, no options: the person's own words", lines: mcpLines("Use MySQL, actually"),
 			steps: mcpSession(map[string]any{"question": "Which database should I use?"}, "Use MySQL, actually")},
+		{name: "the person's own words with quotes, a newline and white space at their edges: named byte for byte", lines: mcpLines("  Say \"yes\" & <mean> it,\n\tthen stop  "),
+			steps: mcpSession(map[string]any{"question": "Which database should I use?"}, "  Say \"yes\" & <mean> it,\n\tthen stop  ")},
 		{name: "options with labels alone, no descriptions nor multiSelect", lines: mcpLines("SQLite"),
 			steps: mcpSession(map[string]any{"question": "Which database engine should I use?",
 				"options": []map[string]any{{"label": "Postgres"}, {"label": "SQLite"}}}, "SQLite")},
@@ -859,6 +862,16 @@ func conditionWhy(c string) string {
 
 // quote is s as one testscript argument.
 func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// quoteText is text as an argument of tool-result that names it byte for
+// byte: quoted, or where it holds a newline or a tab, which no line of a
+// case can, a pattern (~) that matches it alone.
+func quoteText(s string) string {
+	if !strings.ContainsAny(s, "\n\t") {
+		return quote(s)
+	}
+	return quote("~" + strings.NewReplacer("\n", `\n`, "\t", `\t`).Replace(regexp.QuoteMeta(s)))
+}
 
 // DimensionRows lists each requirement's generated rows by name, for the
 // documentation and its test.

@@ -669,7 +669,7 @@ func crashPoints(cfg Config) []string {
 		return nil
 	}
 	var out []string
-	for _, p := range []string{profile.CrashAnswerCommitted, profile.CrashSkipCommitted} {
+	for _, p := range []string{profile.CrashAnswerCommitted, profile.CrashAnswerWritten, profile.CrashSkipCommitted} {
 		if c.HasCrashPoint(p) {
 			out = append(out, p)
 		}

@@ -162,6 +162,11 @@ var exploredDefects = map[string]string{
 	// The ninth held-out batch's: a restart while a question waits out
 	// its timeout; a question whose text ends in white space.
 	"restart-deadline-renewed": "ws", "mcp-question-trimmed": "ws",
+	// The tenth held-out batch's: a graceful restart (SIGTERM) taken for
+	// the agents' exits; a reply looked up by the wrong field of a tool
+	// result after a crash as the answer was written; the person's own
+	// words quoted in ask_user's result.
+	"stop-before-closing": "ws", "redeliver-matched-on-block-id": "ws", "mcp-free-text-quoted": "ws",
 }
 
 // unexploredDefects are the broken bridges the explorer is not asked to
@@ -182,6 +187,10 @@ var unexploredDefects = map[string]string{
 		"(one model response), the CLI withdraws both when it withdraws one, so which went first is seen by no one",
 	"stop-keeps-questions": "a session stopped from the surface keeps its question: the explorer's agents play the newest release, " +
 		"which withdraws its request itself as its stdin closes (since 2.1.328); SDK-AGENT-EXIT's stop row catches it with the oldest (make conformance-oldest)",
+	"bad-answer-reported-resolved": "a malformed answer refused as if the question had ended: the model's person answers through " +
+		"the surface's operations, which send only well-formed ones; SDK-BAD-INPUT's row of every wrong shape catches it",
+	"mcp-option-label-optional": "ask_user's input schema lets an option's label out: the model calls the tool and lists none " +
+		"of its tools; MCP-LIST's case reads the schema",
 	"questions-reencoded": "the questions come back re-encoded from the bridge's own types: the same JSON while the agent sends " +
 		"every field of every question, as fakeclaude does; a CLI that leaves out multiSelect or a description (optionalDescriptions) would show it",
 }

@@ -56,6 +56,8 @@ func cmdToolResult(ts *testscript.TestScript, neg bool, args []string) {
 			fail(ts, "the ask_user result %q names %q; it must not: it says how the question ended, and no other end", text, w)
 		case neg && found:
 			fail(ts, "the ask_user result %q names %q; it must not (another session's answer?)", text, w)
+		case !neg && !found && strings.HasPrefix(w, "~"):
+			fail(ts, "the ask_user result %q does not match %q (byte for byte, where it names the person's own words)\n%s", text, w[1:], summary(e, alias))
 		case !neg && !found:
 			fail(ts, "the ask_user result %q does not name %q\n%s", text, w, summary(e, alias))
 		}
@@ -143,6 +145,14 @@ func cmdMCPList(ts *testscript.TestScript, neg bool, args []string) {
 	item := opts.Get("items")
 	want(typeIs(item.Get("properties.label.type"), "string"), "options[].label: want a string (options are objects with label and description)")
 	want(item.Get("properties.description").Exists(), "options[].description: want it offered")
+	// An option is a label, and maybe a description: a schema that lets
+	// the label out lets the model offer a choice the person cannot see.
+	itemRequired := map[string]bool{}
+	for _, r := range item.Get("required").Array() {
+		itemRequired[r.String()] = true
+	}
+	want(itemRequired["label"], "options[].label: want it required (an option without a label is a blank choice)")
+	want(!itemRequired["description"], "options[].description: required, want it optional")
 	want(typeIs(schema.Get("properties.multiSelect.type"), "boolean"), "multiSelect: want a boolean property")
 	for _, r := range schema.Get("required").Array() {
 		want(r.String() == "question", "%s: required, want only question required", r.String())

@@ -40,7 +40,7 @@ type xModel struct {
 	reqOfLine string         // the requirement the lines written now check
 	pairs     int            // requests asked beside another, so far (their ids: ALIAS_Pn)
 	now       float64        // the model's clock, in seconds of waiting
-	restarted bool           // the bridge was restarted (restart -kill)
+	restarted bool           // the bridge was restarted (restart, -kill or not)
 	// known are requirements the bridge is known to fail (the run's
 	// expected failures): their own checks are left out, so that the
 	// exploration looks past them.
@@ -158,7 +158,7 @@ type xSession struct {
 	conns   int // connections opened so far
 	shown   int // questions awaited (ALIAS_Q1…)
 	exited  bool
-	// killed: its agent died with the bridge (restart -kill); its verdict
+	// killed: its agent died with the bridge (a restart, -kill or not); its verdict
 	// is no longer checked, but a resumed agent's is.
 	killed bool
 	// mcp: its agent asks through the bridge's MCP ask_user tool (route
@@ -879,10 +879,13 @@ func (m *xModel) mcpAnswered(s *xSession) {
 	}
 	m.emit("answer -conn %s %s", s.conn, s.alias)
 	m.emit("await %s answered", s.alias)
+	// Each label, and the person's own words byte for byte, white space
+	// and all (a newline or a tab as a pattern: a line of a case holds
+	// neither).
 	var want []string
 	for _, v := range vals {
-		if strings.TrimSpace(v) != "" && !strings.ContainsAny(v, "\n\t") {
-			want = append(want, quote(strings.TrimSpace(v)))
+		if strings.TrimSpace(v) != "" {
+			want = append(want, quoteText(v))
 		}
 	}
 	m.emit("tool-result %s %s", s.alias, strings.Join(want, " "))
@@ -1326,8 +1329,8 @@ func (m *xModel) think(t *rapid.T) {
 	m.done()
 }
 
-// restart kills the bridge (as a crash) and starts it again. Every agent
-// dies with it; a question that was pending is listed again under its id
+// restart kills the bridge (as a crash), or stops it (SIGTERM), and starts
+// it again. Every agent dies with it, or is stopped by it; a question that was pending is listed again under its id
 // on a new connection, one that had ended is not, and answering it resumes
 // its session with the answer (UI-PERSIST). Taken only when every
 // session's agent is at rest or waits on a question the person is to end
@@ -1345,7 +1348,16 @@ func (m *xModel) restart(t *rapid.T) {
 	m.restarted = true
 	m.emit("")
 	m.requirement("UI-PERSIST")
-	m.emit("restart -kill")
+	if m.steps%2 == 1 {
+		// A restart as a deploy does it (SIGTERM, the bridge's own
+		// shutdown stopping its agents), on an odd step (no draw of its
+		// own, so the sequences stay as they were): what was pending is
+		// kept as across a crash, not withdrawn as its agent stops.
+		m.ops["graceful restart"]++
+		m.emit("restart")
+	} else {
+		m.emit("restart -kill")
+	}
 	m.killed()
 	m.done()
 }
@@ -1424,7 +1436,10 @@ func (m *xModel) restartable(t *rapid.T) {
 // session whose request, of any shape, the person answers: the bridge
 // crashes there, and once started again it must resume the session with
 // that answer, byte for byte, and list again what was pending
-// (UI-PERSIST). Once a sequence, in place of restart.
+// (UI-PERSIST). At skip-committed, the same with a skip. At answer-written
+// (the answer written whole to the agent, not yet marked delivered), the
+// agent has its answer, and the session must not be resumed to tell it
+// again. Once a sequence, in place of restart.
 func (m *xModel) crash(t *rapid.T) {
 	if len(m.caps.crashAt) == 0 || m.restarted || len(m.sessions) >= 3 {
 		t.Skip("no crash point, restarted already, or three sessions")
@@ -1501,6 +1516,19 @@ func (m *xModel) crash(t *rapid.T) {
 	r.shown, r.seen = s.shown, true
 	m.emit(do, s.alias)
 	m.emit("crashed")
+	if point == profile.CrashAnswerWritten {
+		// The answer was written whole to the agent, which has it: the
+		// restarted bridge finds so in what the agent left (its session
+		// file) and does not resume the session to tell it again.
+		r.done = true
+		s.cur = len(s.reqs)
+		m.killed()
+		m.requirement("UI-PERSIST")
+		m.emit("check %s", s.alias)
+		m.emit("! await -for 2s %s resumed", s.alias)
+		m.done()
+		return
+	}
 	// Its request ended in the crash, which killed every agent again:
 	// what was pending stays so.
 	r.done, r.orphan = true, true

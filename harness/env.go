@@ -401,20 +401,26 @@ func (e *Env) Answer(ctx context.Context, alias, conn, qid string, answers map[s
 	t0 := time.Now()
 	ack, err := c.Answer(ctx, qid, answers)
 	if err == nil {
-		e.mu.Lock()
-		if s.sent[qid] == nil {
-			s.sent[qid] = map[string][]string{}
-		}
-		for q, labels := range answers { // a held part, then the rest
-			s.sent[qid][q] = labels
-		}
-		e.mu.Unlock()
+		e.gave(s, qid, answers)
 	}
 	if err == nil && ack.Status != "held" {
 		// The answer latency runs from the answer that completed the set.
 		e.answeredAt(s, qid, t0)
 	}
 	return ack, err
+}
+
+// gave notes answers as what the person gave for question qid: what the
+// agent's answer is held to (a held part, then the rest).
+func (e *Env) gave(s *SessionState, qid string, answers map[string][]string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if s.sent[qid] == nil {
+		s.sent[qid] = map[string][]string{}
+	}
+	for q, labels := range answers {
+		s.sent[qid][q] = labels
+	}
 }
 
 // answeredAt notes when the person first resolved question qid, where the

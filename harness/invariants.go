@@ -66,6 +66,10 @@ func TimedOut(message string) bool { return timedOut.MatchString(message) }
 //     the bridge down at it ends the question as it comes back, before a
 //     connection opens.
 //
+// For a resumed agent (UI-PERSIST): where the agent before it had its
+// response to every request, its first prompt asks none of them again (an
+// answer reaches the agent once).
+//
 // For the session's surfaces, one request is one question id: no request
 // of the agent is shown under a second id (UI-PERSIST where the bridge was
 // restarted in between, else UI-RECONNECT-REPLAY, which replays a question
@@ -97,6 +101,9 @@ func (e *Env) Invariants(aliases ...string) []Violation {
 		out = append(out, e.st.idViolations(s)...)
 		for _, c := range e.st.statusContradictions(s) {
 			out = append(out, Violation{Requirement: "UI-STATUS", Session: s.alias, Text: c})
+		}
+		for _, r := range s.redelivered {
+			out = append(out, Violation{Requirement: "UI-PERSIST", Session: s.alias, Text: fmt.Sprintf("session %s: %s", s.alias, r)})
 		}
 	}
 	return out

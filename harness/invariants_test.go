@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/askctl/askctl/internal/events"
 	"github.com/askctl/askctl/profile"
 	"github.com/askctl/askctl/protocol"
 	"github.com/askctl/askctl/scenarios"
@@ -34,6 +35,14 @@ func TestInvariants(t *testing.T) {
 	cancel := func(id string, ms int) transcript.Record {
 		return transcript.Record{T: at(ms), Dir: transcript.FromCLI, Msg: fmt.Appendf(nil, `{"type":"control_cancel_request","request_id":%q}`, id)}
 	}
+	// A resumed agent process, and the first prompt it is given.
+	resume := func(ms int) transcript.Record {
+		return transcript.Record{T: at(ms), Event: events.EventHello, Msg: []byte(`{"resume":"cli-1"}`)}
+	}
+	prompt := func(ms int, text string) transcript.Record {
+		return transcript.Record{T: at(ms), Dir: transcript.ToCLI, Msg: fmt.Appendf(nil, `{"type":"user","message":{"role":"user","content":%q}}`, text)}
+	}
+	redelivered := `The user answered: "Which one?": "B, A"; "Why?": "C". Go on.`
 	q := func(conn, typ, qid string, seq int64) surface.Event {
 		return surface.Event{Conn: conn, Type: typ, QuestionID: qid, Seq: seq}
 	}
@@ -51,6 +60,10 @@ func TestInvariants(t *testing.T) {
 			records: []transcript.Record{ask("r1", 0), respond("r1", 500, good), ask("r2", 600), respond("r2", 2300, `{"behavior":"deny","message":"The question timed out"}`)},
 			surface: []surface.Event{q("main", surface.EventQuestion, "q_1", 1), q("main", surface.EventAnswered, "q_1", 2), q("main", surface.EventQuestion, "q_2", 3), q("c2", surface.EventQuestion, "q_2", 0), q("c2", surface.EventExpired, "q_2", 4)},
 			other:   []surface.Event{q("main", surface.EventQuestion, "q_9", 5)}},
+		{name: "a resume telling again an answer the agent had", records: []transcript.Record{ask("r1", 0), respond("r1", 100, good), resume(900), prompt(950, redelivered)},
+			want: []string{"UI-PERSIST"}},
+		{name: "a resume delivering the answer the agent lacked", records: []transcript.Record{ask("r1", 0), respond("r1", 100, good), ask("r2", 200), cancel("r2", 300), resume(900), prompt(950, redelivered)}},
+		{name: "a resume whose later prompt recalls an answer", records: []transcript.Record{ask("r1", 0), respond("r1", 100, good), resume(900), prompt(950, "Go on."), prompt(990, redelivered)}},
 		{name: "two responses", records: []transcript.Record{ask("r1", 0), respond("r1", 100, good), respond("r1", 200, good)}, want: []string{"SDK-LATE-ANSWER"}},
 		{name: "allow after a withdrawal", records: []transcript.Record{ask("r1", 0), cancel("r1", 100), respond("r1", 200, good)}, want: []string{"SDK-CANCEL"}},
 		{name: "a library's deny after a withdrawal", records: []transcript.Record{ask("r1", 0), cancel("r1", 100), respond("r1", 200, `{"behavior":"deny","message":"Permission request cancelled"}`)}},

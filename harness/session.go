@@ -213,6 +213,24 @@ func (s *Session) Answer(ctx context.Context, conn, qid string, answers map[stri
 	return ack, s.closedAfterTakeover(conn, err)
 }
 
+// AnswerCrashing is Answer to a bridge armed to crash as it takes the
+// answer: it may die before it replies, and what the person gave is what
+// the agent's answer is held to all the same (a bridge that wrote it to
+// the agent before it died).
+func (s *Session) AnswerCrashing(ctx context.Context, conn, qid string, answers map[string][]string) (surface.Ack, error) {
+	qid, err := s.orCurrent(qid)
+	if err != nil {
+		return surface.Ack{}, err
+	}
+	ack, err := s.Answer(ctx, conn, qid, answers)
+	if err != nil {
+		if st, _, cerr := s.e.conn(s.alias, conn); cerr == nil {
+			s.e.gave(st, qid, answers)
+		}
+	}
+	return ack, err
+}
+
 // Skip skips question qid ("" the current one) over connection conn with a
 // reason.
 func (s *Session) Skip(ctx context.Context, conn, qid, reason string) error {

@@ -136,6 +136,8 @@ type SessionState struct {
 	decided map[string]int
 
 	requestsFrom int                            // requests of the latest process start here
+	prevFrom     int                            // and of the process before it
+	prompted     bool                           // the latest process has had its first prompt
 	failuresFrom int                            // failures of the latest process start here
 	failureSteps []int                          // the scenario step of each of failures, 0 for none
 	byReq        map[string]*Request            // requests by request id
@@ -144,6 +146,9 @@ type SessionState struct {
 	permitted    map[string]bool                // permission prompts answered (Session.Permit)
 	skipped      map[string]bool                // questions the person skipped, the surface accepting it
 	sent         map[string]map[string][]string // question id → question text → the labels the person answered, the surface accepting them
+	// redelivered are the resumes that told the agent again an answer it
+	// had (redelivery), each as its violation's words.
+	redelivered []string
 }
 
 // Request is one request of the agent for the person, with what came of it.
@@ -196,7 +201,8 @@ func (s *SessionState) add(r transcript.Record) {
 	switch {
 	case r.Event == events.EventHello:
 		// A new agent process (a resume).
-		s.exit, s.failuresFrom, s.requestsFrom = nil, len(s.failures), len(s.requests)
+		s.exit, s.failuresFrom, s.prevFrom, s.requestsFrom = nil, len(s.failures), s.requestsFrom, len(s.requests)
+		s.prompted = false
 		var hello struct {
 			Resume string `json:"resume"`
 		}
@@ -311,6 +317,12 @@ func (s *SessionState) request(req *Request) {
 
 func (s *SessionState) toAgent(r transcript.Record) {
 	m := protocol.Peek(r.Msg)
+	if m.Type == protocol.TypeUser && !s.prompted {
+		s.prompted = true
+		if s.resumed && !s.mcp {
+			s.redelivery(m)
+		}
+	}
 	if m.Type != protocol.TypeControlResponse {
 		return
 	}
@@ -322,6 +334,39 @@ func (s *SessionState) toAgent(r transcript.Record) {
 		}
 		s.decided[tool]++
 		s.others[m.Response.RequestID] = "" // its first response decides it
+	}
+}
+
+// redelivery judges a resumed agent's first prompt m: where the agent
+// before it had its response to every request it made, nothing was left
+// to deliver, and a prompt that asks again a question it had the answer to
+// tells it that answer a second time (a restarted bridge that did not see
+// the reply in what the agent left behind). Where a request went without
+// its response, the prompt is that one's delivery, and may recall others.
+func (s *SessionState) redelivery(m protocol.Peeked) {
+	for _, req := range s.requests[s.prevFrom:s.requestsFrom] {
+		if len(req.Responses) == 0 {
+			return
+		}
+	}
+	text := m.Text
+	for _, b := range m.Blocks {
+		if b.Type == "text" {
+			text += "\n" + b.Text
+		}
+	}
+	for _, req := range s.requests[:s.requestsFrom] {
+		if len(req.Responses) == 0 || len(req.textList) == 0 {
+			continue
+		}
+		all := true
+		for _, q := range req.textList {
+			all = all && strings.Contains(text, q)
+		}
+		if all {
+			s.redelivered = append(s.redelivered, fmt.Sprintf("its agent was resumed with the question of request %s (%q) in its first prompt, though the agent before it had received its response to that request and to every other: an answer reaches the agent once; the prompt: %s",
+				req.ID, req.textList[0], clip.String(text, 300)))
+		}
 	}
 }
 

@@ -44,7 +44,13 @@ func (in Input) AsQuestion() protocol.Question {
 
 // Tool is the tool as tools/list offers it; the SDK infers its input schema
 // from Input.
-func Tool() *mcp.Tool { return &mcp.Tool{Name: ToolName, Description: Description} }
+func Tool() *mcp.Tool {
+	t := &mcp.Tool{Name: ToolName, Description: Description}
+	if defect("mcp-option-label-optional") {
+		t.InputSchema = labelOptional()
+	}
+	return t
+}
 
 // Result texts.
 
@@ -54,6 +60,9 @@ func Tool() *mcp.Tool { return &mcp.Tool{Name: ToolName, Description: Descriptio
 func Answered(in Input, answer string) *mcp.CallToolResult {
 	if len(in.Options) > 0 && allLabels(answer, in) {
 		return text(false, "User selected: "+answer)
+	}
+	if defect("mcp-free-text-quoted") {
+		return text(false, fmt.Sprintf("User answered: %q", answer))
 	}
 	return text(false, "User answered: "+answer)
 }
