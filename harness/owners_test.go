@@ -55,3 +55,35 @@ func TestAnswerOwners(t *testing.T) {
 		})
 	}
 }
+
+// TestMCPOwners: what an ask_user call returned is judged by how the person
+// ended its question: a skip's by MCP-SKIP, an answer's by MCP-ANSWER
+// (MCP-MULTI first, for a multiSelect question), whatever case met it.
+func TestMCPOwners(t *testing.T) {
+	ask := func(multi bool) *SessionState {
+		s := newSessionState("s", "a", nil, true)
+		in := `{"question":"Which one?","options":[{"label":"A"},{"label":"B"}],"multiSelect":` + map[bool]string{true: "true", false: "false"}[multi] + `}`
+		s.request(&Request{ID: "toolu_1", ToolUseID: "toolu_1", Input: json.RawMessage(in)})
+		s.questions = []string{"q_1"}
+		s.shownTexts = map[string][]string{"q_1": {"Which one?"}}
+		return s
+	}
+	s := ask(false)
+	if got := s.mcpOwners("q_1"); got != nil {
+		t.Errorf("nobody acted: owners %q, want none", got)
+	}
+	s.sent["q_1"] = map[string][]string{"Which one?": {"tab\there"}}
+	if got := s.mcpOwners("q_1"); !slices.Equal(got, []string{"MCP-ANSWER"}) {
+		t.Errorf("answered: owners %q", got)
+	}
+	m := ask(true)
+	m.sent["q_1"] = map[string][]string{"Which one?": {"A", "B"}}
+	if got := m.mcpOwners("q_1"); !slices.Equal(got, []string{"MCP-MULTI", "MCP-ANSWER"}) {
+		t.Errorf("answered, multiSelect: owners %q", got)
+	}
+	k := ask(false)
+	k.skipped["q_1"] = true
+	if got := k.mcpOwners("q_1"); !slices.Equal(got, []string{"MCP-SKIP"}) {
+		t.Errorf("skipped: owners %q", got)
+	}
+}

@@ -621,6 +621,10 @@ func (s *SessionState) latestProblems() []Problem {
 				if s.askStep(qid) != p.Step {
 					continue
 				}
+				if s.mcp {
+					p.Owners = s.mcpOwners(qid)
+					continue
+				}
 				if s.skipped[qid] {
 					p.Skipped = true
 				} else if req, ok := s.requestOf(qid); ok {
@@ -631,6 +635,23 @@ func (s *SessionState) latestProblems() []Problem {
 		out = append(out, p)
 	}
 	return out
+}
+
+// mcpOwners are the requirements that own what an ask_user call returned
+// for question qid, by how the person ended it: a skip's result is
+// MCP-SKIP's, an answer's MCP-ANSWER's (MCP-MULTI's first, for a
+// multiSelect question); nil where the person did neither.
+func (s *SessionState) mcpOwners(qid string) []string {
+	if s.skipped[qid] {
+		return []string{"MCP-SKIP"}
+	}
+	if s.sent[qid] == nil {
+		return nil
+	}
+	if req, ok := s.requestOf(qid); ok && len(req.asked) == 1 && req.asked[0].MultiSelect {
+		return []string{"MCP-MULTI", "MCP-ANSWER"}
+	}
+	return []string{"MCP-ANSWER"}
 }
 
 // waitsOn reports whether the agent still waits on question qid: its
