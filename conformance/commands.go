@@ -1146,9 +1146,10 @@ func cmdRaw(ts *testscript.TestScript, neg bool, args []string) {
 	err := s.SendRaw(ctx, connFlag(f), []byte(args[1]))
 	rejected(ts, true, "", err, what, e, args[0])
 	// Its error says what is wrong with the answer, not that the question,
-	// which waits on, ended or is gone: a surface that believes that
-	// stops offering it.
-	if rj := (*surface.Rejected)(nil); errors.As(err, &rj) && notAboutParts[rj.Code] {
+	// which waits on, was answered or is not there: a surface that
+	// believes that stops offering it. (expired and session_taken may be
+	// true of it: other rules judge them.)
+	if rj := (*surface.Rejected)(nil); errors.As(err, &rj) && (rj.Code == "resolved" || rj.Code == "not_found") {
 		fail(ts, "%s was refused with code %q (%s), which says what became of the question; the question still waits: the error must say what is wrong with the answer\n%s", what, rj.Code, rj.Message, summary(e, args[0]))
 	}
 }

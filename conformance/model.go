@@ -61,9 +61,9 @@ type xCaps struct {
 	// model may restart it (once a sequence).
 	persist bool
 	// crashAt are the points the bridge can be armed to crash at as it
-	// stores what the person did (capabilities.crash: answer-committed,
-	// skip-committed), so the model may crash it there instead of a
-	// restart.
+	// stores or writes what the person did (capabilities.crash:
+	// answer-committed, answer-written, skip-committed), so the model may
+	// crash it there instead of a restart.
 	crashAt []string
 	// mcp: the bridge serves an MCP ask_user tool; some sessions ask
 	// through it (one question a call).

@@ -128,26 +128,70 @@ func StartBridge(ctx context.Context, p *profile.Profile, opts Options) (*Bridge
 	}
 	b := &Bridge{opts: opts, hub: hub, dir: newDirector(), logPath: filepath.Join(work, "bridge.log")}
 	hub.SetDirector(b.dir.assign)
-	port, err := freePort()
-	if err != nil {
-		hub.Close()
-		return nil, err
-	}
-	b.port = port
 	shim := filepath.Join(shimDir, "claude")
 	if err := writeShim(shim, opts, hub.Addr(), work); err != nil {
-		releasePort(port)
 		hub.Close()
 		return nil, err
 	}
-	b.vars = map[string]string{"WORK": work, "STATE": state, "PORT": strconv.Itoa(port), "CLAUDE": shim,
-		"CLAUDE_DIR": shimDir, "ASKCTL": opts.Askctl, "PROFILE_DIR": p.Dir, "TIMEOUT": profile.TimeoutVar(p.Capabilities.Timeout.D())}
-	b.profile = p.Expanded(b.vars)
-	if err := b.start(ctx); err != nil {
+	// The port is free when picked, and another process may bind it before
+	// the bridge does (a loopback port the kernel hands to the next asker):
+	// a bridge that says so as it exits is started again on another, twice
+	// at most.
+	for attempt := 1; ; attempt++ {
+		port, err := freePort()
+		if err != nil {
+			hub.Close()
+			return nil, err
+		}
+		b.port = port
+		b.vars = map[string]string{"WORK": work, "STATE": state, "PORT": strconv.Itoa(port), "CLAUDE": shim,
+			"CLAUDE_DIR": shimDir, "ASKCTL": opts.Askctl, "PROFILE_DIR": p.Dir, "TIMEOUT": profile.TimeoutVar(p.Capabilities.Timeout.D())}
+		b.profile = p.Expanded(b.vars)
+		logged := logSize(b.logPath)
+		err = b.start(ctx)
+		if err == nil {
+			return b, nil
+		}
+		if attempt < 3 && b.portTaken(logged) {
+			opts.Logf("the bridge found port %d taken by another process; starting it again on another", port)
+			releasePort(port)
+			continue
+		}
 		b.Close()
 		return nil, err
 	}
-	return b, nil
+}
+
+// logSize is how much the bridge's log holds so far.
+func logSize(path string) int64 {
+	if fi, err := os.Stat(path); err == nil {
+		return fi.Size()
+	}
+	return 0
+}
+
+// portTaken reports whether the bridge has exited saying, in what it wrote
+// to its log after offset from, that its address was in use.
+func (b *Bridge) portTaken(from int64) bool {
+	b.mu.Lock()
+	exited := b.exited
+	b.mu.Unlock()
+	if exited == nil {
+		return false
+	}
+	select {
+	case <-exited:
+	default:
+		return false
+	}
+	f, err := os.Open(b.logPath)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	buf, _ := io.ReadAll(io.NewSectionReader(f, from, 1<<20))
+	said := strings.ToLower(string(buf))
+	return strings.Contains(said, "address already in use") || strings.Contains(said, "eaddrinuse")
 }
 
 // writeShim writes the claude the bridge spawns: askctl as fakeclaude, with

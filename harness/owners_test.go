@@ -81,6 +81,10 @@ func TestMCPOwners(t *testing.T) {
 	if got := m.mcpOwners("q_1"); !slices.Equal(got, []string{"MCP-MULTI", "MCP-ANSWER"}) {
 		t.Errorf("answered, multiSelect: owners %q", got)
 	}
+	m.sent["q_1"] = map[string][]string{"Which one?": {"A", "tab\there"}}
+	if got := m.mcpOwners("q_1"); !slices.Equal(got, []string{"MCP-ANSWER", "MCP-MULTI"}) {
+		t.Errorf("answered, multiSelect, own words: owners %q", got)
+	}
 	k := ask(false)
 	k.skipped["q_1"] = true
 	if got := k.mcpOwners("q_1"); !slices.Equal(got, []string{"MCP-SKIP"}) {

@@ -223,7 +223,9 @@ func (s *Session) AnswerCrashing(ctx context.Context, conn, qid string, answers 
 		return surface.Ack{}, err
 	}
 	ack, err := s.Answer(ctx, conn, qid, answers)
-	if err != nil {
+	var rj *surface.Rejected
+	if err != nil && !errors.As(err, &rj) && !errors.Is(err, surface.ErrIgnored) {
+		// No reply, the bridge gone (a refusal is no answer taken).
 		if st, _, cerr := s.e.conn(s.alias, conn); cerr == nil {
 			s.e.gave(st, qid, answers)
 		}

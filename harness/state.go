@@ -339,12 +339,14 @@ func (s *SessionState) toAgent(r transcript.Record) {
 
 // redelivery judges a resumed agent's first prompt m: where the agent
 // before it had its response to every request it made, nothing was left
-// to deliver, and a prompt that asks again a question it had the answer to
-// tells it that answer a second time (a restarted bridge that did not see
-// the reply in what the agent left behind). Where a request went without
-// its response, the prompt is that one's delivery, and may recall others.
+// to deliver, and a prompt that asks again a question of that agent's, of
+// which it had the answer, tells it that answer a second time (a restarted
+// bridge that did not see the reply in what the agent left behind). Where
+// a request went without its response, the prompt is that one's delivery,
+// and may recall others; questions of older processes are not judged.
 func (s *SessionState) redelivery(m protocol.Peeked) {
-	for _, req := range s.requests[s.prevFrom:s.requestsFrom] {
+	prev := s.requests[s.prevFrom:s.requestsFrom]
+	for _, req := range prev {
 		if len(req.Responses) == 0 {
 			return
 		}
@@ -355,7 +357,7 @@ func (s *SessionState) redelivery(m protocol.Peeked) {
 			text += "\n" + b.Text
 		}
 	}
-	for _, req := range s.requests[:s.requestsFrom] {
+	for _, req := range prev { // not older ones: a prompt may recall them
 		if len(req.Responses) == 0 || len(req.textList) == 0 {
 			continue
 		}
@@ -640,7 +642,8 @@ func (s *SessionState) latestProblems() []Problem {
 // mcpOwners are the requirements that own what an ask_user call returned
 // for question qid, by how the person ended it: a skip's result is
 // MCP-SKIP's, an answer's MCP-ANSWER's (MCP-MULTI's first, for a
-// multiSelect question); nil where the person did neither.
+// multiSelect question answered with labels alone); nil where the person
+// did neither.
 func (s *SessionState) mcpOwners(qid string) []string {
 	if s.skipped[qid] {
 		return []string{"MCP-SKIP"}
@@ -648,10 +651,17 @@ func (s *SessionState) mcpOwners(qid string) []string {
 	if s.sent[qid] == nil {
 		return nil
 	}
-	if req, ok := s.requestOf(qid); ok && len(req.asked) == 1 && req.asked[0].MultiSelect {
-		return []string{"MCP-MULTI", "MCP-ANSWER"}
+	req, ok := s.requestOf(qid)
+	if !ok || len(req.asked) != 1 || !req.asked[0].MultiSelect {
+		return []string{"MCP-ANSWER"}
 	}
-	return []string{"MCP-ANSWER"}
+	q := req.asked[0]
+	for _, labels := range s.sent[qid] {
+		if slices.ContainsFunc(labels, func(l string) bool { return !protocol.IsLabel(q, l) }) {
+			return []string{"MCP-ANSWER", "MCP-MULTI"} // the person's own words
+		}
+	}
+	return []string{"MCP-MULTI", "MCP-ANSWER"}
 }
 
 // waitsOn reports whether the agent still waits on question qid: its
