@@ -87,6 +87,10 @@ var Defects = []string{
 	"stop-before-closing", "redeliver-matched-on-block-id", "bad-answer-reported-resolved",
 	// (the MCP server's, in internal/mcpask)
 	"mcp-option-label-optional", "mcp-free-text-quoted",
+	// and one the cases could not meet then: an ask_user call the CLI ends
+	// (notifications/cancelled) leaves its question pending (a scenario's
+	// mcp step now takes cancel_after).
+	"mcp-cancelled-call-keeps-question",
 }
 
 // Variants are not defects: bridges that differ from the reference one
@@ -115,6 +119,9 @@ var pageDefects = map[string][2]string{
 	// good), and a timeout that ends only a card nobody touched.
 	"page-error-state-locks-card": {`const live = state === "pending" || state === "error";`, `const live = state === "pending";`},
 	"page-timeout-pending-only":   {`if (c) ended(c, "expired",`, `if (c && c.state === "pending") ended(c, "expired",`},
+	// The tenth batch's: a replay keeps the card the page holds, open or
+	// not, so a page that takes its session back leaves it taken over.
+	"page-replay-keeps-ended-card": {"if (c && open(c)) return; // a replay of one shown already\n        if (c) c.el.remove();", "if (c) return; // a replay of one shown already"},
 }
 
 // pageEdited is the page's file name as the broken page has it, where the

@@ -148,7 +148,9 @@ func (b *Bridge) AskMCP(ctx context.Context, id string, qs []protocol.Question) 
 	case <-l.mcp.ended:
 		return nil, fmt.Errorf("%w: session %s ended while question %s waited", ErrBridgeClosing, id, q.ID)
 	case <-ctx.Done():
-		b.withdraw(q, bridgeapi.QuestionWithdrawn, "the agent's call ended before an answer: the CLI went away")
+		if !defect("mcp-cancelled-call-keeps-question") {
+			b.withdraw(q, bridgeapi.QuestionWithdrawn, "the agent's call ended before an answer: the CLI went away")
+		}
 		return nil, ctx.Err()
 	}
 	res, err := b.st.question(context.Background(), q.ID)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,6 +26,17 @@ const (
 	// fakeclaude bounds each call by its wait deadline too.
 	EnvMCPToolTimeout = "MCP_TOOL_TIMEOUT"
 )
+
+// MinMCPToolTimeout is the least tool timeout the CLI keeps: a smaller
+// MCP_TOOL_TIMEOUT is taken as this (a server's own timeout below it is
+// ignored).
+const MinMCPToolTimeout = time.Second
+
+// MCPToolTimedOut is the text of the is_error tool_result the CLI writes
+// for a tools/call it ended at its tool timeout d.
+func MCPToolTimedOut(server, tool string, d time.Duration) string {
+	return fmt.Sprintf("MCP server %q tool %q timed out after %ss", server, tool, strconv.FormatFloat(d.Seconds(), 'f', -1, 64))
+}
 
 // DefaultMCPTimeout is the real CLI's start-up deadline for a server.
 const DefaultMCPTimeout = 30 * time.Second

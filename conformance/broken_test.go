@@ -81,6 +81,9 @@ var defects = map[string]string{
 	"bad-answer-reported-resolved":  "SDK-BAD-INPUT",
 	"mcp-option-label-optional":     "MCP-LIST",
 	"mcp-free-text-quoted":          "MCP-ANSWER",
+	// and one no case could meet then: an ask_user call the CLI ends
+	// keeps its question (a scenario's mcp step takes cancel_after now).
+	"mcp-cancelled-call-keeps-question": "SDK-CANCEL",
 }
 
 // defectCLI are the defects only an older claude release shows, with the
@@ -588,6 +591,9 @@ var pageDefects = map[string]string{
 	// out
 	"page-error-state-locks-card": "SDK-ANSWER-ALL",
 	"page-timeout-pending-only":   "SDK-TIMEOUT",
+	// The tenth batch's: a page that takes its session back keeps its
+	// cards taken over (reclaim)
+	"page-replay-keeps-ended-card": "UI-TAKEOVER",
 }
 
 // TestBrokenPages: the cases catch the broken pages, run through the

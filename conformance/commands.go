@@ -54,6 +54,7 @@ func commands() map[string]command {
 		"permit":       {"permit [-conn C] ALIAS allow|deny [REASON]  wait for another tool's permission prompt on the surface (capability permissions) and allow or deny it", cmdPermit},
 		"race":         {"race ALIAS LABEL1 LABEL2  two answers to the current (single) question at once: exactly one is accepted", cmdRace},
 		"raw":          {"raw [-conn C] ALIAS DATA  send DATA where an answer goes, in the surface's own protocol: it must be rejected with a message", cmdRaw},
+		"reclaim":      {"reclaim ALIAS CONN  connection CONN, taken over by a later one, takes its session back as its person does (a page's \"Answer here again\": the profile's browser map.reclaim); a connection with no such control closes and connects again under its name. It returns once the client heard the bridge's replay; from then CONN is held to what a connection opened now must hear", cmdReclaim},
 		"repeat":       {"[!] repeat N COMMAND [ARG…]  run the suite's COMMAND N times (! : each negated), as a line each (a person who changes their mind again and again; a log longer than a bridge's page)", cmdRepeat},
 		"requirement":  {"requirement ID  name the requirement the case checks (first line of every case)", cmdRequirement},
 		"response":     {"[!] response [-within D] ALIAS PATH [WANT]  gjson PATH on the permission result the agent received for the current question; WANT is JSON, text, or ~REGEXP", cmdResponse},
@@ -528,6 +529,16 @@ func cmdOnline(ts *testscript.TestScript, neg bool, args []string) {
 	streamOp(ts, neg, args, "online", "bringing online", (*harness.Env).Online)
 }
 
+func cmdReclaim(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: reclaim ALIAS CONN")
+	}
+	ctx, cancel := waitCtx(ts, 15*time.Second)
+	defer cancel()
+	e := envOf(ts)
+	rejected(ts, false, "", e.Reclaim(ctx, args[0], args[1]), "connection "+args[1]+" taking the session back", e, args[0])
+}
+
 func cmdStop(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
 		ts.Fatalf("usage: stop-session ALIAS")
@@ -986,6 +997,8 @@ func takenOver(ts *testscript.TestScript, neg bool, err error, what string, e *h
 	switch e.Takeover(alias, conn) {
 	case harness.TakenForeign:
 		blockedStop(ts, []string{"SDK-ISOLATION", "UI-TAKEOVER"}, "%s was refused as from a connection taken over (%v), and what took it over was another session's connection\n%s", what, err, summary(e, alias))
+	case harness.TakenBack:
+		blockedStop(ts, []string{"UI-TAKEOVER", "SDK-ISOLATION"}, "%s was refused as from a connection taken over (%v), though that connection took the session back after the last one of its session opened (reclaim): the bridge, or its client, still holds it taken over\n%s", what, err, summary(e, alias))
 	case harness.TakenUnmade:
 		blockedStop(ts, []string{"UI-TAKEOVER", "SDK-ISOLATION"}, "%s was refused as from a connection taken over (%v), though no later connection of its session was opened\n%s", what, err, summary(e, alias))
 	}

@@ -167,6 +167,9 @@ var exploredDefects = map[string]string{
 	// result after a crash as the answer was written; the person's own
 	// words quoted in ask_user's result.
 	"stop-before-closing": "ws", "redeliver-matched-on-block-id": "ws", "mcp-free-text-quoted": "ws",
+	// An ask_user call the CLI ends (its tool timeout) leaving its
+	// question pending: the model's MCP agent may end a call and ask on.
+	"mcp-cancelled-call-keeps-question": "ws",
 }
 
 // unexploredDefects are the broken bridges the explorer is not asked to

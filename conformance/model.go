@@ -349,6 +349,13 @@ func (m *xModel) genReq(t *rapid.T, last, mcp bool) *xReq {
 			outcomes = append(outcomes, "timeout")
 		}
 	}
+	if mcp {
+		// The CLI ends the ask_user call (its tool timeout):
+		// notifications/cancelled, which withdraws the question as a
+		// control_cancel_request does. The turn goes on: the agent may ask
+		// again, alive, so the withdrawal is the call's, not its exit's.
+		outcomes = append(outcomes, "cancel")
+	}
 	r.outcome = rapid.SampledFrom(outcomes).Draw(t, "outcome")
 	switch r.outcome {
 	case "answer":
@@ -432,7 +439,7 @@ func (r *xReq) askStep(cancelAfter float64) map[string]any {
 // steps is the scenario the session's agent plays.
 func (s *xSession) scenario(cancelAfter float64) string {
 	if s.mcp {
-		return s.mcpScenario()
+		return s.mcpScenario(cancelAfter)
 	}
 	var b strings.Builder
 	b.WriteString(`{"prompt":"Help me set things up."}` + "\n")
@@ -472,7 +479,7 @@ func (s *xSession) scenario(cancelAfter float64) string {
 
 // mcpScenario is what an agent that asks through ask_user plays: each
 // request one call.
-func (s *xSession) mcpScenario() string {
+func (s *xSession) mcpScenario(cancelAfter float64) string {
 	var b strings.Builder
 	b.WriteString(mustJSON(map[string]any{"name": s.alias, "route": "mcp", "origin": "synthetic"}) + "\n")
 	b.WriteString(`{"prompt":"Ask me what you need."}` + "\n")
@@ -501,6 +508,9 @@ func (s *xSession) mcpScenario() string {
 			step["user"] = map[string]any{"skip": r.reason}
 		case "timeout":
 			step["user"] = map[string]any{"silent": true}
+		case "cancel":
+			step["user"] = map[string]any{"silent": true}
+			step["cancel_after"] = fmt.Sprintf("%dms", int(max(cancelAfter, 1)*1000)) // (the CLI's tool timeout: 1 s at least)
 		}
 		b.WriteString(mustJSON(step) + "\n")
 		b.WriteString(mustJSON(map[string]any{"text": fmt.Sprintf("Noted %d.", i+1)}) + "\n")
@@ -1082,7 +1092,22 @@ func (m *xModel) withdrawn(s *xSession) {
 	r := s.req()
 	m.emit("")
 	if r.outcome == "cancel" {
-		m.requirement("SDK-CANCEL")
+		m.requirement("SDK-CANCEL") // (an ask_user call ended by the CLI too)
+		if s.mcp {
+			// The CLI ends the call and goes on: asking again, it runs on
+			// (the withdrawal must come before its turn ends); with
+			// nothing more to ask it ends its turn at once, and the
+			// bridge, told as the MCP server's call ends, may tell the
+			// surface a moment after.
+			alive := ""
+			if s.cur+1 < len(s.reqs) {
+				alive = "-alive "
+			}
+			m.emit("await -conn %s %s%s surface withdrawn", s.conn, alive, s.alias)
+			m.ended(s)
+			m.done()
+			return
+		}
 		m.emit("await -conn %s -alive %s surface withdrawn", s.conn, s.alias)
 	} else {
 		m.requirement("SDK-AGENT-EXIT")
@@ -1219,19 +1244,42 @@ func (m *xModel) takeover(t *rapid.T) {
 		return s.live() && r != nil && !r.done && r.seen && (r.outcome == "answer" || r.outcome == "skip") && !s.mcp
 	})
 	old := s.conn
-	m.spend(t, m.holdCost(), nil)
+	// On an odd step the old connection takes the session back after (a
+	// page's "Answer here again"), and the newer one is told in turn: no
+	// draw of its own, so the sequences drawn before are unchanged.
+	back := m.steps%2 == 1
+	cost := m.holdCost()
+	if back {
+		cost += m.stepCost()
+	}
+	m.spend(t, cost, nil)
 	m.emit("")
 	m.requirement("UI-TAKEOVER")
 	m.open(s)
 	m.requirement("UI-TAKEOVER")
 	m.emit("await -conn %s %s surface taken", old, s.alias)
-	if s.req().outcome == "answer" {
-		m.emit("! answer -conn %s %s", old, s.alias)
-	} else {
-		m.emit("! skip-question -conn %s %s %s", old, s.alias, quote("From the old tab"))
+	refused := func(conn, from string) {
+		if s.req().outcome == "answer" {
+			m.emit("! answer -conn %s %s", conn, s.alias)
+		} else {
+			m.emit("! skip-question -conn %s %s %s", conn, s.alias, quote(from))
+		}
+		m.emit("! await -for 300ms %s answered", s.alias)
 	}
-	m.emit("! await -for 300ms %s answered", s.alias)
-	m.emit("disconnect %s %s", s.alias, old)
+	refused(old, "From the old tab")
+	if !back {
+		m.emit("disconnect %s %s", s.alias, old)
+		m.done()
+		return
+	}
+	newer := s.conn
+	m.emit("reclaim %s %s", s.alias, old)
+	m.emit("await -conn %s -same %s question", old, s.alias)
+	m.emit("await -conn %s %s surface taken", newer, s.alias)
+	refused(newer, "From the newer tab")
+	m.emit("disconnect %s %s", s.alias, newer)
+	s.conn = old
+	m.ops["taken back"]++
 	m.done()
 }
 
@@ -1516,29 +1564,25 @@ func (m *xModel) crash(t *rapid.T) {
 	r.shown, r.seen = s.shown, true
 	m.emit(do, s.alias)
 	m.emit("crashed")
-	if point == profile.CrashAnswerWritten {
-		// The answer was written whole to the agent, which has it: the
-		// restarted bridge finds so in what the agent left (its session
-		// file) and does not resume the session to tell it again.
-		r.done = true
-		s.cur = len(s.reqs)
-		m.killed()
-		// (Its agent's own verdict is not read: it may die writing to the
-		// bridge gone. The invariants judge the allow it got.)
-		m.requirement("UI-PERSIST")
-		m.emit("await %s allowed", s.alias)
-		m.emit("! await -for 2s %s resumed", s.alias)
-		m.done()
-		return
-	}
 	// Its request ended in the crash, which killed every agent again:
-	// what was pending stays so.
-	r.done, r.orphan = true, true
+	// what was pending stays so. Stored, the reply is told on a resume;
+	// written whole to the agent (answer-written), the agent has it, and
+	// the restarted bridge, finding so in what the agent left (its session
+	// file), does not resume the session to tell it again.
+	written := point == profile.CrashAnswerWritten
+	r.done, r.orphan = true, !written
 	s.cur = len(s.reqs)
 	m.killed()
 	m.requirement("UI-PERSIST")
-	m.emit("await -timeout 20s %s resumed", s.alias)
-	m.emit("check %s", s.alias)
+	if written {
+		// (Its agent's own verdict is not read: it may die writing to the
+		// bridge gone. The invariants judge the allow it got.)
+		m.emit("await %s allowed", s.alias)
+		m.emit("! await -for 2s %s resumed", s.alias)
+	} else {
+		m.emit("await -timeout 20s %s resumed", s.alias)
+		m.emit("check %s", s.alias)
+	}
 	m.done()
 }
 
@@ -1644,6 +1688,7 @@ func (m *xModel) tail(t *rapid.T) {
 			return
 		}
 	}
+	again := false
 	for _, s := range m.sessions {
 		r := s.req()
 		if r == nil || r.done || r.shown == 0 || r.orphan {
@@ -1663,8 +1708,13 @@ func (m *xModel) tail(t *rapid.T) {
 			m.expired(s)
 		case (r.outcome == "cancel" || r.outcome == "exit") && s.live() && r.seen:
 			m.ops["withdraw"]++
+			m.now = max(m.now, r.since+m.cancelAfter()+0.5) // (as withdraw spends: what the agent asks next is timed from here)
 			m.withdrawn(s)
+			again = again || s.mcp && s.req() != nil // its agent asks on
 		}
+	}
+	if again {
+		m.tail(t) // what the agents asked after, to its end too
 	}
 }
 

@@ -319,7 +319,7 @@ func (f *fake) playMCP(st *scenarios.Step) {
 		return
 	}
 	if errors.Is(err, errMCPToolTimeout) {
-		text := fmt.Sprintf("MCP server %q tool %q timed out after %s", conn.cfg.Name, call.ToolOrDefault(), seconds(f.toolTimeout(conn)))
+		text := claudecli.MCPToolTimedOut(conn.cfg.Name, call.ToolOrDefault(), f.toolTimeout(conn, c))
 		f.send(f.toolResultMessage(toolResult{toolUseID: c.toolUseID, content: text, isError: ptr(true), useResult: "Error: " + text, resultMeta: meta}))
 		if exp != nil && exp.Behavior != protocol.BehaviorDeny {
 			f.fail(ExitExpectation, "mcp", "%s", text)
@@ -360,14 +360,24 @@ var (
 	errMCPToolTimeout = errors.New("tool timeout")
 )
 
-// toolTimeout is the CLI's deadline for a tools/call on conn: the server's
+// toolTimeout is the CLI's deadline for tools/call c on conn: the server's
 // timeout (ms, at least 1000), else MCP_TOOL_TIMEOUT; zero: none (the CLI's
-// default is about 28 hours).
-func (f *fake) toolTimeout(conn *mcpConn) time.Duration {
+// default is about 28 hours). A step's cancel_after, when sooner, stands for
+// it: the CLI ends the call then (notifications/cancelled to the server),
+// as it does at its tool timeout. Whichever it is, the CLI waits a second
+// at least (2.1.332: a smaller MCP_TOOL_TIMEOUT is taken as 1000).
+func (f *fake) toolTimeout(conn *mcpConn, c toolCall) time.Duration {
+	tt := msEnv(f.getenv, claudecli.EnvMCPToolTimeout, 0)
 	if conn.cfg.Timeout >= 1000 {
-		return time.Duration(conn.cfg.Timeout) * time.Millisecond
+		tt = time.Duration(conn.cfg.Timeout) * time.Millisecond
 	}
-	return msEnv(f.getenv, claudecli.EnvMCPToolTimeout, 0)
+	if d := c.step.CancelAfter; d > 0 && (tt <= 0 || d < tt) {
+		tt = d
+	}
+	if tt > 0 && tt < claudecli.MinMCPToolTimeout {
+		tt = claudecli.MinMCPToolTimeout
+	}
+	return tt
 }
 
 // callMCP makes the tools/call and waits for its result, by the tool
@@ -376,7 +386,7 @@ func (f *fake) toolTimeout(conn *mcpConn) time.Duration {
 func (f *fake) callMCP(conn *mcpConn, tool string, c toolCall) (json.RawMessage, error) {
 	ctx, cancel := context.WithTimeoutCause(f.ctx, f.timeout, errMCPDeadline)
 	defer cancel()
-	if tt := f.toolTimeout(conn); tt > 0 && tt < f.timeout {
+	if tt := f.toolTimeout(conn, c); tt > 0 && tt < f.timeout {
 		var cancelTool func()
 		ctx, cancelTool = context.WithTimeoutCause(ctx, tt, errMCPToolTimeout)
 		defer cancelTool()
@@ -397,11 +407,6 @@ func (f *fake) callMCP(conn *mcpConn, tool string, c toolCall) (json.RawMessage,
 		return nil, err
 	}
 	return nil, err
-}
-
-// seconds writes d as the CLI does in its timeout message: "1s", "1.5s".
-func seconds(d time.Duration) string {
-	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + "s"
 }
 
 // mcpToolResult is the user message the CLI writes for a tools/call result:

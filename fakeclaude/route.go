@@ -104,8 +104,8 @@ func (r *sdkRoute) askAll(cs []toolCall, announce func(toolCall) bool, react fun
 			return
 		}
 		l := &live{c: c, id: id}
-		if d := c.step.CancelAfter; d > 0 {
-			l.cancel = time.Now().Add(d)
+		if d := c.step.CancelAfter; d > 0 && c.step.Kind != scenarios.KindMCP {
+			l.cancel = time.Now().Add(d) // (an mcp step's ends its tools/call: toolTimeout)
 		}
 		if d := c.step.ExitAfter; d > 0 {
 			l.exit = time.Now().Add(d)

@@ -240,8 +240,9 @@ func (e *Env) OpenAfter(ctx context.Context, alias, conn string, lastID int64) e
 // Takeover says why the bridge may hold connection conn of alias's session
 // taken over: TakenLater when the case opened another connection of the
 // session after it (a takeover the case made), TakenForeign when conn was
-// told of a takeover for another session, TakenUnmade otherwise (none the
-// case made: the bridge holds the wrong connection taken).
+// told of a takeover for another session, TakenBack when conn took the
+// session back after the last one opened (Reclaim), TakenUnmade otherwise
+// (none the case made: the bridge holds the wrong connection taken).
 func (e *Env) Takeover(alias, conn string) Taken {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -262,6 +263,9 @@ func (e *Env) Takeover(alias, conn string) Taken {
 			return TakenForeign
 		}
 	}
+	if d.reclaimed[conn] {
+		return TakenBack
+	}
 	return TakenUnmade
 }
 
@@ -272,6 +276,7 @@ const (
 	TakenUnmade  Taken = iota // no takeover the case made
 	TakenLater                // the case opened a later connection of the session
 	TakenForeign              // another session's connection took it over
+	TakenBack                 // none: conn took the session back since (Reclaim)
 )
 
 // OpenAll opens connection conn as a view of every session (a dashboard),
@@ -291,21 +296,7 @@ func (e *Env) open(ctx context.Context, alias, conn string, all bool, after int6
 		e.mu.Unlock()
 		return fmt.Errorf("session %s: connection %s is open", alias, conn)
 	}
-	// A name used before starts afresh: the old connection's events keep
-	// a name of their own.
-	d.gen[conn]++
-	if d.gen[conn] > 1 {
-		old := fmt.Sprintf("%s#%d", conn, d.gen[conn]-1)
-		for i := range s.told {
-			if s.told[i].Conn == conn {
-				s.told[i].Conn = old
-			}
-		}
-		delete(d.consumed, conn)
-	}
-	delete(d.opened, conn)
-	delete(d.cut, conn)
-	delete(d.back, conn)
+	d.renew(s, conn)
 	id := s.id
 	if all {
 		id = ""
@@ -349,6 +340,59 @@ func (e *Env) open(ctx context.Context, alias, conn string, all bool, after int6
 	d = e.st.driver(alias)
 	d.conns[conn] = c
 	d.opened[conn] = time.Now() // from here, whatever is pending must reach it
+	e.mu.Unlock()
+	return nil
+}
+
+// Reclaim takes alias's session back on connection conn after a later
+// connection took it over, as its person does (a page's "Answer here
+// again": surface.Reclaimer); a connection without such an operation
+// (or whose client has no such control) closes and connects again under
+// its name, as any client does. Either
+// way, what conn heard before is another connection's from here (conn#N),
+// and conn is held to what a connection opened now must hear.
+func (e *Env) Reclaim(ctx context.Context, alias, conn string) error {
+	s, err := e.session(alias)
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	c := e.st.driver(alias).conns[conn]
+	e.mu.Unlock()
+	if c == nil {
+		return fmt.Errorf("session %s has no connection %s", alias, conn)
+	}
+	r, ok := c.(surface.Reclaimer)
+	if !ok {
+		return e.reopen(ctx, alias, conn)
+	}
+	e.mu.Lock()
+	e.st.driver(alias).renew(s, conn)
+	e.mu.Unlock()
+	if err := r.Reclaim(ctx); err != nil {
+		if errors.As(err, new(*surface.Unsupported)) {
+			return e.reopen(ctx, alias, conn)
+		}
+		return fmt.Errorf("session %s: connection %s taking the session back: %w", alias, conn, err)
+	}
+	e.mu.Lock()
+	d := e.st.driver(alias)
+	d.opened[conn], d.reclaimed[conn] = time.Now(), true
+	e.mu.Unlock()
+	return nil
+}
+
+// reopen takes the session back on conn as a client with no control of
+// its own for it does: it closes and connects again.
+func (e *Env) reopen(ctx context.Context, alias, conn string) error {
+	if err := e.Disconnect(alias, conn); err != nil {
+		return err
+	}
+	if err := e.Open(ctx, alias, conn); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	e.st.driver(alias).reclaimed[conn] = true
 	e.mu.Unlock()
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/askctl/askctl/internal/clip"
 	"github.com/askctl/askctl/protocol"
 	"github.com/askctl/askctl/surface"
+	"github.com/askctl/askctl/transcript"
 )
 
 // The expectations cases await, in one place. Each reads the typed state
@@ -173,6 +174,9 @@ func SurfaceSawTimes(alias, conn, typ, qid string, n int) Expectation {
 	})
 }
 
+// endEvents are the surface's events that end a question.
+var endEvents = map[string]bool{surface.EventAnswered: true, surface.EventSkipped: true, surface.EventExpired: true, surface.EventWithdrawn: true, surface.EventResumed: true}
+
 // SurfaceSawWhileAlive is SurfaceSaw of an event that must happen while
 // the agent still runs: because of something the agent did, not because it
 // went away. The event's own time (the bridge's, when it gives one; else
@@ -180,9 +184,16 @@ func SurfaceSawTimes(alias, conn, typ, qid string, n int) Expectation {
 func SurfaceSawWhileAlive(alias, conn, typ, qid string) Expectation {
 	return onSession(alias, fmt.Sprintf("session %s's surface is told %s for question %s while its agent still runs", alias, typ, qid), func(s *SessionState) (Verdict, string) {
 		var exitT time.Time
+		ended := "exited"
 		for _, r := range s.agent {
-			if r.Event == "exit" {
+			switch {
+			case r.Event == "exit" && exitT.IsZero():
 				exitT = r.T
+			case s.mcp && exitT.IsZero() && r.Dir == transcript.FromCLI && protocol.Peek(r.Msg).Type == protocol.TypeResult:
+				// A print-mode agent (route mcp) ends its turn, then
+				// closes its MCP servers, which a bridge hears before the
+				// process is gone: its turn's end is what counts.
+				exitT, ended = r.T, "ended its turn"
 			}
 		}
 		for _, ev := range s.told {
@@ -202,7 +213,14 @@ func SurfaceSawWhileAlive(alias, conn, typ, qid string) Expectation {
 				if at.Before(exitT) {
 					return Met, ""
 				}
-				return Unmeetable, fmt.Sprintf("it was told at %s, %v after the agent exited: the bridge reacted to the exit, not to the agent's cancel", at.Format("15:04:05.000"), at.Sub(exitT).Round(time.Microsecond))
+				return Unmeetable, fmt.Sprintf("it was told at %s, %v after the agent %s: the bridge reacted to the exit, not to the agent's cancel", at.Format("15:04:05.000"), at.Sub(exitT).Round(time.Microsecond), ended)
+			}
+		}
+		// Told the question ended another way (it expired, still pending
+		// after the agent gave it up): it will not be told this one.
+		for _, ev := range s.told {
+			if (conn == "" || ev.Conn == conn) && ev.QuestionID == qid && ev.Type != typ && endEvents[typ] && endEvents[ev.Type] {
+				return Unmeetable, fmt.Sprintf("the surface was told %s for it instead, at %s", ev.Type, ev.T.Format("15:04:05.000"))
 			}
 		}
 		return Unmet, ""

@@ -45,6 +45,29 @@ type driver struct {
 	opened   map[string]time.Time // when each connection (its latest) was open: its Open returned
 	cut      map[string]time.Time // when each connection (its latest) last lost its stream (Drop, Offline)
 	back     map[string]time.Time // when it last had it back (Resume, Online)
+	// reclaimed: the connections (their latest) that took their session
+	// back after another took it over (Reclaim).
+	reclaimed map[string]bool
+}
+
+// renew starts name conn afresh, for a connection that opens under it
+// (again): what the one before heard keeps a name of its own (conn#N), and
+// so does nothing of its waits, times or stream cuts.
+func (d *driver) renew(s *SessionState, conn string) {
+	d.gen[conn]++
+	if d.gen[conn] > 1 {
+		old := fmt.Sprintf("%s#%d", conn, d.gen[conn]-1)
+		for i := range s.told {
+			if s.told[i].Conn == conn {
+				s.told[i].Conn = old
+			}
+		}
+		delete(d.consumed, conn)
+	}
+	delete(d.opened, conn)
+	delete(d.cut, conn)
+	delete(d.back, conn)
+	delete(d.reclaimed, conn)
 }
 
 // liveSince is when connection conn (its latest) began to hear the
@@ -77,7 +100,7 @@ func (st *State) consumed(alias, conn string) map[string]bool {
 func (st *State) driver(alias string) *driver {
 	d := st.drivers[alias]
 	if d == nil {
-		d = &driver{consumed: map[string]map[string]bool{}, conns: map[string]surface.Conn{}, gen: map[string]int{}, opened: map[string]time.Time{}, cut: map[string]time.Time{}, back: map[string]time.Time{}}
+		d = &driver{consumed: map[string]map[string]bool{}, conns: map[string]surface.Conn{}, gen: map[string]int{}, opened: map[string]time.Time{}, cut: map[string]time.Time{}, back: map[string]time.Time{}, reclaimed: map[string]bool{}}
 		if st.drivers == nil {
 			st.drivers = map[string]*driver{}
 		}

@@ -68,7 +68,10 @@
 //	                ({"behavior":…,"updatedInput":…}); in gjson paths escape
 //	                ".", "?" and "*" in question texts with a backslash
 //	                (written "\\?" inside JSON)
-//	"cancel_after"  withdraw the request after this long without an answer
+//	"cancel_after"  withdraw the request after this long without an answer;
+//	                on an mcp step, end the tools/call then as the CLI's
+//	                MCP tool timeout does (notifications/cancelled to the
+//	                server, and the timeout's is_error tool_result)
 //	"exit_after"    exit the agent after this long without an answer, with
 //	                "exit_code" (default 1)
 //	"parallel"      true: the call is in the same model response as the

@@ -123,7 +123,9 @@ type Step struct {
 	// User is the person's part, played by askctl replay.
 	User *User
 	// CancelAfter: the agent withdraws the pending request with
-	// control_cancel_request after this long without an answer.
+	// control_cancel_request after this long without an answer; on an mcp
+	// step, it ends the tools/call then, as the CLI's MCP tool timeout
+	// does (notifications/cancelled to the server, an is_error result).
 	CancelAfter time.Duration
 	// ExitAfter: the agent process exits with ExitCode after this long
 	// without an answer.
@@ -710,8 +712,11 @@ func (p *parser) step(n int, sl StepLine) (Step, bool) {
 			}
 		}
 	}
-	if st.Kind == KindMCP && (sl.CancelAfter != nil || sl.ExitAfter != nil) {
-		p.errorf(n, "", "an mcp step takes no cancel_after or exit_after: the MCP server decides when the call ends")
+	if st.Kind == KindMCP && st.CancelAfter > 0 && st.CancelAfter < time.Second {
+		p.errorf(n, "cancel_after", "an mcp step's cancel_after is the CLI's tool timeout, which is 1s at least, got %v", st.CancelAfter)
+	}
+	if st.Kind == KindMCP && sl.ExitAfter != nil {
+		p.errorf(n, "exit_after", "an mcp step takes no exit_after: the MCP server decides when the call ends, or the CLI does (cancel_after)")
 	}
 	if sl.ExitCode != nil && sl.ExitAfter == nil {
 		p.errorf(n, "exit_code", "exit_code goes with exit_after")
@@ -786,6 +791,31 @@ func (p *parser) validate(sc *Scenario) {
 			p.errorf(0, "", `a route "mcp" scenario has no resume.jsonl`)
 		}
 	}
+	// An mcp step's cancel_after stands for the CLI's tool timeout, one
+	// for every call of a session (MCPToolTimeout): the same on each step
+	// that has it.
+	if d := sc.MCPToolTimeout(); d > 0 {
+		for _, st := range sc.Steps {
+			if st.Kind == KindMCP && st.CancelAfter > 0 && st.CancelAfter != d {
+				p.errorf(st.Line, "cancel_after", "an mcp step's cancel_after is the CLI's tool timeout, one for the session: %v here, %v on an mcp step before", st.CancelAfter, d)
+			}
+		}
+	}
+}
+
+// MCPToolTimeout is the CLI's tool timeout its mcp steps' cancel_after
+// stands for (the first; Parse has them all the same): fakeclaude ends
+// those calls then, and the real CLI is run with it as MCP_TOOL_TIMEOUT,
+// which ends every call of the session with no result by then (a
+// scenario for both has each of its mcp calls end so, or answered
+// sooner). Zero: none has it.
+func (sc *Scenario) MCPToolTimeout() time.Duration {
+	for _, st := range sc.Steps {
+		if st.Kind == KindMCP && st.CancelAfter > 0 {
+			return st.CancelAfter
+		}
+	}
+	return 0
 }
 
 // validateStep checks one step's content, and what it shares with the steps

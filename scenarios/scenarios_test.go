@@ -93,8 +93,12 @@ func TestParseErrors(t *testing.T) {
 			`t.txtar:5: mcp.server: want a server name of letters, digits and - (as in --mcp-config), got "a b"`},
 		{"mcp allow", mcpHdr + `{"prompt":"hi"}` + "\n" + `{"mcp":{"server":"askctl","input":{"question":"Q?"}},"user":{"allow":true}}` + "\n",
 			`t.txtar:5: user: an mcp step is answered with answers, skip or silent (the server times out)`},
-		{"mcp cancel_after", mcpHdr + `{"prompt":"hi"}` + "\n" + `{"mcp":{"server":"askctl","input":{"question":"Q?"}},"cancel_after":"1s"}` + "\n",
-			`t.txtar:5: an mcp step takes no cancel_after or exit_after: the MCP server decides when the call ends`},
+		{"mcp cancel_after under a second", mcpHdr + `{"prompt":"hi"}` + "\n" + `{"mcp":{"server":"askctl","input":{"question":"Q?"}},"user":{"silent":true},"cancel_after":"500ms"}` + "\n",
+			`t.txtar:5: cancel_after: an mcp step's cancel_after is the CLI's tool timeout, which is 1s at least, got 500ms`},
+		{"mcp cancel_after differs", mcpHdr + `{"prompt":"hi"}` + "\n" + `{"mcp":{"server":"askctl","input":{"question":"Q?"}},"user":{"silent":true},"cancel_after":"1s"}` + "\n" + `{"mcp":{"server":"askctl","input":{"question":"R?"}},"user":{"silent":true},"cancel_after":"2s"}` + "\n",
+			`t.txtar:6: cancel_after: an mcp step's cancel_after is the CLI's tool timeout, one for the session: 2s here, 1s on an mcp step before`},
+		{"mcp exit_after", mcpHdr + `{"prompt":"hi"}` + "\n" + `{"mcp":{"server":"askctl","input":{"question":"Q?"}},"exit_after":"1s"}` + "\n",
+			`t.txtar:5: exit_after: an mcp step takes no exit_after: the MCP server decides when the call ends, or the CLI does (cancel_after)`},
 		{"mcp answer to another question", mcpHdr + `{"prompt":"hi"}` + "\n" + `{"mcp":{"server":"askctl","input":{"question":"Q?"}},"user":{"answers":{"R?":"x"}}}` + "\n",
 			`t.txtar:5: user.answers: no question "R?" in this step`},
 		{"route mcp two turns", mcpHdr + `{"prompt":"hi"}` + "\n" + `{"prompt":"again"}` + "\n",
@@ -158,7 +162,7 @@ func TestRecordedScenariosMayHaveLongHeaders(t *testing.T) {
 }
 
 func TestBuiltins(t *testing.T) {
-	want := []string{"ask-four", "ask-free-text", "ask-multi", "ask-notes", "ask-parallel", "ask-sequential", "ask-single", "ask-skip", "ask-skip-interrupt", "cancel-pending", "exit-pending", "late-answer", "mcp-ask-multi", "mcp-ask-single", "mcp-ask-skip", "mcp-ask-timeout", "other-tool"}
+	want := []string{"ask-four", "ask-free-text", "ask-multi", "ask-notes", "ask-parallel", "ask-sequential", "ask-single", "ask-skip", "ask-skip-interrupt", "cancel-pending", "exit-pending", "late-answer", "mcp-ask-cancel", "mcp-ask-multi", "mcp-ask-single", "mcp-ask-skip", "mcp-ask-timeout", "other-tool"}
 	if diff := cmp.Diff(want, Names()); diff != "" {
 		t.Errorf("Names() (-want +got):\n%s", diff)
 	}

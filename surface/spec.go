@@ -174,6 +174,7 @@ type BrowserMap struct {
 	Other         string            `json:"other,omitempty"`        // the choice for one's own words
 	Ready         string            `json:"ready"`                  // "SELECTOR@ATTRIBUTE", set (anew) once the page has the bridge's replay
 	Taken         string            `json:"taken,omitempty"`        // CSS that matches once another tab took the session over
+	Reclaim       string            `json:"reclaim,omitempty"`      // the button that takes the session back on a page taken over
 	Sessions      string            `json:"sessions,omitempty"`     // CSS of a session entry (data-session, data-status, data-waiting, data-pending)
 }
 

@@ -101,6 +101,17 @@ type Offliner interface {
 	Online(ctx context.Context) error
 }
 
+// Reclaimer is a Conn whose client, taken over by another connection of
+// its session, can take the session back by itself (a page's "Answer here
+// again"): Reclaim does what its person does there and returns once the
+// client has connected again and heard the bridge's replay. What it shows
+// after is what a fresh client would: the pending questions answerable,
+// whatever it showed while taken over. A Conn without it takes the session
+// back as any client does: it closes and connects again (harness).
+type Reclaimer interface {
+	Reclaim(ctx context.Context) error
+}
+
 // AfterOpener is a Surface whose connection can open as a client that
 // heard event lastID of some log before (SSE's Last-Event-ID on its first
 // request): 0 asks for the whole log; an id ahead of the bridge's log is

@@ -214,6 +214,12 @@ func RealCommand(claude string, args []string, dir, home string, model *scenario
 	}
 	srv := httpserve.New(fakeapi.New(model, log))
 	go srv.Serve(ln)
-	return claudecli.Command{Path: claude, Args: args, Dir: dir, Env: claudecli.RealEnv("http://"+ln.Addr().String(), home),
+	env := claudecli.RealEnv("http://"+ln.Addr().String(), home)
+	if d := model.MCPToolTimeout(); d > 0 {
+		// The scenario's mcp steps end their calls then (cancel_after):
+		// the CLI's own tool timeout does it.
+		env = append(env, fmt.Sprintf("%s=%d", claudecli.EnvMCPToolTimeout, d.Milliseconds()))
+	}
+	return claudecli.Command{Path: claude, Args: args, Dir: dir, Env: env,
 		Cleanup: []func(){func() { srv.Close() }}, DieWithLauncher: true}, nil
 }

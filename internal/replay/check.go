@@ -55,6 +55,11 @@ func Expected(sc *scenarios.Scenario, version string) []Want {
 			case scenarios.KindMCP:
 				input := canonicalJSON(st.Input())
 				add(n, why, protocol.TypeAssistant, "", map[string]string{"content[0].type": "tool_use", "content[0].name": st.MCP.Name(), "content[0].input": input})
+				if st.CancelAfter > 0 {
+					// The CLI ends the call itself (as at its tool timeout).
+					add(n, why, protocol.TypeUser, "", map[string]string{"content[0].content": claudecli.MCPToolTimedOut(st.MCP.Server, st.MCP.ToolOrDefault(), st.CancelAfter), "content[0].is_error": "true"})
+					break
+				}
 				res, err := scriptedResult(st)
 				if err != nil {
 					break

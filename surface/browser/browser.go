@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -1041,6 +1042,63 @@ func (c *browserConn) Online(ctx context.Context) error {
 		}
 	}
 	return fmt.Errorf("the network came back, and %s: %w", why, err)
+}
+
+// Reclaim presses the page's button that takes its session back after
+// another tab took it over (surface.Reclaimer; map.reclaim names it), and
+// waits, within the step's deadline and the start limit, for the page to
+// connect again, hear the bridge's replay and no longer say it is taken
+// over. The cards the page showed as taken over are forgotten first: the
+// replay shows them again, answerable, and they are told as shown then,
+// as a page loaded now would show them.
+func (c *browserConn) Reclaim(ctx context.Context) error {
+	if c.s.spec.Browser.Map.Reclaim == "" {
+		return &surface.Unsupported{Op: "reclaim", Message: "the profile's map names no button that takes the session back (map.reclaim)"}
+	}
+	limit := c.s.spec.StartLimit()
+	actx, cancel := c.boundBy(ctx, limit)
+	defer cancel()
+	c.mu.Lock()
+	for id, r := range c.last {
+		if c.kind(r.State) == "taken" {
+			delete(c.last, id)
+			c.order = slices.DeleteFunc(c.order, func(o string) bool { return o == id })
+		}
+	}
+	c.mu.Unlock()
+	var r struct {
+		sockets
+		OK          bool   `json:"ok"`
+		Unsupported string `json:"unsupported"`
+		Error       string `json:"error"`
+	}
+	res, err := chromedp.Run(actx, chromedp.Evaluate[string](`JSON.stringify(window.__askctl.reclaim())`))
+	if err != nil {
+		return fmt.Errorf("taking the session back in the browser: %w", stopped(ctx, c.tab, limit, err))
+	}
+	_ = json.Unmarshal([]byte(res), &r)
+	switch {
+	case r.Unsupported != "":
+		return &surface.Unsupported{Op: r.Unsupported, Message: r.Error}
+	case !r.OK:
+		return fmt.Errorf("taking the session back: %s", r.Error)
+	}
+	marked := c.s.spec.Browser.Map.Ready != ""
+	err = c.await(actx, func() bool { return c.opened > r.Opened && (!marked || c.ready != r.Ready) && !c.taken })
+	if err == nil {
+		return nil
+	}
+	err = stopped(ctx, c.tab, limit, err)
+	c.mu.Lock()
+	opened, ready, taken := c.opened > r.Opened, c.ready, c.taken
+	c.mu.Unlock()
+	switch {
+	case !opened:
+		return fmt.Errorf("the person pressed %q, and the page did not connect again: %w", c.s.spec.Browser.Map.Reclaim, err)
+	case taken:
+		return fmt.Errorf("the person pressed %q, and the page connected again but still says the session is taken over (%s): %w", c.s.spec.Browser.Map.Reclaim, c.s.spec.Browser.Map.Taken, err)
+	}
+	return fmt.Errorf("the person pressed %q, and the page connected again, but its ready mark (%s) stayed %q: it did not hear the bridge's replay: %w", c.s.spec.Browser.Map.Reclaim, c.s.spec.Browser.Map.Ready, ready, err)
 }
 
 func (c *browserConn) SendRaw(context.Context, string, []byte) error {

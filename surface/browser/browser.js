@@ -137,6 +137,19 @@
     return { made: net.made, opened: net.opened, ready: attr(M.ready) };
   }
 
+  // reclaim presses the page's button that takes its session back after
+  // another tab took it over. It returns what online does, read in the
+  // same turn: the page heard no replay since it was taken over (its
+  // socket closed), so the next change of the mark is the replay after.
+  function reclaim() {
+    if (!M.reclaim) return { unsupported: "reclaim", error: "the profile's map names no button that takes the session back (map.reclaim)" };
+    const b = byRole(document, ["button"], re(M.reclaim))[0];
+    if (!b) return { error: "the page shows no button named " + M.reclaim + " (is it taken over?)" };
+    if (b.disabled) return { error: "the page's button " + JSON.stringify(name(b)) + " is disabled" };
+    b.click();
+    return { ok: true, made: net.made, opened: net.opened, ready: attr(M.ready) };
+  }
+
   // attr reads "SELECTOR@ATTRIBUTE" (no eval: pages forbid it).
   function attr(spec) {
     if (!spec) return "";
@@ -327,7 +340,7 @@
     return { ok: true };
   }
 
-  window.__askctl = { snapshot, questions: (qid) => { const c = request(qid); return c ? questions(c) : null; }, answer, skip, offline, online, sockets: () => ({ made: net.made, opened: net.opened }) };
+  window.__askctl = { snapshot, questions: (qid) => { const c = request(qid); return c ? questions(c) : null; }, answer, skip, offline, online, reclaim, sockets: () => ({ made: net.made, opened: net.opened }) };
 
   // Tell the harness whenever the page changes (once per burst).
   let queued = false;
