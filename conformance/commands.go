@@ -505,8 +505,8 @@ func cmdDrop(ts *testscript.TestScript, neg bool, args []string) {
 	streamOp(ts, neg, args, "drop", "dropping", (*harness.Env).Drop)
 }
 
-// streamOp runs drop, resume, offline or online (op; doing names it in a
-// failure) on a connection.
+// streamOp runs drop, resume, offline, online or reclaim (op; doing names
+// it in a failure) on a connection.
 func streamOp(ts *testscript.TestScript, neg bool, args []string, op, doing string, f func(*harness.Env, context.Context, string, string) error) {
 	if neg || len(args) != 2 {
 		ts.Fatalf("usage: %s ALIAS CONN", op)
@@ -515,8 +515,11 @@ func streamOp(ts *testscript.TestScript, neg bool, args []string, op, doing stri
 	defer cancel()
 	e := envOf(ts)
 	of := "'s stream"
-	if op == "offline" || op == "online" {
+	switch op {
+	case "offline", "online":
 		of = "'s client"
+	case "reclaim":
+		of = ""
 	}
 	rejected(ts, false, "", f(e, ctx, args[0], args[1]), doing+" connection "+args[1]+of, e, args[0])
 }
@@ -530,13 +533,7 @@ func cmdOnline(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 func cmdReclaim(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 2 {
-		ts.Fatalf("usage: reclaim ALIAS CONN")
-	}
-	ctx, cancel := waitCtx(ts, 15*time.Second)
-	defer cancel()
-	e := envOf(ts)
-	rejected(ts, false, "", e.Reclaim(ctx, args[0], args[1]), "connection "+args[1]+" taking the session back", e, args[0])
+	streamOp(ts, neg, args, "reclaim", "taking the session back on", (*harness.Env).Reclaim)
 }
 
 func cmdStop(ts *testscript.TestScript, neg bool, args []string) {
