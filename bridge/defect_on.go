@@ -91,6 +91,13 @@ var Defects = []string{
 	// (notifications/cancelled) leaves its question pending (a scenario's
 	// mcp step now takes cancel_after).
 	"mcp-cancelled-call-keeps-question",
+	// An eleventh batch, held out: those it taught the suite to catch (a
+	// body with more after its JSON value taken; a ws skip that carries
+	// answers allowed; an MCP agent's end withdrawing every session's
+	// question; a late answer not stored as due, lost in a crash before
+	// the resume).
+	"trailing-json-accepted", "ws-skip-with-answers-allowed", "mcp-end-withdraws-every-session",
+	"late-answer-not-stored-due",
 }
 
 // Variants are not defects: bridges that differ from the reference one

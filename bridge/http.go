@@ -247,7 +247,7 @@ func decodeStrict(body []byte, v any) error {
 		}
 		return fmt.Errorf("%w: %v", errBadRequest, err)
 	}
-	if dec.More() {
+	if dec.More() && !defect("trailing-json-accepted") {
 		return fmt.Errorf("%w: more than one JSON value", errBadRequest)
 	}
 	return nil

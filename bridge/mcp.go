@@ -89,7 +89,11 @@ func (b *Bridge) endMCP(id string, l *live) {
 		return
 	}
 	ctx := context.Background()
-	qs, _ := b.st.questions(ctx, bridgeapi.QuestionPending, id)
+	of := id
+	if defect("mcp-end-withdraws-every-session") {
+		of = ""
+	}
+	qs, _ := b.st.questions(ctx, bridgeapi.QuestionPending, of)
 	for _, q := range qs {
 		b.withdraw(q, bridgeapi.QuestionWithdrawn, "the MCP server's session ended")
 	}

@@ -323,7 +323,11 @@ func (b *Bridge) answer(ctx context.Context, id string, given map[string]bridgea
 			return nil, fmt.Errorf("%w: question %s cannot be answered late: its agent never said its session id, so the session cannot be resumed", bridgeapi.ErrInvalid, id)
 		}
 	}
-	if err := b.claim(ctx, q, bridgeapi.QuestionAnswered, merged, "", q.Orphaned || l.mcp == nil); err != nil {
+	due := q.Orphaned || l.mcp == nil
+	if defect("late-answer-not-stored-due") {
+		due = !q.Orphaned && l.mcp == nil
+	}
+	if err := b.claim(ctx, q, bridgeapi.QuestionAnswered, merged, "", due); err != nil {
 		return nil, err
 	}
 	res := &bridgeapi.AnswerResult{}

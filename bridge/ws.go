@@ -189,7 +189,7 @@ func (s *Server) wsHandle(ctx context.Context, c *wsClient, data []byte) bridgea
 	} else if r, ok := s.mayAnswer(ctx, c, resp.QuestionID); !ok {
 		return r
 	}
-	if resp.Cancelled || defect("ws-empty-answers-skip") && len(resp.Answers) == 0 {
+	if resp.Cancelled && !(defect("ws-skip-with-answers-allowed") && len(resp.Answers) > 0) || defect("ws-empty-answers-skip") && len(resp.Answers) == 0 {
 		if _, err := s.B.Skip(ctx, resp.QuestionID, resp.Reason, false); err != nil {
 			return wsError(resp.QuestionID, err)
 		}

@@ -84,6 +84,15 @@ var defects = map[string]string{
 	// and one no case could meet then: an ask_user call the CLI ends
 	// keeps its question (a scenario's mcp step takes cancel_after now).
 	"mcp-cancelled-call-keeps-question": "SDK-CANCEL",
+	// The eleventh held-out batch's: a body with more after its JSON
+	// value; a ws skip that carries answers; an MCP agent's end that
+	// withdraws every session's question; a late answer not stored as
+	// due, lost in a crash before its resume (crash point
+	// resume-committed).
+	"trailing-json-accepted":          "SDK-BAD-INPUT",
+	"ws-skip-with-answers-allowed":    "SDK-SKIP-DENY",
+	"mcp-end-withdraws-every-session": "MCP-CONCURRENT",
+	"late-answer-not-stored-due":      "UI-PERSIST",
 }
 
 // defectCLI are the defects only an older claude release shows, with the
@@ -523,6 +532,8 @@ func TestPartsRefusedSkipsHeldRows(t *testing.T) {
 				refused[row.Name] = true
 			case row.Status == conformance.Skip && strings.Contains(row.Detail, "no offline operation"):
 				// a page's rows: the http adapter has no page
+			case row.Status == conformance.Skip && strings.Contains(row.Detail, "only the ws answer message"):
+				// a ws message's row
 			case row.Status != conformance.Pass:
 				t.Errorf("%s row %q: %s %s", r.Case, row.Name, row.Status, row.Detail)
 			}

@@ -53,7 +53,7 @@ func commands() map[string]command {
 		"pending":      {"pending [-conn C] [-within D] ALIAS N  the surface lists N questions waiting, the current one among them (-within: by D, times --slow: a surface's list may follow its events); no listing shows a question more than 1 s past its deadline (SDK-TIMEOUT: the ask and the declared timeout, or the connection's opening if later)", cmdPending},
 		"permit":       {"permit [-conn C] ALIAS allow|deny [REASON]  wait for another tool's permission prompt on the surface (capability permissions) and allow or deny it", cmdPermit},
 		"race":         {"race ALIAS LABEL1 LABEL2  two answers to the current (single) question at once: exactly one is accepted", cmdRace},
-		"raw":          {"raw [-conn C] ALIAS DATA  send DATA where an answer goes, in the surface's own protocol: it must be rejected with a message", cmdRaw},
+		"raw":          {"raw [-conn C] [-any] ALIAS DATA  send DATA where an answer goes, in the surface's own protocol: it must be rejected with a message (-any: taken or refused, the bridge's choice; what reaches the agent is checked after)", cmdRaw},
 		"reclaim":      {"reclaim ALIAS CONN  connection CONN, taken over by a later one, takes its session back as its person does (a page's \"Answer here again\": the profile's browser map.reclaim); a connection with no such control closes and connects again under its name. It returns once the client heard the bridge's replay; from then CONN is held to what a connection opened now must hear", cmdReclaim},
 		"repeat":       {"[!] repeat N COMMAND [ARG…]  run the suite's COMMAND N times (! : each negated), as a line each (a person who changes their mind again and again; a log longer than a bridge's page)", cmdRepeat},
 		"requirement":  {"requirement ID  name the requirement the case checks (first line of every case)", cmdRequirement},
@@ -133,6 +133,10 @@ func envOf(ts *testscript.TestScript) *harness.Env {
 	}
 	return l.env
 }
+
+// agentStart is how long an agent process may take to start (to write its
+// first line) beyond a wait on it (harness.AfterStart).
+const agentStart = 30 * time.Second
 
 // waitCtx is a wait of d, times the slow factor (Config.Slow), under the
 // run's context.
@@ -751,8 +755,13 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		return
 	}
-	ctx, cancel := waitCtx(ts, duration(ts, f["timeout"], "10s"))
+	// The wait runs from when the session's agent is up: one still
+	// starting (the real CLI on a busy machine, a resumed one waiting for
+	// the one before it to end) has up to agentStart more.
+	d := duration(ts, f["timeout"], "10s")
+	ctx, cancel := waitCtx(ts, d+agentStart)
 	defer cancel()
+	ctx = harness.AfterStart(ctx, ts.Value(keyCfg).(*Config).scaled(d))
 	if what == "question" && f["q"] != "" {
 		// One of several shown at once becomes the current question; the
 		// numbering of ALIAS_Qn is the awaits'.
@@ -1144,9 +1153,9 @@ func cmdPermit(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 func cmdRaw(ts *testscript.TestScript, neg bool, args []string) {
-	f, args := flags(ts, args, []string{"conn"}, nil)
+	f, args := flags(ts, args, []string{"conn"}, []string{"any"})
 	if neg || len(args) != 2 {
-		ts.Fatalf("usage: raw [-conn C] ALIAS DATA")
+		ts.Fatalf("usage: raw [-conn C] [-any] ALIAS DATA")
 	}
 	e := envOf(ts)
 	s, _ := current(ts, e, args[0])
@@ -1154,6 +1163,16 @@ func cmdRaw(ts *testscript.TestScript, neg bool, args []string) {
 	defer cancel()
 	what := fmt.Sprintf("the malformed answer %q", args[1])
 	err := s.SendRaw(ctx, connFlag(f), []byte(args[1]))
+	if f["any"] != "" {
+		// Taken or refused, as the bridge decides: what reaches the agent
+		// is checked next.
+		var un *surface.Unsupported
+		if errors.As(err, &un) {
+			skipUnsupported(ts, un)
+		}
+		ts.Logf("the bridge's reply: %v", err)
+		return
+	}
 	rejected(ts, true, "", err, what, e, args[0])
 	// Its error says what is wrong with the answer, not that the question,
 	// which waits on, was answered or is not there: a surface that

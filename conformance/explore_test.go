@@ -170,6 +170,9 @@ var exploredDefects = map[string]string{
 	// An ask_user call the CLI ends (its tool timeout) leaving its
 	// question pending: the model's MCP agent may end a call and ask on.
 	"mcp-cancelled-call-keeps-question": "ws",
+	// The eleventh batch's, one MCP agent's end withdrawing every
+	// session's question: the model's sessions end beside others' waits.
+	"mcp-end-withdraws-every-session": "ws",
 }
 
 // unexploredDefects are the broken bridges the explorer is not asked to
@@ -194,6 +197,12 @@ var unexploredDefects = map[string]string{
 		"the surface's operations, which send only well-formed ones; SDK-BAD-INPUT's row of every wrong shape catches it",
 	"mcp-option-label-optional": "ask_user's input schema lets an option's label out: the model calls the tool and lists none " +
 		"of its tools; MCP-LIST's case reads the schema",
+	"trailing-json-accepted": "a message with more after its JSON value: the model's person answers through the surface's " +
+		"operations, which send one well-formed value; SDK-BAD-INPUT's rows of a value with more after it catch it",
+	"ws-skip-with-answers-allowed": "a ws skip that carries answers too: the model's person skips through the surface's skip " +
+		"operation, which sends none; SDK-SKIP-DENY's row of such a skip catches it",
+	"late-answer-not-stored-due": "a late answer lost in a crash before its session is resumed: the model's crash step arms " +
+		"answer-committed, answer-written and skip-committed, not a late answer's point (resume-committed); UI-PERSIST's row of it catches it",
 	"questions-reencoded": "the questions come back re-encoded from the bridge's own types: the same JSON while the agent sends " +
 		"every field of every question, as fakeclaude does; a CLI that leaves out multiSelect or a description (optionalDescriptions) would show it",
 }

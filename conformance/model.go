@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/askctl/askctl/claudecli"
 	"github.com/askctl/askctl/harness"
 	"github.com/askctl/askctl/profile"
 	"github.com/askctl/askctl/surface"
@@ -129,16 +130,62 @@ func (m *xModel) cancelAfter() float64 {
 	return m.caps.seconds / 2
 }
 
+// mcpToolTimeout is the CLI's MCP tool timeout in a session whose agent
+// has an ask_user call end so (cancel_after): it ends every call of the
+// session with no result by then. It comes before the bridge's own
+// timeout, and after the person's budget for the other calls, half a
+// second from each.
+func (m *xModel) mcpToolTimeout() float64 {
+	least := claudecli.MinMCPToolTimeout.Seconds()
+	if m.caps.seconds <= 0 {
+		return 2 * least
+	}
+	return max(0.75*m.caps.seconds, least)
+}
+
+// mcpCancels is whether the CLI may end an ask_user call before the
+// bridge's timeout does, half a second before it at least.
+func (m *xModel) mcpCancels() bool {
+	return m.caps.seconds <= 0 || m.caps.seconds >= m.mcpToolTimeout()+0.5
+}
+
+// withdrawsAt is when s's agent withdraws its current request (outcome
+// cancel or exit), on the model's clock.
+func (m *xModel) withdrawsAt(s *xSession) float64 {
+	r := s.req()
+	if s.mcp {
+		return r.since + m.mcpToolTimeout()
+	}
+	return r.since + m.cancelAfter()
+}
+
+// budgetOf is how long a question of s the person is to answer may wait:
+// in a session with a CLI tool timeout, less than it.
+func (m *xModel) budgetOf(s *xSession) float64 {
+	if s.mcp && slices.ContainsFunc(s.reqs, func(r *xReq) bool { return r.outcome == "cancel" }) {
+		return min(m.budget(), m.mcpToolTimeout()-0.5)
+	}
+	return m.budget()
+}
+
 // spend takes a step of cost seconds, or skips it when it would leave a
-// question the person is to answer (but for except) past its budget.
+// question the person is to answer (but for except) past its budget: one
+// asked, or one an MCP agent asks as the CLI ends the call before it.
 func (m *xModel) spend(t *rapid.T, cost float64, except *xReq) {
 	for _, s := range m.sessions {
 		r := s.req()
-		// An orphaned question keeps its deadline across the restart.
-		if r == nil || r.done || r == except || (r.outcome != "answer" && r.outcome != "skip") {
+		if r == nil || r.done {
 			continue
 		}
-		if m.now+cost-r.since > m.budget() {
+		since := r.since
+		if s.mcp && r.outcome == "cancel" && s.cur+1 < len(s.reqs) {
+			r, since = s.reqs[s.cur+1], m.withdrawsAt(s)
+		}
+		// An orphaned question keeps its deadline across the restart.
+		if r == except || (r.outcome != "answer" && r.outcome != "skip") {
+			continue
+		}
+		if m.now+cost-since > m.budgetOf(s) {
 			t.Skip("a question would wait past its budget")
 		}
 	}
@@ -314,7 +361,7 @@ func genAnswer(t *rapid.T, qq question) any {
 	return picked
 }
 
-func (m *xModel) genReq(t *rapid.T, last, mcp bool) *xReq {
+func (m *xModel) genReq(t *rapid.T, last, mcp, cut bool) *xReq {
 	r := &xReq{held: map[string]bool{}}
 	used := map[string]bool{}
 	n := 1 // an ask_user call asks one question
@@ -345,11 +392,11 @@ func (m *xModel) genReq(t *rapid.T, last, mcp bool) *xReq {
 		if !mcp {
 			outcomes = append(outcomes, "cancel", "exit")
 		}
-		if m.caps.seconds > 0 {
+		if m.caps.seconds > 0 && !cut { // (the CLI's tool timeout, when set, comes first)
 			outcomes = append(outcomes, "timeout")
 		}
 	}
-	if mcp {
+	if mcp && m.mcpCancels() {
 		// The CLI ends the ask_user call (its tool timeout):
 		// notifications/cancelled, which withdraws the question as a
 		// control_cancel_request does. The turn goes on: the agent may ask
@@ -437,9 +484,9 @@ func (r *xReq) askStep(cancelAfter float64) map[string]any {
 }
 
 // steps is the scenario the session's agent plays.
-func (s *xSession) scenario(cancelAfter float64) string {
+func (s *xSession) scenario(cancelAfter, toolTimeout float64) string {
 	if s.mcp {
-		return s.mcpScenario(cancelAfter)
+		return s.mcpScenario(toolTimeout)
 	}
 	var b strings.Builder
 	b.WriteString(`{"prompt":"Help me set things up."}` + "\n")
@@ -479,7 +526,7 @@ func (s *xSession) scenario(cancelAfter float64) string {
 
 // mcpScenario is what an agent that asks through ask_user plays: each
 // request one call.
-func (s *xSession) mcpScenario(cancelAfter float64) string {
+func (s *xSession) mcpScenario(toolTimeout float64) string {
 	var b strings.Builder
 	b.WriteString(mustJSON(map[string]any{"name": s.alias, "route": "mcp", "origin": "synthetic"}) + "\n")
 	b.WriteString(`{"prompt":"Ask me what you need."}` + "\n")
@@ -510,7 +557,7 @@ func (s *xSession) mcpScenario(cancelAfter float64) string {
 			step["user"] = map[string]any{"silent": true}
 		case "cancel":
 			step["user"] = map[string]any{"silent": true}
-			step["cancel_after"] = fmt.Sprintf("%dms", int(max(cancelAfter, 1)*1000)) // (the CLI's tool timeout: 1 s at least)
+			step["cancel_after"] = fmt.Sprintf("%dms", int(toolTimeout*1000))
 		}
 		b.WriteString(mustJSON(step) + "\n")
 		b.WriteString(mustJSON(map[string]any{"text": fmt.Sprintf("Noted %d.", i+1)}) + "\n")
@@ -612,7 +659,8 @@ func (m *xModel) start(t *rapid.T) {
 	s.mcp = m.caps.mcp && rapid.IntRange(0, 3).Draw(t, "mcp") == 3 // (shrunk to the SDK route)
 	n := rapid.IntRange(1, 3).Draw(t, "requests")
 	for i := range n {
-		s.reqs = append(s.reqs, m.genReq(t, i == n-1, s.mcp))
+		cut := slices.ContainsFunc(s.reqs, func(r *xReq) bool { return r.outcome == "cancel" })
+		s.reqs = append(s.reqs, m.genReq(t, i == n-1, s.mcp, cut))
 	}
 	m.spend(t, 0.3, nil)
 	if s.mcp {
@@ -620,7 +668,7 @@ func (m *xModel) start(t *rapid.T) {
 	}
 	m.sessions = append(m.sessions, s)
 	s.reqs[0].since = m.now
-	m.files[s.alias+".jsonl"] = s.scenario(m.cancelAfter())
+	m.files[s.alias+".jsonl"] = s.scenario(m.cancelAfter(), m.mcpToolTimeout())
 	m.emit("")
 	if s.mcp {
 		m.requirement("MCP-ANSWER")
@@ -1081,8 +1129,7 @@ func (m *xModel) withdraw(t *rapid.T) {
 		r := s.req()
 		return r != nil && !r.done && r.shown > 0 && (r.outcome == "cancel" || r.outcome == "exit") && s.live() && r.seen
 	})
-	r := s.req()
-	m.spend(t, max(0, r.since+m.cancelAfter()+0.5-m.now)+m.stepCost(), r)
+	m.spend(t, max(0, m.withdrawsAt(s)+0.5-m.now)+m.stepCost(), s.req())
 	m.withdrawn(s)
 }
 
@@ -1104,7 +1151,11 @@ func (m *xModel) withdrawn(s *xSession) {
 				alive = "-alive "
 			}
 			m.emit("await -conn %s %s%s surface withdrawn", s.conn, alive, s.alias)
+			at := m.withdrawsAt(s)
 			m.ended(s)
+			if next := s.req(); next != nil {
+				next.since = at // asked as the call before it ended, not as the model saw it end
+			}
 			m.done()
 			return
 		}
@@ -1248,9 +1299,9 @@ func (m *xModel) takeover(t *rapid.T) {
 	// page's "Answer here again"), and the newer one is told in turn: no
 	// draw of its own, so the sequences drawn before are unchanged.
 	back := m.steps%2 == 1
-	cost := m.holdCost()
+	cost := m.holdCost() // (a refusal held)
 	if back {
-		cost += m.stepCost()
+		cost = 2*m.holdCost() + 2*m.stepCost() // (a refusal on each, the press and the replay)
 	}
 	m.spend(t, cost, nil)
 	m.emit("")
@@ -1541,7 +1592,7 @@ func (m *xModel) crash(t *rapid.T) {
 	}
 	m.sessions = append(m.sessions, s)
 	r.since = m.now
-	m.files[s.alias+".jsonl"] = s.scenario(m.cancelAfter())
+	m.files[s.alias+".jsonl"] = s.scenario(m.cancelAfter(), m.mcpToolTimeout())
 	m.files[s.alias+".resume.jsonl"] = r.resumed()
 	m.requirement("UI-PERSIST")
 	m.emit("start %s %s.jsonl", s.alias, s.alias)
@@ -1688,33 +1739,38 @@ func (m *xModel) tail(t *rapid.T) {
 			return
 		}
 	}
-	again := false
+	// Then what its agent ends: an MCP agent asks on as its call ends, and
+	// the person answers that before the timeouts are waited out.
 	for _, s := range m.sessions {
 		r := s.req()
-		if r == nil || r.done || r.shown == 0 || r.orphan {
+		if r == nil || r.done || r.shown == 0 || r.orphan || (r.outcome != "cancel" && r.outcome != "exit") || !s.live() || !r.seen {
 			continue
 		}
-		switch {
-		case r.outcome == "timeout":
-			// The person may have begun: a part held while the time runs
-			// out must neither stop nor move the deadline.
-			if m.caps.canPart() && s.awaitable() && len(r.held) < len(r.qs)-1 && rapid.IntRange(0, 1).Draw(t, "holdBeforeTimeout") == 1 {
-				if args, part := r.part(); len(args) > 0 {
-					m.ops["answerPart"]++
-					m.hold(s, args, part, m.lateInWait(r))
-				}
-			}
-			m.ops["expire"]++
-			m.expired(s)
-		case (r.outcome == "cancel" || r.outcome == "exit") && s.live() && r.seen:
-			m.ops["withdraw"]++
-			m.now = max(m.now, r.since+m.cancelAfter()+0.5) // (as withdraw spends: what the agent asks next is timed from here)
-			m.withdrawn(s)
-			again = again || s.mcp && s.req() != nil // its agent asks on
+		m.ops["withdraw"]++
+		m.now = max(m.now, m.withdrawsAt(s)+0.5) // (as withdraw spends)
+		m.withdrawn(s)
+		if s.mcp && s.req() != nil {
+			m.tail(t) // what it asked after, to its end too
+			return
 		}
 	}
-	if again {
-		m.tail(t) // what the agents asked after, to its end too
+	// Last, time: each question left to time out.
+	for _, s := range m.sessions {
+		r := s.req()
+		if r == nil || r.done || r.shown == 0 || r.orphan || r.outcome != "timeout" {
+			continue
+		}
+		// The person may have begun: a part held while the time runs
+		// out must neither stop nor move the deadline.
+		if m.caps.canPart() && s.awaitable() && len(r.held) < len(r.qs)-1 && rapid.IntRange(0, 1).Draw(t, "holdBeforeTimeout") == 1 {
+			if args, part := r.part(); len(args) > 0 {
+				m.ops["answerPart"]++
+				m.hold(s, args, part, m.lateInWait(r))
+			}
+		}
+		m.ops["expire"]++
+		m.now = max(m.now, r.since+m.caps.seconds+1)
+		m.expired(s)
 	}
 }
 

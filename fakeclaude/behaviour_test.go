@@ -796,3 +796,37 @@ func TestProjectDir(t *testing.T) {
 		}
 	}
 }
+
+// TestMCPToolTimeoutEndsEveryCall: a scenario's cancel_after on an mcp step
+// is the CLI's tool timeout, which ends every call of the session with no
+// result by then, an answered one too (the real CLI's MCP_TOOL_TIMEOUT),
+// not only the step it is written on.
+func TestMCPToolTimeoutEndsEveryCall(t *testing.T) {
+	sc, err := scenarios.Parse("t.txtar", []byte(`-- scenario.json --
+{"name":"t","route":"mcp"}
+-- steps.jsonl --
+{"prompt":"Ask me."}
+{"mcp":{"server":"askctl","input":{"question":"First?"}},"user":{"silent":true},"cancel_after":"1s"}
+{"mcp":{"server":"askctl","input":{"question":"Second?"}},"user":{"answers":{"Second?":"late"},"after":"3s"}}
+{"text":"Done."}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, out := playPrint(t, sc)
+	if out.Code != fakeclaude.ExitExpectation {
+		t.Errorf("exit = %d, want %d (the answered call was ended by the tool timeout); failures: %v", out.Code, fakeclaude.ExitExpectation, out.Failures)
+	}
+	want := claudecli.MCPToolTimedOut("askctl", "ask_user", time.Second)
+	ended := 0
+	for _, r := range recs {
+		for _, c := range gjson.GetBytes(r.Msg, "message.content").Array() {
+			if c.Get("type").String() == "tool_result" && strings.Contains(c.Get("content").String(), want) {
+				ended++
+			}
+		}
+	}
+	if ended != 2 {
+		t.Errorf("%d tool_results say %q, want 2 (both calls)", ended, want)
+	}
+}

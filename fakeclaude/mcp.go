@@ -362,16 +362,21 @@ var (
 
 // toolTimeout is the CLI's deadline for tools/call c on conn: the server's
 // timeout (ms, at least 1000), else MCP_TOOL_TIMEOUT; zero: none (the CLI's
-// default is about 28 hours). A step's cancel_after, when sooner, stands for
-// it: the CLI ends the call then (notifications/cancelled to the server),
-// as it does at its tool timeout. Whichever it is, the CLI waits a second
-// at least (2.1.332: a smaller MCP_TOOL_TIMEOUT is taken as 1000).
+// default is about 28 hours). The scenario's cancel_after, when sooner,
+// stands for it (Scenario.MCPToolTimeout), for every call of the session as
+// the CLI's is: the CLI ends a call then (notifications/cancelled to the
+// server), answered or not. Whichever it is, the CLI waits a second at
+// least (2.1.332: a smaller MCP_TOOL_TIMEOUT is taken as 1000).
 func (f *fake) toolTimeout(conn *mcpConn, c toolCall) time.Duration {
 	tt := msEnv(f.getenv, claudecli.EnvMCPToolTimeout, 0)
 	if conn.cfg.Timeout >= 1000 {
 		tt = time.Duration(conn.cfg.Timeout) * time.Millisecond
 	}
-	if d := c.step.CancelAfter; d > 0 && (tt <= 0 || d < tt) {
+	d := c.step.CancelAfter
+	if f.sc != nil && f.sc.MCPToolTimeout() > 0 {
+		d = f.sc.MCPToolTimeout()
+	}
+	if d > 0 && (tt <= 0 || d < tt) {
 		tt = d
 	}
 	if tt > 0 && tt < claudecli.MinMCPToolTimeout {

@@ -744,6 +744,8 @@ func (e *Env) closeConns() {
 // Await waits until exp is met. It fails at once when exp is unmeetable,
 // and when ctx ends, with what was seen.
 func (e *Env) Await(ctx context.Context, exp Expectation) error {
+	begin := time.Now()
+	d, afterStart := ctx.Value(afterStartKey{}).(time.Duration)
 	for {
 		e.mu.Lock()
 		v, why := exp.Check(&e.st)
@@ -755,6 +757,9 @@ func (e *Env) Await(ctx context.Context, exp Expectation) error {
 		case Unmeetable:
 			// What happened instead first: it is what a bridge author acts on.
 			return fmt.Errorf("%s\n  (so this can no longer happen: %s)", why, exp.Description)
+		}
+		if ctx.Err() != nil || afterStart && !time.Now().Before(e.readyDeadline(exp.alias, begin, d)) {
+			return e.notMet(exp, afterStart)
 		}
 		select {
 		case <-ch:
@@ -768,19 +773,68 @@ func (e *Env) Await(ctx context.Context, exp Expectation) error {
 				return nil
 			}
 			return fmt.Errorf("the bridge exited (%v)\n  (so this can no longer happen: %s); its log:\n%s", e.bridge.ExitErr(), exp.Description, e.bridge.LogTail(10))
-		case <-ctx.Done():
-			e.mu.Lock()
-			var waits string
-			if s := e.st.sessions[exp.alias]; s != nil {
-				waits = s.agentWaits(time.Now())
-			}
-			e.mu.Unlock()
-			if waits != "" {
-				waits = "; meanwhile " + waits
-			}
-			return fmt.Errorf("the following condition was not met in time:\n  %s%s", exp.Description, waits)
+		case <-ctx.Done(): // (looked at once more above)
 		}
 	}
+}
+
+// notMet is Await's error when its wait ran out: what the expectation
+// saw so far (an unmet one may say), an agent that had not started, and
+// what the agent waited on meanwhile.
+func (e *Env) notMet(exp Expectation, afterStart bool) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var more string
+	if v, why := exp.Check(&e.st); v == Unmet && why != "" {
+		more = "; so far " + why
+	}
+	if s := e.st.sessions[exp.alias]; s != nil {
+		if afterStart && s.exit == nil && (s.helloAt.IsZero() || e.bridge.opts.RealClaude != "" && s.readyAt.IsZero()) {
+			more += "; the session's agent had not started: " + s.latestAgent(time.Now())
+		}
+		if w := s.agentWaits(time.Now()); w != "" {
+			more += "; meanwhile " + w
+		}
+	}
+	return fmt.Errorf("the following condition was not met in time:\n  %s%s", exp.Description, more)
+}
+
+type afterStartKey struct{}
+
+// AfterStart makes each Await under ctx wait d from when the awaited
+// session's agent process is ready (it has written its first line since
+// it said hello), rather than from when the Await began. An agent still
+// starting does not use the wait up: the real CLI takes seconds to start,
+// many more on a busy machine, and a resumed one starts only once the one
+// before it has ended. ctx's own deadline still bounds the whole wait (the
+// agent's start limit and d). An expectation of no one session waits d.
+func AfterStart(ctx context.Context, d time.Duration) context.Context {
+	return context.WithValue(ctx, afterStartKey{}, d)
+}
+
+// readyDeadline is when an AfterStart wait of d that began at begin on
+// alias's session ends: d after the later of begin and its latest agent's
+// readiness; far off while that agent is not ready (ctx bounds it then).
+func (e *Env) readyDeadline(alias string, begin time.Time, d time.Duration) time.Time {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s := e.st.sessions[alias]
+	if s == nil {
+		return begin.Add(d)
+	}
+	ready := s.readyAt
+	if e.bridge.opts.RealClaude == "" {
+		// fakeclaude is ready as it says hello: it is up, and it may
+		// write nothing before the bridge talks to it.
+		ready = s.helloAt
+	}
+	switch {
+	case ready.IsZero() && s.exit == nil:
+		return begin.Add(100 * 365 * 24 * time.Hour)
+	case ready.After(begin):
+		return ready.Add(d)
+	}
+	return begin.Add(d)
 }
 
 // Hold checks that exp stays met for d (for "never happens": Hold of a

@@ -435,3 +435,66 @@ func TestSharedAlias(t *testing.T) {
 		}
 	}
 }
+
+// TestResumedSaysWhatTheAgentDid: a wait on a resumed agent that runs out
+// says what the session's latest agent process did meanwhile, not only
+// that it was not met.
+func TestResumedSaysWhatTheAgentDid(t *testing.T) {
+	e := newTestEnv()
+	s := newSessionState("c3", "a1", nil, false)
+	e.st.sessions["c3"], e.st.byAgent["a1"] = s, s
+	await := func() string {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+		defer cancel()
+		err := e.Await(ctx, Resumed("c3"))
+		if err == nil {
+			t.Fatal("met with no resumed agent")
+		}
+		return err.Error()
+	}
+	if got := await(); !strings.Contains(got, "so far no agent process of session c3 said hello") {
+		t.Errorf("before any hello: %s", got)
+	}
+	e.onRecord(transcript.Record{Session: "a1", Event: events.EventHello, Msg: []byte(`{"resume":"sess-1"}`), T: time.Now()})
+	if got := await(); !strings.Contains(got, "its agent resumed with --resume said hello") || !strings.Contains(got, "has written nothing since, ended 0 turns") {
+		t.Errorf("resumed, silent: %s", got)
+	}
+	e.onRecord(transcript.Record{Session: "a1", Event: transcript.EventNote, Text: "the CLI is waiting on the session's HOME lock", T: time.Now()})
+	e.onRecord(transcript.Record{Session: "a1", Dir: transcript.FromCLI, Msg: []byte(`{"type":"system","subtype":"init"}`), T: time.Now()})
+	if got := await(); !strings.Contains(got, "has written 1 lines since, the last of type system") || !strings.Contains(got, "the last note on it") || !strings.Contains(got, "HOME lock") {
+		t.Errorf("resumed, one line: %s", got)
+	}
+}
+
+// TestAfterStartWaitsForTheAgent: a wait under AfterStart does not run out
+// while the session's agent has not started; it runs d from its start,
+// and a wait that the start limit ends says the agent had not started.
+func TestAfterStartWaitsForTheAgent(t *testing.T) {
+	e := newTestEnv()
+	s := newSessionState("s1", "a1", nil, false)
+	e.st.sessions["s1"], e.st.byAgent["a1"] = s, s
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- e.Await(AfterStart(ctx, 20*time.Millisecond), Turns("s1", 1)) }()
+	time.Sleep(200 * time.Millisecond) // ten times the wait: it must still be waiting
+	select {
+	case err := <-done:
+		t.Fatalf("the wait ran out before the agent started: %v", err)
+	default:
+	}
+	e.onRecord(transcript.Record{Session: "a1", Event: events.EventHello, Msg: []byte(`{}`), T: time.Now()})
+	if err := <-done; err == nil || !strings.Contains(err.Error(), "not met in time") {
+		t.Fatalf("after the start: %v", err)
+	}
+
+	// Never started: the context's deadline ends it, and it says so.
+	s2 := newSessionState("s2", "a2", nil, false)
+	e.st.sessions["s2"], e.st.byAgent["a2"] = s2, s2
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel2()
+	err := e.Await(AfterStart(ctx2, 10*time.Millisecond), Turns("s2", 1))
+	if err == nil || !strings.Contains(err.Error(), "the session's agent had not started: no agent process of session s2 said hello") {
+		t.Fatalf("never started: %v", err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/askctl/askctl/internal/clip"
+	"github.com/askctl/askctl/internal/events"
 	"github.com/askctl/askctl/protocol"
 	"github.com/askctl/askctl/surface"
 	"github.com/askctl/askctl/transcript"
@@ -187,6 +188,9 @@ func SurfaceSawWhileAlive(alias, conn, typ, qid string) Expectation {
 		ended := "exited"
 		for _, r := range s.agent {
 			switch {
+			case r.Event == events.EventHello:
+				// The latest agent process is the one that withdraws it.
+				exitT, ended = time.Time{}, "exited"
 			case r.Event == "exit" && exitT.IsZero():
 				exitT = r.T
 			case s.mcp && exitT.IsZero() && r.Dir == transcript.FromCLI && protocol.Peek(r.Msg).Type == protocol.TypeResult:
@@ -411,7 +415,7 @@ func Resumed(alias string) Expectation {
 		if s.resumed && s.resumedTurns > 0 {
 			return Met, ""
 		}
-		return Unmet, ""
+		return Unmet, s.latestAgent(time.Now())
 	})
 }
 
@@ -429,6 +433,6 @@ func Exited(alias string, code int) Expectation {
 		if code < 0 || *s.exit == code {
 			return Met, ""
 		}
-		return Unmeetable, fmt.Sprintf("it exited with status %d", *s.exit)
+		return Unmeetable, s.exitText()
 	})
 }

@@ -147,6 +147,9 @@ type SessionState struct {
 	// resumedTurns counts the turns it ended.
 	resumed      bool
 	resumedTurns int
+	// helloAt is when the latest agent process said hello, and readyAt
+	// when it wrote its first line, zero until it has (AfterStart).
+	helloAt, readyAt time.Time
 	// questions are the question ids the surfaces showed, in order of
 	// first appearance, and shownTexts each one's question texts, by
 	// which it is matched to the agent's request (reqIndex).
@@ -231,6 +234,7 @@ func (s *SessionState) add(r transcript.Record) {
 		}
 		_ = json.Unmarshal(r.Msg, &hello)
 		s.resumed, s.resumedTurns = hello.Resume != "", 0
+		s.helloAt, s.readyAt = r.T, time.Time{}
 	case r.Event == transcript.EventExit && r.Code != nil:
 		c := *r.Code
 		s.exit, s.exitStderr = &c, r.Text
@@ -254,6 +258,9 @@ func (s *SessionState) add(r transcript.Record) {
 	case r.Event == transcript.EventExpect && r.OK != nil && !*r.OK:
 		s.failed(r.Step, "expectation: "+r.Text)
 	case r.Dir == transcript.FromCLI:
+		if s.readyAt.IsZero() {
+			s.readyAt = r.T
+		}
 		s.fromAgent(r)
 	case r.Dir == transcript.ToCLI:
 		s.toAgent(r)
@@ -830,6 +837,54 @@ func (s *SessionState) agentWaits(now time.Time) string {
 			s.alias, len(last.Msg)/1000, protocol.Peek(last.Msg).Type, now.Sub(last.T).Seconds())
 	}
 	return ""
+}
+
+// latestAgent says what the session's latest agent process has done since
+// it said hello: whether it was resumed, the lines it wrote, its last
+// line and the last note about it (a real CLI's launcher notes its start
+// and its end), for a wait on it that ran out.
+func (s *SessionState) latestAgent(now time.Time) string {
+	hello := -1
+	for i, r := range s.agent {
+		if r.Event == events.EventHello {
+			hello = i
+		}
+	}
+	if hello < 0 {
+		return fmt.Sprintf("no agent process of session %s said hello", s.alias)
+	}
+	h := s.agent[hello]
+	what := "its latest agent process (not resumed)"
+	if s.resumed {
+		what = "its agent resumed with --resume"
+	}
+	out := fmt.Sprintf("%s said hello %.1fs ago", what, now.Sub(h.T).Seconds())
+	lines := 0
+	var last, note transcript.Record
+	for _, r := range s.agent[hello+1:] {
+		switch {
+		case r.IsWire() && r.Dir == transcript.FromCLI:
+			lines++
+			last = r
+		case r.Event == transcript.EventNote:
+			note = r
+		}
+	}
+	if lines == 0 {
+		out += " and has written nothing since"
+	} else {
+		out += fmt.Sprintf(" and has written %d lines since, the last of type %s %.1fs ago", lines, protocol.Peek(last.Msg).Type, now.Sub(last.T).Seconds())
+	}
+	if s.resumed {
+		out += fmt.Sprintf(", ended %d turns", s.resumedTurns)
+	}
+	if note.Text != "" {
+		out += fmt.Sprintf("; the last note on it (%.1fs ago): %s", now.Sub(note.T).Seconds(), clip.String(note.Text, 200))
+	}
+	if s.exit != nil {
+		out += fmt.Sprintf("; it exited with status %d", *s.exit)
+	}
+	return out
 }
 
 // Summary describes what the session saw, for failure messages: the

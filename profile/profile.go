@@ -128,13 +128,14 @@ const (
 	CrashAskRead         = "ask-read"         // an agent's question read, not yet stored
 	CrashAnswerCommitted = "answer-committed" // a person's answer stored, nothing written to the agent
 	CrashAnswerWritten   = "answer-written"   // the answer written whole to the agent, not yet marked delivered
+	CrashResumeCommitted = "resume-committed" // a late answer (its agent lost) stored, the session not yet resumed with it
 	CrashSkipCommitted   = "skip-committed"   // a person's skip stored, nothing written to the agent
 	CrashExpiryCommitted = "expiry-committed" // a timeout stored, nothing written to the agent
 )
 
 // CrashPointNames are the crash points the suite knows.
 func CrashPointNames() []string {
-	return []string{CrashAskRead, CrashAnswerCommitted, CrashAnswerWritten, CrashSkipCommitted, CrashExpiryCommitted}
+	return []string{CrashAskRead, CrashAnswerCommitted, CrashAnswerWritten, CrashResumeCommitted, CrashSkipCommitted, CrashExpiryCommitted}
 }
 
 // HasCrashPoint reports whether the bridge can be made to crash at point.

@@ -69,9 +69,13 @@
 //	                ".", "?" and "*" in question texts with a backslash
 //	                (written "\\?" inside JSON)
 //	"cancel_after"  withdraw the request after this long without an answer;
-//	                on an mcp step, end the tools/call then as the CLI's
-//	                MCP tool timeout does (notifications/cancelled to the
-//	                server, and the timeout's is_error tool_result)
+//	                on an mcp step (silent, 1s at least), it is the CLI's
+//	                MCP tool timeout (MCP_TOOL_TIMEOUT), one for the
+//	                session: every call with no result by then is ended
+//	                (notifications/cancelled to the server, and the
+//	                timeout's is_error tool_result), so every silent mcp
+//	                step of the session takes it, and the person answers
+//	                the others sooner
 //	"exit_after"    exit the agent after this long without an answer, with
 //	                "exit_code" (default 1)
 //	"parallel"      true: the call is in the same model response as the
@@ -89,7 +93,8 @@
 //
 // On an mcp step the person answers through the server's bridge: "answers"
 // (keyed by the question), "skip" (the server returns isError, the user
-// declined) or "silent" (the server's timeout returns isError); "expect" is
+// declined) or "silent" (the server's timeout returns isError, or the
+// CLI's ends the call: cancel_after); "expect" is
 // what the call returns: "behavior" "allow" (no isError) or "deny"
 // (isError), "answers" whose labels the result text must name, and "match"
 // paths on the result ({"content":[…],"isError":…}).

@@ -712,8 +712,13 @@ func (p *parser) step(n int, sl StepLine) (Step, bool) {
 			}
 		}
 	}
-	if st.Kind == KindMCP && st.CancelAfter > 0 && st.CancelAfter < time.Second {
-		p.errorf(n, "cancel_after", "an mcp step's cancel_after is the CLI's tool timeout, which is 1s at least, got %v", st.CancelAfter)
+	if st.Kind == KindMCP && sl.CancelAfter != nil {
+		switch {
+		case st.CancelAfter < time.Second:
+			p.errorf(n, "cancel_after", "an mcp step's cancel_after is the CLI's tool timeout, which is 1s at least, got %v", st.CancelAfter)
+		case st.User == nil || !st.User.Silent:
+			p.errorf(n, "cancel_after", `an mcp step's cancel_after is for a call nobody answers ("user": {"silent": true}): the CLI ends it then`)
+		}
 	}
 	if st.Kind == KindMCP && sl.ExitAfter != nil {
 		p.errorf(n, "exit_after", "an mcp step takes no exit_after: the MCP server decides when the call ends, or the CLI does (cancel_after)")
@@ -794,10 +799,16 @@ func (p *parser) validate(sc *Scenario) {
 	// An mcp step's cancel_after stands for the CLI's tool timeout, one
 	// for every call of a session (MCPToolTimeout): the same on each step
 	// that has it.
+	// It ends every call of the session with no result by then, so a call
+	// nobody answers ends by it, and says so.
 	if d := sc.MCPToolTimeout(); d > 0 {
 		for _, st := range sc.Steps {
-			if st.Kind == KindMCP && st.CancelAfter > 0 && st.CancelAfter != d {
+			switch {
+			case st.Kind != KindMCP:
+			case st.CancelAfter > 0 && st.CancelAfter != d:
 				p.errorf(st.Line, "cancel_after", "an mcp step's cancel_after is the CLI's tool timeout, one for the session: %v here, %v on an mcp step before", st.CancelAfter, d)
+			case st.CancelAfter == 0 && st.User != nil && st.User.Silent:
+				p.errorf(st.Line, "cancel_after", "the CLI's tool timeout of this session (cancel_after %v on another mcp step) ends this call too: give it cancel_after %v", d, d)
 			}
 		}
 	}

@@ -21,7 +21,7 @@ done
 echo "under-load: $n busy loops running (pids ${pids[*]})"
 for agent in fake real; do
 	start=$(date +%s)
-	./bin/askctl conformance --agent "$agent"
+	./bin/askctl conformance --verbose --agent "$agent" # (a failing case prints its step log: what the bridge and the agent did)
 	echo "under-load: conformance --agent $agent passed in $(( $(date +%s) - start ))s with every CPU busy"
 done
 start=$(date +%s)

@@ -46,10 +46,15 @@ func mcpServersWant(sc *scenarios.Scenario) string {
 	return string(b)
 }
 
-// silence is how long the scripted server waits on a silent user.
-func silence(u *scenarios.User) time.Duration {
-	if u.After > 0 {
+// silence is how long the scripted server waits on step st's silent user.
+func silence(st *scenarios.Step) time.Duration {
+	switch u := st.User; {
+	case u.After > 0:
 		return time.Duration(u.After)
+	case st.CancelAfter > 0:
+		// The CLI ends the call first (its tool timeout): the server's
+		// own timeout must not race it.
+		return st.CancelAfter + 10*DefaultMCPSilence
 	}
 	return DefaultMCPSilence
 }
@@ -72,7 +77,7 @@ func scriptedResult(st *scenarios.Step) (*mcp.CallToolResult, error) {
 	r := u.Reply()
 	switch {
 	case u.Silent:
-		return mcpask.TimedOut(int(math.Ceil(silence(u).Seconds()))), nil
+		return mcpask.TimedOut(int(math.Ceil(silence(st).Seconds()))), nil
 	case r.Skip:
 		return mcpask.Declined(r.Message), nil
 	}
@@ -192,7 +197,7 @@ func (s *MCPScript) answer(ctx context.Context, server, tool string) *mcp.CallTo
 	if u := st.User; u != nil {
 		wait = time.Duration(u.After)
 		if u.Silent {
-			wait = silence(u)
+			wait = silence(st)
 		}
 	}
 	t := time.NewTimer(wait)

@@ -601,6 +601,7 @@ type browserConn struct {
 	taken   bool
 	last    map[string]browserRequest
 	order   []string
+	retell  map[string]bool // cards shown taken as the person took the session back (Reclaim): told anew once shown otherwise
 	status  map[string]browserSession
 	changed chan struct{} // closed and replaced at each snapshot taken
 	closed  bool
@@ -666,6 +667,12 @@ func (c *browserConn) onSnapshot(data string) {
 			continue
 		}
 		prev, seen := c.last[r.ID]
+		if c.retell[r.ID] && c.kind(r.State) != "taken" {
+			// Taken back (Reclaim): this person is shown it anew.
+			delete(c.retell, r.ID)
+			prev, seen = browserRequest{}, false
+			c.order = slices.DeleteFunc(c.order, func(o string) bool { return o == r.ID })
+		}
 		if r.Session == "" {
 			r.Session = c.session
 		}
@@ -1019,15 +1026,10 @@ func (c *browserConn) Online(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("bringing the tab online: %w", stopped(ctx, c.tab, limit, err))
 	}
-	marked := c.s.spec.Browser.Map.Ready != ""
-	err = c.await(actx, func() bool { return c.opened > back.Opened && (!marked || c.ready != back.Ready) })
+	opened, ready, err := c.awaitReplay(ctx, actx, limit, back, func() bool { return true })
 	if err == nil {
 		return nil
 	}
-	err = stopped(ctx, c.tab, limit, err)
-	c.mu.Lock()
-	opened, ready := c.opened > back.Opened, c.ready
-	c.mu.Unlock()
 	if opened {
 		return fmt.Errorf("the network came back and the page reconnected, but its ready mark (%s) stayed %q: it did not hear the bridge's replay: %w", c.s.spec.Browser.Map.Ready, ready, err)
 	}
@@ -1044,13 +1046,28 @@ func (c *browserConn) Online(ctx context.Context) error {
 	return fmt.Errorf("the network came back, and %s: %w", why, err)
 }
 
+// awaitReplay waits (actx, within limit) for the page to have opened a
+// socket since from, and heard the bridge's replay (its ready mark changed
+// since from, when the profile maps one), and for also (under c.mu). On
+// failure it says whether a socket opened, and the ready mark.
+func (c *browserConn) awaitReplay(ctx, actx context.Context, limit time.Duration, from sockets, also func() bool) (opened bool, ready string, err error) {
+	marked := c.s.spec.Browser.Map.Ready != ""
+	err = c.await(actx, func() bool { return c.opened > from.Opened && (!marked || c.ready != from.Ready) && also() })
+	if err == nil {
+		return true, "", nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.opened > from.Opened, c.ready, stopped(ctx, c.tab, limit, err)
+}
+
 // Reclaim presses the page's button that takes its session back after
 // another tab took it over (surface.Reclaimer; map.reclaim names it), and
 // waits, within the step's deadline and the start limit, for the page to
 // connect again, hear the bridge's replay and no longer say it is taken
-// over. The cards the page showed as taken over are forgotten first: the
-// replay shows them again, answerable, and they are told as shown then,
-// as a page loaded now would show them.
+// over. The cards the page showed as taken over are told again as shown
+// once the page shows them otherwise (the replay shows them again,
+// answerable), as a page loaded now would show them.
 func (c *browserConn) Reclaim(ctx context.Context) error {
 	if c.s.spec.Browser.Map.Reclaim == "" {
 		return &surface.Unsupported{Op: "reclaim", Message: "the profile's map names no button that takes the session back (map.reclaim)"}
@@ -1058,11 +1075,16 @@ func (c *browserConn) Reclaim(ctx context.Context) error {
 	limit := c.s.spec.StartLimit()
 	actx, cancel := c.boundBy(ctx, limit)
 	defer cancel()
+	// Each card the page shows as taken is told again, as a new one, once
+	// the page shows it otherwise (a snapshot from before the press still
+	// shows it taken, and tells nothing).
 	c.mu.Lock()
 	for id, r := range c.last {
 		if c.kind(r.State) == "taken" {
-			delete(c.last, id)
-			c.order = slices.DeleteFunc(c.order, func(o string) bool { return o == id })
+			if c.retell == nil {
+				c.retell = map[string]bool{}
+			}
+			c.retell[id] = true
 		}
 	}
 	c.mu.Unlock()
@@ -1083,14 +1105,12 @@ func (c *browserConn) Reclaim(ctx context.Context) error {
 	case !r.OK:
 		return fmt.Errorf("taking the session back: %s", r.Error)
 	}
-	marked := c.s.spec.Browser.Map.Ready != ""
-	err = c.await(actx, func() bool { return c.opened > r.Opened && (!marked || c.ready != r.Ready) && !c.taken })
+	opened, ready, err := c.awaitReplay(ctx, actx, limit, r.sockets, func() bool { return !c.taken })
 	if err == nil {
 		return nil
 	}
-	err = stopped(ctx, c.tab, limit, err)
 	c.mu.Lock()
-	opened, ready, taken := c.opened > r.Opened, c.ready, c.taken
+	taken := c.taken
 	c.mu.Unlock()
 	switch {
 	case !opened:
