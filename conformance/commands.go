@@ -784,6 +784,11 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 				// look past.
 				blockedStop(ts, []string{"SDK-DELIVER", "SDK-DELIVER-LATENCY"}, "%v\n%s", err, summary(e, alias))
 			}
+			if q, ok := s.NotReplayed(conn); ok && s.Reclaimed(conn) {
+				// Pending as this connection took its session back, and not
+				// shown there again: the take-back's failure.
+				blockedStop(ts, []string{"UI-TAKEOVER", "UI-RECONNECT-REPLAY"}, "question %s was pending as connection %s took the session back, and it was not shown there again, answerable: %v\n%s", q, conn, err, summary(e, alias))
+			}
 			if q, ok := s.NotReplayed(conn); ok {
 				// Pending when this connection was open, and never told to
 				// it: UI-RECONNECT-REPLAY's failure, on the way to this
@@ -1167,8 +1172,12 @@ func cmdRaw(ts *testscript.TestScript, neg bool, args []string) {
 		// Taken or refused, as the bridge decides: what reaches the agent
 		// is checked next.
 		var un *surface.Unsupported
-		if errors.As(err, &un) {
+		var rj *surface.Rejected
+		switch {
+		case errors.As(err, &un):
 			skipUnsupported(ts, un)
+		case err != nil && !errors.As(err, &rj) && !errors.Is(err, surface.ErrIgnored):
+			fail(ts, "%s: %v (want the bridge to take it or refuse it)\n%s", what, err, summary(e, args[0]))
 		}
 		ts.Logf("the bridge's reply: %v", err)
 		return

@@ -32,16 +32,20 @@ import (
 
 // xModel is the state of one generated sequence.
 type xModel struct {
-	caps      xCaps
-	sessions  []*xSession
-	lines     []string
-	files     map[string]string
-	steps     int
-	ops       map[string]int // the steps taken, by operation
-	reqOfLine string         // the requirement the lines written now check
-	pairs     int            // requests asked beside another, so far (their ids: ALIAS_Pn)
-	now       float64        // the model's clock, in seconds of waiting
-	restarted bool           // the bridge was restarted (restart, -kill or not)
+	caps     xCaps
+	sessions []*xSession
+	lines    []string
+	files    map[string]string
+	steps    int
+	ops      map[string]int // the steps taken, by operation
+	// overdue counts the questions the person ended past their budget
+	// (and the step that ends them): a defect of the model's clock
+	// (TestModelKeepsItsClock).
+	overdue   int
+	reqOfLine string  // the requirement the lines written now check
+	pairs     int     // requests asked beside another, so far (their ids: ALIAS_Pn)
+	now       float64 // the model's clock, in seconds of waiting
+	restarted bool    // the bridge was restarted (restart, -kill or not)
 	// known are requirements the bridge is known to fail (the run's
 	// expected failures): their own checks are left out, so that the
 	// exploration looks past them.
@@ -168,6 +172,16 @@ func (m *xModel) budgetOf(s *xSession) float64 {
 	return m.budget()
 }
 
+// onTime counts r, ended by the person now, as overdue when it waited
+// past its budget and two steps (the one that brought it within reach, a
+// connect, and the one that ends it, are not held to it); an orphan keeps
+// the deadline of its ask before the restart, and is not held to one.
+func (m *xModel) onTime(s *xSession, r *xReq) {
+	if !r.orphan && m.now-r.since > m.budgetOf(s)+2*m.stepCost()+1e-9 {
+		m.overdue++
+	}
+}
+
 // spend takes a step of cost seconds, or skips it when it would leave a
 // question the person is to answer (but for except) past its budget: one
 // asked, or one an MCP agent asks as the CLI ends the call before it.
@@ -178,8 +192,10 @@ func (m *xModel) spend(t *rapid.T, cost float64, except *xReq) {
 			continue
 		}
 		since := r.since
-		if s.mcp && r.outcome == "cancel" && s.cur+1 < len(s.reqs) {
-			r, since = s.reqs[s.cur+1], m.withdrawsAt(s)
+		for i := s.cur; s.mcp && r.outcome == "cancel" && i+1 < len(s.reqs); i++ {
+			// The CLI ends the call at its tool timeout, and the agent
+			// asks the next at once.
+			r, since = s.reqs[i+1], since+m.mcpToolTimeout()
 		}
 		// An orphaned question keeps its deadline across the restart.
 		if r == except || (r.outcome != "answer" && r.outcome != "skip") {
@@ -830,6 +846,7 @@ func (m *xModel) answer(t *rapid.T) {
 // answered writes the person answering s's question, and what follows.
 func (m *xModel) answered(s *xSession) {
 	r := s.req()
+	m.onTime(s, r)
 	m.emit("")
 	if r.orphan {
 		// The late-answer path: the session is resumed with the answer.
@@ -1058,6 +1075,7 @@ func (m *xModel) skip(t *rapid.T) {
 // skipped writes the person skipping s's question, and what follows.
 func (m *xModel) skipped(s *xSession) {
 	r := s.req()
+	m.onTime(s, r)
 	m.emit("")
 	if r.orphan {
 		// Nobody is left to tell: the question ends, and is listed no more.
@@ -1739,13 +1757,19 @@ func (m *xModel) tail(t *rapid.T) {
 			return
 		}
 	}
-	// Then what its agent ends: an MCP agent asks on as its call ends, and
-	// the person answers that before the timeouts are waited out.
+	// Then what its agent ends, in the order it comes: an MCP agent asks on
+	// as its call ends, and the person answers that before the next one
+	// comes, or the timeouts are waited out.
+	var ends []*xSession
 	for _, s := range m.sessions {
 		r := s.req()
 		if r == nil || r.done || r.shown == 0 || r.orphan || (r.outcome != "cancel" && r.outcome != "exit") || !s.live() || !r.seen {
 			continue
 		}
+		ends = append(ends, s)
+	}
+	sort.SliceStable(ends, func(i, j int) bool { return m.withdrawsAt(ends[i]) < m.withdrawsAt(ends[j]) })
+	for _, s := range ends {
 		m.ops["withdraw"]++
 		m.now = max(m.now, m.withdrawsAt(s)+0.5) // (as withdraw spends)
 		m.withdrawn(s)
@@ -1762,7 +1786,7 @@ func (m *xModel) tail(t *rapid.T) {
 		}
 		// The person may have begun: a part held while the time runs
 		// out must neither stop nor move the deadline.
-		if m.caps.canPart() && s.awaitable() && len(r.held) < len(r.qs)-1 && rapid.IntRange(0, 1).Draw(t, "holdBeforeTimeout") == 1 {
+		if m.caps.canPart() && s.awaitable() && len(r.held) < len(r.qs)-1 && m.now-r.since <= 0.5*m.caps.seconds && rapid.IntRange(0, 1).Draw(t, "holdBeforeTimeout") == 1 {
 			if args, part := r.part(); len(args) > 0 {
 				m.ops["answerPart"]++
 				m.hold(s, args, part, m.lateInWait(r))

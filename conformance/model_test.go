@@ -228,3 +228,36 @@ func TestCommandsShadowNoBuiltin(t *testing.T) {
 		}
 	}
 }
+
+// TestModelKeepsItsClock: no sequence has the person end a question past
+// its budget, on the model's clock, counted from when the agent really
+// asked it (an MCP agent's next ask: as the CLI ended the call before
+// it), whatever steps came between, the end's included.
+func TestModelKeepsItsClock(t *testing.T) {
+	rapidReady()
+	caps := xCaps{seconds: 2, reconnect: true, takeover: true, persist: true, mcp: true, allowTools: true,
+		crashAt: []string{profile.CrashAnswerCommitted, profile.CrashSkipCommitted}}
+	overdue, sequences, mcpCancels := 0, 0, 0
+	for seed := range uint64(3000) {
+		checkSeed(&exploreTB{}, 7000+seed, func(rt *rapid.T) {
+			m := &xModel{caps: caps}
+			m.generate(rt)
+			sequences++
+			overdue += m.overdue
+			for _, s := range m.sessions {
+				if s.mcp && slices.ContainsFunc(s.reqs, func(r *xReq) bool { return r.outcome == "cancel" }) {
+					mcpCancels++
+				}
+			}
+			if m.overdue > 0 && overdue == m.overdue {
+				t.Logf("seed %d: %d overdue:\n%s", 7000+seed, m.overdue, m.script())
+			}
+		})
+	}
+	if overdue > 0 {
+		t.Errorf("%d questions ended past their budget in %d sequences", overdue, sequences)
+	}
+	if mcpCancels == 0 {
+		t.Errorf("no sequence had an MCP agent whose call the CLI ends (%d sequences)", sequences)
+	}
+}

@@ -744,7 +744,10 @@ func (e *Env) closeConns() {
 // Await waits until exp is met. It fails at once when exp is unmeetable,
 // and when ctx ends, with what was seen.
 func (e *Env) Await(ctx context.Context, exp Expectation) error {
-	begin := time.Now()
+	begin, ok := ctx.Value(beginKey{}).(time.Time)
+	if !ok {
+		begin = time.Now()
+	}
 	d, afterStart := ctx.Value(afterStartKey{}).(time.Duration)
 	for {
 		e.mu.Lock()
@@ -785,11 +788,12 @@ func (e *Env) notMet(exp Expectation, afterStart bool) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var more string
-	if v, why := exp.Check(&e.st); v == Unmet && why != "" {
+	v, why := exp.Check(&e.st)
+	if v == Unmet && why != "" {
 		more = "; so far " + why
 	}
 	if s := e.st.sessions[exp.alias]; s != nil {
-		if afterStart && s.exit == nil && (s.helloAt.IsZero() || e.bridge.opts.RealClaude != "" && s.readyAt.IsZero()) {
+		if afterStart && why == "" && s.exit == nil && e.readyAt(s).IsZero() {
 			more += "; the session's agent had not started: " + s.latestAgent(time.Now())
 		}
 		if w := s.agentWaits(time.Now()); w != "" {
@@ -800,6 +804,15 @@ func (e *Env) notMet(exp Expectation, afterStart bool) error {
 }
 
 type afterStartKey struct{}
+
+// beginKey: the waits under a context with it count from one moment (the
+// waits of one step, such as AwaitQuestion's, share its wait).
+type beginKey struct{}
+
+// sharedWait is ctx for waits that share one AfterStart wait from now.
+func sharedWait(ctx context.Context) context.Context {
+	return context.WithValue(ctx, beginKey{}, time.Now())
+}
 
 // AfterStart makes each Await under ctx wait d from when the awaited
 // session's agent process is ready (it has written its first line since
@@ -812,6 +825,23 @@ func AfterStart(ctx context.Context, d time.Duration) context.Context {
 	return context.WithValue(ctx, afterStartKey{}, d)
 }
 
+// readyAt is when s's agent process was up, zero while it is not (under
+// e.mu).
+func (e *Env) readyAt(s *SessionState) time.Time {
+	switch {
+	case e.bridge.opts.RealClaude == "":
+		// fakeclaude is ready as it says hello: it is up, and it may
+		// write nothing before the bridge talks to it.
+		return s.helloAt
+	case e.st.restartedSince(s.helloAt):
+		// The bridge restarted since the agent said hello: the agent
+		// awaited is a resumed one, whose launcher says hello only once
+		// the CLI before it has ended (realagent.go: lockHome).
+		return time.Time{}
+	}
+	return s.readyAt
+}
+
 // readyDeadline is when an AfterStart wait of d that began at begin on
 // alias's session ends: d after the later of begin and its latest agent's
 // readiness; far off while that agent is not ready (ctx bounds it then).
@@ -822,12 +852,7 @@ func (e *Env) readyDeadline(alias string, begin time.Time, d time.Duration) time
 	if s == nil {
 		return begin.Add(d)
 	}
-	ready := s.readyAt
-	if e.bridge.opts.RealClaude == "" {
-		// fakeclaude is ready as it says hello: it is up, and it may
-		// write nothing before the bridge talks to it.
-		ready = s.helloAt
-	}
+	ready := e.readyAt(s)
 	switch {
 	case ready.IsZero() && s.exit == nil:
 		return begin.Add(100 * 365 * 24 * time.Hour)

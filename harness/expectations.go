@@ -186,10 +186,18 @@ func SurfaceSawWhileAlive(alias, conn, typ, qid string) Expectation {
 	return onSession(alias, fmt.Sprintf("session %s's surface is told %s for question %s while its agent still runs", alias, typ, qid), func(s *SessionState) (Verdict, string) {
 		var exitT time.Time
 		ended := "exited"
+		// The agent process that asked it is the one that withdraws it:
+		// the end that counts is that process's (the latest one's, when
+		// the request is not known).
+		var asked time.Time
+		if req, ok := s.requestOf(qid); ok {
+			asked = req.T
+		}
 		for _, r := range s.agent {
 			switch {
+			case r.Event == events.EventHello && !exitT.IsZero() && !asked.IsZero() && asked.Before(exitT):
+				// A later process: the asking one ended before it.
 			case r.Event == events.EventHello:
-				// The latest agent process is the one that withdraws it.
 				exitT, ended = time.Time{}, "exited"
 			case r.Event == "exit" && exitT.IsZero():
 				exitT = r.T

@@ -85,6 +85,7 @@ var ErrNotSame = errors.New("not the same question")
 // event), so what follows can pair the two. With same, the question must
 // be the current one again (a replay after a reconnect keeps its id).
 func (s *Session) AwaitQuestion(ctx context.Context, conn string, same bool) (string, error) {
+	ctx = sharedWait(ctx)
 	if err := s.e.Await(ctx, NewQuestion(s.alias, conn)); err != nil {
 		return "", err
 	}
@@ -620,6 +621,18 @@ func (s *Session) ToolResult(ctx context.Context) (text string, isError bool, er
 		}
 	})
 	return text, isError, nil
+}
+
+// Reclaimed reports whether connection conn (its latest) took its session
+// back after a takeover (Env.Reclaim).
+func (s *Session) Reclaimed(conn string) bool {
+	var back bool
+	s.e.Read(func(st *State) {
+		if d := st.drivers[s.alias]; d != nil {
+			back = d.reclaimed[conn]
+		}
+	})
+	return back
 }
 
 // NotReplayed is a question that was pending when connection conn was

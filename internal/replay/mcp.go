@@ -49,12 +49,12 @@ func mcpServersWant(sc *scenarios.Scenario) string {
 // silence is how long the scripted server waits on step st's silent user.
 func silence(st *scenarios.Step) time.Duration {
 	switch u := st.User; {
-	case u.After > 0:
-		return time.Duration(u.After)
 	case st.CancelAfter > 0:
 		// The CLI ends the call first (its tool timeout): the server's
 		// own timeout must not race it.
-		return st.CancelAfter + 10*DefaultMCPSilence
+		return max(time.Duration(u.After), st.CancelAfter+10*DefaultMCPSilence)
+	case u.After > 0:
+		return time.Duration(u.After)
 	}
 	return DefaultMCPSilence
 }

@@ -643,7 +643,7 @@ func (c *browserConn) onSnapshot(data string) {
 		for _, r := range snap.Requests {
 			_, seen := c.last[r.ID]
 			_, read := qs[r.ID]
-			if c.mine(r) && !seen && !read {
+			if c.mine(r) && (!seen || c.retold(r)) && !read {
 				need = append(need, r.ID)
 			}
 		}
@@ -667,7 +667,7 @@ func (c *browserConn) onSnapshot(data string) {
 			continue
 		}
 		prev, seen := c.last[r.ID]
-		if c.retell[r.ID] && c.kind(r.State) != "taken" {
+		if c.retold(r) {
 			// Taken back (Reclaim): this person is shown it anew.
 			delete(c.retell, r.ID)
 			prev, seen = browserRequest{}, false
@@ -719,6 +719,12 @@ func (c *browserConn) onSnapshot(data string) {
 	c.taken, c.ready, c.opened = snap.Taken, snap.Ready, snap.Opened
 	close(c.changed)
 	c.changed = make(chan struct{})
+}
+
+// retold reports whether r, shown taken as the person took the session
+// back, is shown otherwise now: told anew (Reclaim). Under c.mu.
+func (c *browserConn) retold(r browserRequest) bool {
+	return c.retell[r.ID] && c.kind(r.State) != "taken"
 }
 
 // mine reports whether a request the page shows is of this tab's session
