@@ -788,8 +788,7 @@ func cmdAwait(ts *testscript.TestScript, neg bool, args []string) {
 				// Pending as this connection took its session back, and not
 				// shown there again: the take-back's failure.
 				blockedStop(ts, []string{"UI-TAKEOVER", "UI-RECONNECT-REPLAY"}, "question %s was pending as connection %s took the session back, and it was not shown there again, answerable: %v\n%s", q, conn, err, summary(e, alias))
-			}
-			if q, ok := s.NotReplayed(conn); ok {
+			} else if ok {
 				// Pending when this connection was open, and never told to
 				// it: UI-RECONNECT-REPLAY's failure, on the way to this
 				// case's own check.

@@ -39,7 +39,7 @@ type xModel struct {
 	steps    int
 	ops      map[string]int // the steps taken, by operation
 	// overdue counts the questions the person ended past their budget
-	// (and the step that ends them): a defect of the model's clock
+	// (and two steps: onTime): a defect of the model's clock
 	// (TestModelKeepsItsClock).
 	overdue   int
 	reqOfLine string  // the requirement the lines written now check
@@ -166,7 +166,7 @@ func (m *xModel) withdrawsAt(s *xSession) float64 {
 // budgetOf is how long a question of s the person is to answer may wait:
 // in a session with a CLI tool timeout, less than it.
 func (m *xModel) budgetOf(s *xSession) float64 {
-	if s.mcp && slices.ContainsFunc(s.reqs, func(r *xReq) bool { return r.outcome == "cancel" }) {
+	if s.mcp && s.cut() {
 		return min(m.budget(), m.mcpToolTimeout()-0.5)
 	}
 	return m.budget()
@@ -660,6 +660,12 @@ func (s *xSession) live() bool { return s.conn != "" && !s.dropped }
 
 // awaitable: its current request is pending and the live connection
 // shows it (seen: it was awaited there, so it is ALIAS's current question).
+// cut reports whether a request of s (drawn so far) is one its agent ends:
+// in an MCP session, the CLI's tool timeout then ends every call.
+func (s *xSession) cut() bool {
+	return slices.ContainsFunc(s.reqs, func(r *xReq) bool { return r.outcome == "cancel" })
+}
+
 func (s *xSession) awaitable() bool {
 	r := s.req()
 	return r != nil && !r.done && r.seen && s.live()
@@ -675,8 +681,7 @@ func (m *xModel) start(t *rapid.T) {
 	s.mcp = m.caps.mcp && rapid.IntRange(0, 3).Draw(t, "mcp") == 3 // (shrunk to the SDK route)
 	n := rapid.IntRange(1, 3).Draw(t, "requests")
 	for i := range n {
-		cut := slices.ContainsFunc(s.reqs, func(r *xReq) bool { return r.outcome == "cancel" })
-		s.reqs = append(s.reqs, m.genReq(t, i == n-1, s.mcp, cut))
+		s.reqs = append(s.reqs, m.genReq(t, i == n-1, s.mcp, s.cut()))
 	}
 	m.spend(t, 0.3, nil)
 	if s.mcp {
